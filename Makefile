@@ -1,0 +1,105 @@
+# herd: `make run` serves the demo site, `make test` runs every test.
+# Both install what they need first (scripts/deps.sh).
+
+CC      ?= gcc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
+CPPFLAGS := -D_GNU_SOURCE -Isrc
+ALLFLAGS = -std=gnu11 $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP
+LISTEN  ?= 127.0.0.1:8080
+FUZZ_SECONDS ?= 20
+
+SRCS      := $(wildcard src/*/*.c)
+LIB_SRCS  := $(filter-out src/cmd/%,$(SRCS))
+OBJS      := $(SRCS:src/%.c=build/obj/%.o)
+LIB_OBJS  := $(LIB_SRCS:src/%.c=build/obj/%.o)
+ASAN_OBJS := $(SRCS:src/%.c=build-asan/obj/%.o)
+ASAN_LIB  := $(LIB_SRCS:src/%.c=build-asan/obj/%.o)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/unit/%)
+ASAN_UNIT := $(UNIT_SRCS:tests/unit/%.c=build-asan/unit/%)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
+SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+.PHONY: all build run test deps deps-test unit integration asan asan-test fuzz clean demo
+all: build
+
+build: build/herd demo
+
+build/herd: $(OBJS)
+	$(CC) $(CFLAGS) -o $@ $^
+
+build/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -c -o $@ $<
+
+build-asan/herd: $(ASAN_OBJS)
+	$(CC) -O1 -g $(SAN) -o $@ $^
+
+build-asan/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -MMD -MP -c -o $@ $<
+
+# The demo site's larger file is generated, not committed.
+demo: www/big.bin
+www/big.bin:
+	head -c 8388608 /dev/urandom > $@
+
+run: deps build
+	@echo "herd: serving www/ on http://$(LISTEN)/  (Ctrl-C stops)"
+	exec build/herd serve www --listen $(LISTEN)
+
+deps:
+	@sh scripts/deps.sh build
+
+deps-test:
+	@sh scripts/deps.sh test
+
+# ---- tests ----
+test: deps-test build unit integration asan-test fuzz
+	@echo "make test: all passed"
+
+build/unit/%: tests/unit/%.c $(LIB_OBJS) tests/unit/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -Itests/unit -o $@ $< $(LIB_OBJS)
+
+build-asan/unit/%: tests/unit/%.c $(ASAN_LIB) tests/unit/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -Itests/unit -o $@ $< $(ASAN_LIB)
+
+unit: $(UNIT_BINS)
+	@for t in $(UNIT_BINS); do timeout 120 $$t || exit 1; done
+
+integration: build/herd demo
+	timeout 900 python3 -m pytest -q -x tests/integration
+
+asan: build-asan/herd
+
+asan-test: build-asan/herd $(ASAN_UNIT)
+	@for t in $(ASAN_UNIT); do timeout 300 $$t || exit 1; done
+	HERD_BIN=build-asan/herd timeout 1800 python3 -m pytest -q -x tests/integration
+
+# libFuzzer targets, built with clang, run for FUZZ_SECONDS each on a copy
+# of the committed corpus (new inputs do not dirty the tree).
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS)
+	@mkdir -p build-fuzz
+	clang -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -o $@ $< $(LIB_SRCS)
+
+fuzz: $(FUZZ_BINS)
+	@for f in $(FUZZ_BINS); do \
+	  name=$$(basename $$f); corpus=tests/fuzz/corpus/$${name#fuzz_}; \
+	  rm -rf build-fuzz/work-$$name; mkdir -p build-fuzz/work-$$name; \
+	  cp $$corpus/* build-fuzz/work-$$name/ 2>/dev/null || true; \
+	  echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \
+	  timeout $$(( $(FUZZ_SECONDS) + 60 )) $$f -max_total_time=$(FUZZ_SECONDS) -timeout=5 \
+	    -dict=tests/fuzz/http.dict -artifact_prefix=build-fuzz/ \
+	    build-fuzz/work-$$name $$corpus > build-fuzz/$$name.log 2>&1 \
+	    || { tail -40 build-fuzz/$$name.log; exit 1; }; \
+	  grep -h "^Done\|stat::number_of_executed_units" build-fuzz/$$name.log | tail -1; \
+	done
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(OBJS:.o=.d) $(ASAN_OBJS:.o=.d)

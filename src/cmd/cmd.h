@@ -1,0 +1,8 @@
+/* Front ends, one per subcommand. Each returns the process exit status:
+ * 0 ok, 1 runtime failure, 2 usage error. */
+#ifndef HERD_CMD_H
+#define HERD_CMD_H
+
+int cmd_serve(int argc, char **argv);
+
+#endif

@@ -1,0 +1,12 @@
+/* Values of command-line flags: sizes ("8k"), durations ("15s", "500ms")
+ * and counts. Each returns 0, or -1 for a value that is not one. */
+#ifndef HERD_CMD_FLAGS_H
+#define HERD_CMD_FLAGS_H
+
+#include <stdint.h>
+
+int flag_size(const char *s, uint64_t *out);        /* bytes; k, m, g suffixes (1024) */
+int flag_duration_ms(const char *s, int64_t *out);  /* ms, s (default), m, h */
+int flag_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif

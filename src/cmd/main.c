@@ -1,0 +1,36 @@
+/* herd: one binary, one subcommand per face (like busybox). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "http/response.h"
+
+static const char usage[] =
+    "usage: herd COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  serve [DOCROOT]   serve static files over HTTP/1.1 (herd serve --help)\n"
+    "\n"
+    "  herd --version    print the version\n"
+    "  herd --help       this text\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        puts("herd " HERD_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "serve"))
+        return cmd_serve(argc - 1, argv + 1);
+    fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", cmd);
+    return 2;
+}

@@ -1,0 +1,40 @@
+/* Timeout queues for timeouts that are all equal (header, keep-alive, send):
+ * a FIFO per timeout, so arming or re-arming a timer is an O(1) move to the
+ * tail and expiry scans only the entries that are due (the lwan-tq idea).
+ * Nodes are embedded in their owner; get back with container_of. */
+#ifndef HERD_TIMERQ_H
+#define HERD_TIMERQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tq_node {
+    struct tq_node *prev, *next; /* NULL when not queued */
+    int64_t deadline_ms;
+};
+
+struct timerq {
+    struct tq_node head; /* sentinel of a circular list */
+    int64_t timeout_ms;
+};
+
+#define container_of(ptr, type, member) \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+void tq_init(struct timerq *q, int64_t timeout_ms);
+
+static inline int tq_linked(const struct tq_node *n) { return n->next != NULL; }
+
+void tq_unlink(struct tq_node *n);
+
+/* Arms n to expire timeout_ms after now, moving it from any queue it is in. */
+void tq_arm(struct timerq *q, struct tq_node *n, int64_t now_ms);
+
+/* Unlinks and returns the oldest node whose deadline is <= now, or NULL.
+ * The caller handles it and calls again; the owner may be freed meanwhile. */
+struct tq_node *tq_pop_expired(struct timerq *q, int64_t now_ms);
+
+/* Deadline of the oldest entry, or -1 when empty. */
+int64_t tq_next_deadline(const struct timerq *q);
+
+#endif

@@ -1,0 +1,287 @@
+#include "http/filecache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/httpdate.h"
+#include "http/mime.h"
+
+#define FC_BUCKETS 4096 /* power of two */
+
+struct filecache {
+    int root_fd;
+    struct filecache_limits lim;
+    uint32_t count;
+    size_t inline_total;
+    struct fc_entry lru; /* sentinel: lru.lnext is the most recently used */
+    struct fc_entry *buckets[FC_BUCKETS];
+};
+
+/* glibc 2.36 has no openat2 wrapper. */
+static int open_beneath(int dirfd, const char *rel)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+    return fd < 0 ? -errno : fd;
+}
+
+struct filecache *fc_create(const char *docroot, const struct filecache_limits *lim)
+{
+    int fd = open(docroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct filecache *fc = calloc(1, sizeof *fc);
+    if (!fc) {
+        close(fd);
+        errno = ENOMEM;
+        return NULL;
+    }
+    fc->root_fd = fd;
+    fc->lim = *lim;
+    fc->lru.lnext = fc->lru.lprev = &fc->lru;
+    return fc;
+}
+
+int fc_root_fd(const struct filecache *fc) { return fc->root_fd; }
+
+static uint32_t hash_path(const char *p, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)p[i]) * 16777619u;
+    return h;
+}
+
+static void entry_free(struct fc_entry *e)
+{
+    if (e->fd >= 0)
+        close(e->fd);
+    free(e->data);
+    free(e);
+}
+
+void fc_release(struct fc_entry *e)
+{
+    if (--e->refs == 0)
+        entry_free(e);
+}
+
+static void lru_unlink(struct fc_entry *e)
+{
+    e->lprev->lnext = e->lnext;
+    e->lnext->lprev = e->lprev;
+}
+
+static void lru_push_front(struct filecache *fc, struct fc_entry *e)
+{
+    e->lnext = fc->lru.lnext;
+    e->lprev = &fc->lru;
+    fc->lru.lnext->lprev = e;
+    fc->lru.lnext = e;
+}
+
+static void table_remove(struct filecache *fc, struct fc_entry *e)
+{
+    struct fc_entry **pp = &fc->buckets[e->hash & (FC_BUCKETS - 1)];
+    while (*pp != e)
+        pp = &(*pp)->hnext;
+    *pp = e->hnext;
+    lru_unlink(e);
+    e->in_table = 0;
+    fc->count--;
+    if (e->data)
+        fc->inline_total -= (size_t)e->size;
+    fc_release(e);
+}
+
+static int read_all(int fd, char *buf, size_t size)
+{
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+static void build_headers(struct fc_entry *e)
+{
+    char lm[HTTPDATE_LEN];
+    httpdate_format(e->mtime, lm);
+    const char *type = mime_type(e->path, e->path_len);
+    int n = snprintf(e->hdr, sizeof e->hdr, "Content-Type: %s\r\nLast-Modified: ", type);
+    e->last_modified = e->hdr + n;
+    e->lm_len = HTTPDATE_LEN;
+    memcpy(e->hdr + n, lm, HTTPDATE_LEN);
+    n += HTTPDATE_LEN;
+    n += snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\r\nETag: ");
+    e->etag = e->hdr + n;
+    int t = snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\"%llx-%llx\"",
+                     (unsigned long long)e->mtime, (unsigned long long)e->size);
+    e->etag_len = (uint16_t)t;
+    n += t;
+    n += snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\r\nAccept-Ranges: bytes\r\n");
+    e->hdr_len = (uint16_t)n;
+}
+
+/* Makes an entry from an fd opened on rel; takes ownership of fd. */
+static int entry_from_fd(struct filecache *fc, int fd, const struct stat *st, const char *rel,
+                         size_t len, uint32_t hash, time_t now, struct fc_entry **out)
+{
+    struct fc_entry *e = calloc(1, sizeof *e + len + 1);
+    if (!e) {
+        close(fd);
+        return -ENOMEM;
+    }
+    e->hash = hash;
+    e->refs = 1;
+    e->fd = fd;
+    e->size = st->st_size;
+    e->mtime = st->st_mtim.tv_sec;
+    e->mtim = st->st_mtim;
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->checked = now;
+    e->path_len = (uint16_t)len;
+    memcpy(e->path, rel, len);
+    build_headers(e);
+    if ((size_t)st->st_size <= fc->lim.max_inline_size &&
+        fc->inline_total + (size_t)st->st_size <= fc->lim.max_inline_total) {
+        char *data = malloc(st->st_size ? (size_t)st->st_size : 1);
+        if (data && read_all(fd, data, (size_t)st->st_size) == 0) {
+            e->data = data;
+            close(fd);
+            e->fd = -1;
+        } else {
+            free(data);
+        }
+    }
+    *out = e;
+    return 0;
+}
+
+static void table_insert(struct filecache *fc, struct fc_entry *e)
+{
+    while (fc->count >= fc->lim.max_entries && fc->lru.lprev != &fc->lru)
+        table_remove(fc, fc->lru.lprev);
+    struct fc_entry **b = &fc->buckets[e->hash & (FC_BUCKETS - 1)];
+    e->hnext = *b;
+    *b = e;
+    e->in_table = 1;
+    e->refs++;
+    fc->count++;
+    if (e->data)
+        fc->inline_total += (size_t)e->size;
+    lru_push_front(fc, e);
+}
+
+static int open_regular(struct filecache *fc, const char *rel, struct stat *st)
+{
+    int fd = open_beneath(fc->root_fd, rel);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, st) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    if (S_ISDIR(st->st_mode)) {
+        close(fd);
+        return -EISDIR;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        return -EACCES;
+    }
+    return fd;
+}
+
+int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
+              struct fc_entry **out)
+{
+    if (len == 0) {
+        rel = ".";
+        len = 1;
+    }
+    if (len > 4000)
+        return -ENAMETOOLONG;
+    uint32_t h = hash_path(rel, len);
+    struct fc_entry *e = fc->buckets[h & (FC_BUCKETS - 1)];
+    while (e && !(e->hash == h && e->path_len == len && memcmp(e->path, rel, len) == 0))
+        e = e->hnext;
+    if (e && e->checked == now) {
+        if (fc->lru.lnext != e) {
+            lru_unlink(e);
+            lru_push_front(fc, e);
+        }
+        fc_ref(e);
+        *out = e;
+        return 0;
+    }
+
+    /* openat2 needs a NUL-terminated name; rel points into a request. */
+    char name[4096];
+    memcpy(name, rel, len);
+    name[len] = '\0';
+    struct stat st;
+    int fd = open_regular(fc, name, &st);
+    if (e) {
+        if (fd >= 0 && st.st_dev == e->dev && st.st_ino == e->ino && st.st_size == e->size &&
+            st.st_mtim.tv_sec == e->mtim.tv_sec && st.st_mtim.tv_nsec == e->mtim.tv_nsec) {
+            close(fd);
+            e->checked = now;
+            fc_ref(e);
+            *out = e;
+            return 0;
+        }
+        table_remove(fc, e); /* changed or gone */
+    }
+    if (fd < 0)
+        return fd;
+    int rc = entry_from_fd(fc, fd, &st, name, len, h, now, &e);
+    if (rc < 0)
+        return rc;
+    table_insert(fc, e);
+    *out = e; /* the creation reference becomes the caller's */
+    return 0;
+}
+
+int fc_is_dir(struct filecache *fc, const char *rel, size_t len)
+{
+    char name[4096];
+    if (len == 0 || len >= sizeof name)
+        return len == 0;
+    memcpy(name, rel, len);
+    name[len] = '\0';
+    struct open_how how = {
+        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, fc->root_fd, name, &how, sizeof how);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+void fc_destroy(struct filecache *fc)
+{
+    while (fc->lru.lnext != &fc->lru)
+        table_remove(fc, fc->lru.lnext);
+    close(fc->root_fd);
+    free(fc);
+}

@@ -1,0 +1,68 @@
+/* The open-file cache: per event loop (no locks), keyed by the normalised
+ * path below the docroot. An entry holds what a response needs: an fd for
+ * sendfile, or the whole body in memory for small files, plus its size,
+ * mtime and the prebuilt Content-Type / Last-Modified / ETag header lines.
+ * Entries are revalidated (re-opened and compared) at most once a second,
+ * so a warm request costs no open() and no stat().
+ *
+ * Files are opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+ * from the docroot's fd, so nothing outside the docroot, symlinks that leave
+ * it included, is ever opened. Only regular files are served. */
+#ifndef HERD_HTTP_FILECACHE_H
+#define HERD_HTTP_FILECACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct filecache;
+
+struct fc_entry {
+    struct fc_entry *hnext, *lprev, *lnext; /* hash chain, LRU list */
+    uint32_t hash;
+    uint32_t refs;     /* one for the table, one per response in flight */
+    int fd;            /* -1 when the body is in data */
+    uint8_t in_table;
+    off_t size;
+    time_t mtime;
+    struct timespec mtim;
+    dev_t dev;
+    ino_t ino;
+    time_t checked;    /* wall second of the last revalidation */
+    char *data;        /* the body of a small file, or NULL */
+    const char *etag;  /* points into hdr */
+    const char *last_modified;
+    uint16_t etag_len, lm_len, hdr_len;
+    char hdr[192];     /* "Content-Type: ..\r\nLast-Modified: ..\r\nETag: ..\r\nAccept-Ranges: bytes\r\n" */
+    uint16_t path_len;
+    char path[];
+};
+
+struct filecache_limits {
+    uint32_t max_entries;     /* open entries kept (each large one holds an fd) */
+    size_t max_inline_size;   /* files up to this size are kept in memory */
+    size_t max_inline_total;  /* bytes of file bodies kept in memory */
+};
+
+/* Returns NULL with errno set when the docroot cannot be opened. */
+struct filecache *fc_create(const char *docroot, const struct filecache_limits *lim);
+void fc_destroy(struct filecache *fc);
+
+/* The docroot's directory fd (O_PATH). */
+int fc_root_fd(const struct filecache *fc);
+
+/* Looks up rel (no leading '/', "" or "." for the docroot itself) at wall
+ * second now. Returns 0 and a referenced entry in *out, or -ENOENT,
+ * -EACCES, -EISDIR (a directory), -ENOTDIR, -EXDEV (escapes the docroot),
+ * -ELOOP, -ENAMETOOLONG, -EMFILE... Release the entry with fc_release. */
+int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
+              struct fc_entry **out);
+
+static inline void fc_ref(struct fc_entry *e) { e->refs++; }
+void fc_release(struct fc_entry *e);
+
+/* 1 when rel is a directory below the docroot (used for 403 vs 404). */
+int fc_is_dir(struct filecache *fc, const char *rel, size_t len);
+
+#endif

@@ -1,0 +1,34 @@
+/* The request handler: a parsed request in, a response plan out.
+ * Serves static files from the docroot through the open-file cache;
+ * answers everything else with the right error. */
+#ifndef HERD_HTTP_HANDLER_H
+#define HERD_HTTP_HANDLER_H
+
+#include <stdint.h>
+
+#include "http/filecache.h"
+#include "http/parser.h"
+#include "http/response.h"
+
+struct http_config {
+    uint32_t max_header_size;
+    uint64_t max_body_size;
+    uint32_t keepalive_requests;
+    uint8_t serve_dotfiles;
+};
+
+struct http_ctx {
+    const struct http_config *cfg;
+    struct filecache *fc;
+};
+
+/* may_keepalive: the driver allows another request on this connection
+ * (keep-alive request limit not reached, not shutting down). */
+void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
+                 struct http_out *out, struct http_plan *plan);
+
+/* The answer to a request that failed to parse: error page, then close. */
+void http_handle_parse_error(const struct http_request *req, struct http_out *out,
+                             struct http_plan *plan);
+
+#endif

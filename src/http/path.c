@@ -1,0 +1,84 @@
+#include "http/path.h"
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+int path_normalize(const char *in, size_t len, char *out, size_t outcap)
+{
+    if (len == 0 || in[0] != '/' || outcap < 2)
+        return -1;
+    size_t o = 0;     /* bytes in out */
+    size_t seg = 0;   /* start of the current segment in out (after its '/') */
+    out[o++] = '/';
+    seg = o;
+    for (size_t i = 1; i <= len; i++) {
+        char c;
+        if (i == len) {
+            c = '/'; /* flush the last segment */
+        } else if (in[i] == '%') {
+            if (i + 2 >= len)
+                return -1;
+            int hi = hexval(in[i + 1]), lo = hexval(in[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = (char)(hi << 4 | lo);
+            if (c == '\0')
+                return -1;
+            i += 2;
+        } else {
+            c = in[i];
+            if (c == '\0')
+                return -1;
+        }
+        if (c != '/') {
+            if (o + 1 >= outcap)
+                return -1;
+            out[o++] = c;
+            continue;
+        }
+        /* End of a segment out[seg..o). */
+        size_t n = o - seg;
+        if (n == 0) {
+            /* "//": drop the empty segment */
+        } else if (n == 1 && out[seg] == '.') {
+            o = seg;
+        } else if (n == 2 && out[seg] == '.' && out[seg + 1] == '.') {
+            if (seg == 1)
+                return -1; /* above the root */
+            /* drop ".." and the segment before it */
+            o = seg - 1;
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+        } else {
+            if (o + 1 >= outcap)
+                return -1;
+            out[o++] = '/';
+        }
+        seg = o;
+    }
+    /* Every segment got a '/' after it; keep it only if the request had one
+     * (it asks for a directory) or if the result is the root. */
+    int trailing = len > 0 && (in[len - 1] == '/' ||
+                               (len >= 2 && in[len - 1] == '.' && in[len - 2] == '/') ||
+                               (len >= 3 && in[len - 1] == '.' && in[len - 2] == '.' &&
+                                in[len - 3] == '/'));
+    if (o > 1 && out[o - 1] == '/' && !trailing)
+        o--;
+    out[o] = '\0';
+    return (int)o;
+}
+
+int path_has_dotfile(const char *path, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++)
+        if (path[i] == '/' && path[i + 1] == '.')
+            return 1;
+    return 0;
+}

@@ -1,0 +1,19 @@
+/* Request path normalisation: percent-decoding and resolution of ".", ".."
+ * and empty segments, so that the result is a clean absolute path that can
+ * never climb above "/". Pure string work; confinement on disk (symlinks)
+ * is the job of openat2(RESOLVE_BENEATH) in static.c. */
+#ifndef HERD_HTTP_PATH_H
+#define HERD_HTTP_PATH_H
+
+#include <stddef.h>
+
+/* Decodes and normalises in[0..len) (which must start with '/') into out,
+ * NUL-terminated. A trailing '/' is kept (it asks for a directory).
+ * Returns the length, or -1 for invalid percent-encoding, an encoded or
+ * raw NUL, a ".." above the root, or a result that does not fit outcap. */
+int path_normalize(const char *in, size_t len, char *out, size_t outcap);
+
+/* 1 when a segment of the normalised path starts with '.'. */
+int path_has_dotfile(const char *path, size_t len);
+
+#endif

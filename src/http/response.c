@@ -1,0 +1,138 @@
+#include "http/response.h"
+
+#include <string.h>
+
+#include "core/clock.h"
+
+static inline void put(struct http_out *out, const char *s, size_t n)
+{
+    memcpy(out->buf + out->len, s, n);
+    out->len += n;
+}
+#define PUT_LIT(out, lit) put(out, lit, sizeof lit - 1)
+
+size_t fmt_u64(char *p, uint64_t n)
+{
+    char tmp[20];
+    size_t i = 0;
+    do {
+        tmp[i++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    for (size_t k = 0; k < i; k++)
+        p[k] = tmp[i - 1 - k];
+    return i;
+}
+
+struct status_text {
+    uint16_t code;
+    const char *line; /* "HTTP/1.1 200 OK\r\n" */
+};
+
+#define S(code, text) {code, "HTTP/1.1 " #code " " text "\r\n"}
+static const struct status_text statuses[] = {
+    S(200, "OK"),
+    S(206, "Partial Content"),
+    S(301, "Moved Permanently"),
+    S(304, "Not Modified"),
+    S(400, "Bad Request"),
+    S(403, "Forbidden"),
+    S(404, "Not Found"),
+    S(405, "Method Not Allowed"),
+    S(408, "Request Timeout"),
+    S(413, "Content Too Large"),
+    S(414, "URI Too Long"),
+    S(416, "Range Not Satisfiable"),
+    S(431, "Request Header Fields Too Large"),
+    S(500, "Internal Server Error"),
+    S(501, "Not Implemented"),
+    S(503, "Service Unavailable"),
+    S(505, "HTTP Version Not Supported"),
+};
+#undef S
+
+static const struct status_text *status_of(unsigned code)
+{
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+        if (statuses[i].code == code)
+            return &statuses[i];
+    return &statuses[13]; /* 500 */
+}
+
+const char *resp_reason(unsigned status)
+{
+    return status_of(status)->line + 13;
+}
+
+void resp_status(struct http_out *out, unsigned status)
+{
+    const char *line = status_of(status)->line;
+    put(out, line, strlen(line));
+    PUT_LIT(out, SERVER_HEADER "Date: ");
+    put(out, clock_date(), HTTPDATE_LEN);
+    PUT_LIT(out, "\r\n");
+}
+
+void resp_header_raw(struct http_out *out, const char *s, size_t len) { put(out, s, len); }
+
+void resp_content_length(struct http_out *out, uint64_t n)
+{
+    PUT_LIT(out, "Content-Length: ");
+    out->len += fmt_u64(out->buf + out->len, n);
+    PUT_LIT(out, "\r\n");
+}
+
+void resp_finish(struct http_out *out, int minor, int keepalive)
+{
+    if (!keepalive)
+        PUT_LIT(out, "Connection: close\r\n\r\n");
+    else if (minor == 0)
+        PUT_LIT(out, "Connection: keep-alive\r\n\r\n");
+    else
+        PUT_LIT(out, "\r\n");
+}
+
+/* Error bodies are built once, on first use, and never change. */
+static const char *error_body(unsigned status, uint32_t *len)
+{
+    static char bodies[sizeof statuses / sizeof statuses[0]][160];
+    static uint32_t lens[sizeof statuses / sizeof statuses[0]];
+    const struct status_text *st = status_of(status);
+    size_t i = (size_t)(st - statuses);
+    if (!lens[i]) {
+        const char *reason = st->line + 9; /* "404 Not Found\r\n" */
+        size_t rlen = strlen(reason) - 2;
+        char *b = bodies[i];
+        size_t n = 0;
+#define B(s) (memcpy(b + n, s, strlen(s)), n += strlen(s))
+        B("<html>\r\n<head><title>");
+        memcpy(b + n, reason, rlen), n += rlen;
+        B("</title></head>\r\n<body>\r\n<center><h1>");
+        memcpy(b + n, reason, rlen), n += rlen;
+        B("</h1></center>\r\n<hr><center>herd</center>\r\n</body>\r\n</html>\r\n");
+#undef B
+        lens[i] = (uint32_t)n;
+    }
+    *len = lens[i];
+    return bodies[i];
+}
+
+void resp_error(struct http_out *out, struct http_plan *plan, unsigned status, int minor,
+                int keepalive, int head_only)
+{
+    uint32_t blen;
+    const char *body = error_body(status, &blen);
+    plan->head_off = (uint32_t)out->len;
+    resp_status(out, status);
+    PUT_LIT(out, "Content-Type: text/html; charset=utf-8\r\n");
+    if (status == 405)
+        PUT_LIT(out, "Allow: GET, HEAD\r\n");
+    resp_content_length(out, blen);
+    resp_finish(out, minor, keepalive);
+    plan->head_len = (uint32_t)(out->len - plan->head_off);
+    plan->body = head_only ? NULL : body;
+    plan->body_len = head_only ? 0 : blen;
+    plan->file = NULL;
+    plan->status = (uint16_t)status;
+    plan->close = !keepalive;
+}

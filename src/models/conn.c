@@ -1,0 +1,502 @@
+/* The connection driver: moves bytes between a socket and the sans-I/O HTTP
+ * code. A warm keep-alive request costs one read and one writev: requests
+ * are parsed in place from a shared read buffer, responses of a pipelined
+ * batch leave in one writev, and a connection gets buffers of its own only
+ * when input is left over or a write blocks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "models/evloop_internal.h"
+
+#define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
+
+enum { IO_DONE = 0, IO_BLOCKED = 1, IO_FATAL = -1 };
+
+static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
+{
+    switch (q) {
+    case Q_HEADER: return &ev->q_header;
+    case Q_KEEPALIVE: return &ev->q_keepalive;
+    case Q_SEND: return &ev->q_send;
+    case Q_LINGER: return &ev->q_linger;
+    default: return NULL;
+    }
+}
+
+static void arm(struct evloop *ev, struct conn *c, enum conn_queue q)
+{
+    tq_arm(queue_of(ev, q), &c->timer, clock_now_ms());
+    c->queue = (uint8_t)q;
+}
+
+static uint64_t conn_tag(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
+
+void conn_open(struct evloop *ev, int fd, int tcp)
+{
+    if (fd >= ev->max_fds) {
+        close(fd);
+        return;
+    }
+    struct conn *c = &ev->conns[fd];
+    uint32_t gen = (c->gen + 1) & 0x7fffffff;
+    memset(c, 0, sizeof *c);
+    c->gen = gen;
+    if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, conn_tag(fd, gen)) < 0) {
+        close(fd);
+        return;
+    }
+    c->open = 1;
+    c->tcp = (uint8_t)tcp;
+    ev->nconns++;
+    arm(ev, c, Q_HEADER);
+}
+
+static void pending_free(struct pending *p)
+{
+    if (p->file)
+        fc_release(p->file);
+    free(p);
+}
+
+void conn_close(struct evloop *ev, struct conn *c)
+{
+    if (!c->open)
+        return;
+    if (c->out)
+        pending_free(c->out);
+    if (c->in)
+        bufpool_put(&ev->inbufs, c->in);
+    c->out = NULL;
+    c->in = NULL;
+    tq_unlink(&c->timer);
+    close(conn_fd(ev, c));
+    c->open = 0;
+    c->gen = (c->gen + 1) & 0x7fffffff;
+    ev->nconns--;
+    evloop_conn_closed(ev);
+}
+
+/* ---- the response batch ---- */
+
+static void batch_reset(struct evloop *ev)
+{
+    ev->out.len = 0;
+    ev->niov = 0;
+    ev->batch_bytes = 0;
+}
+
+static void batch_release(struct evloop *ev)
+{
+    for (int i = 0; i < ev->nrefs; i++)
+        fc_release(ev->refs[i]);
+    ev->nrefs = 0;
+}
+
+static void batch_add(struct evloop *ev, const char *p, size_t len)
+{
+    if (!len)
+        return;
+    struct iovec *last = ev->niov ? &ev->iov[ev->niov - 1] : NULL;
+    if (last && (const char *)last->iov_base + last->iov_len == p)
+        last->iov_len += len; /* heads of consecutive responses are adjacent */
+    else
+        ev->iov[ev->niov++] = (struct iovec){(void *)p, len};
+    ev->batch_bytes += len;
+}
+
+/* Keeps what the socket did not take: the batch from byte `done` on, then
+ * file[off, end). Takes over the file reference. */
+static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_entry *file,
+                      off_t off, off_t end)
+{
+    size_t left = ev->batch_bytes - done;
+    struct pending *p = malloc(sizeof *p + left);
+    if (!p) {
+        if (file)
+            fc_release(file);
+        return IO_FATAL;
+    }
+    p->file = file;
+    p->file_off = off;
+    p->file_end = end;
+    p->mem_len = (uint32_t)left;
+    p->mem_off = 0;
+    size_t skip = done, o = 0;
+    for (int i = 0; i < ev->niov; i++) {
+        size_t l = ev->iov[i].iov_len;
+        if (skip >= l) {
+            skip -= l;
+            continue;
+        }
+        memcpy(p->mem + o, (char *)ev->iov[i].iov_base + skip, l - skip);
+        o += l - skip;
+        skip = 0;
+    }
+    c->out = p;
+    return IO_BLOCKED;
+}
+
+/* sendfile until done or EAGAIN. Returns IO_DONE, IO_BLOCKED or IO_FATAL
+ * (an error, or a file that shrank under us: Content-Length is a promise). */
+static int send_file_range(int fd, struct fc_entry *f, off_t *off, off_t end)
+{
+    while (*off < end) {
+        size_t chunk = end - *off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - *off);
+        ssize_t n = sendfile(fd, f->fd, off, chunk);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return IO_BLOCKED;
+        return IO_FATAL;
+    }
+    return IO_DONE;
+}
+
+/* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
+ * keeps the head and the first file bytes in one segment). */
+static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t off, off_t len)
+{
+    int fd = conn_fd(ev, c);
+    size_t done = 0;
+    int rc = IO_DONE;
+    while (done < ev->batch_bytes) {
+        struct iovec tmp[BATCH_IOV];
+        struct msghdr m = {.msg_iov = ev->iov, .msg_iovlen = (size_t)ev->niov};
+        if (done) {
+            /* after a short write: a view of what is left (rare path) */
+            size_t skip = done;
+            int k = 0;
+            for (int i = 0; i < ev->niov; i++) {
+                size_t l = ev->iov[i].iov_len;
+                if (skip >= l) {
+                    skip -= l;
+                    continue;
+                }
+                tmp[k++] = (struct iovec){(char *)ev->iov[i].iov_base + skip, l - skip};
+                skip = 0;
+            }
+            m.msg_iov = tmp;
+            m.msg_iovlen = (size_t)k;
+        }
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | (file ? MSG_MORE : 0));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN)
+                rc = IO_FATAL;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (rc == IO_FATAL) {
+        if (file)
+            fc_release(file);
+        batch_reset(ev);
+        batch_release(ev);
+        return IO_FATAL;
+    }
+    if (done < ev->batch_bytes) {
+        rc = block_with(ev, c, done, file, off, off + len);
+    } else if (file) {
+        off_t end = off + len;
+        rc = send_file_range(fd, file, &off, end);
+        if (rc == IO_BLOCKED) {
+            batch_reset(ev);
+            rc = block_with(ev, c, 0, file, off, end);
+        } else {
+            fc_release(file);
+        }
+    }
+    batch_reset(ev);
+    batch_release(ev);
+    return rc;
+}
+
+/* Writes what a blocked connection still owes. */
+static int pending_write(struct evloop *ev, struct conn *c)
+{
+    int fd = conn_fd(ev, c);
+    struct pending *p = c->out;
+    while (p->mem_off < p->mem_len) {
+        ssize_t n = send(fd, p->mem + p->mem_off, p->mem_len - p->mem_off,
+                         MSG_NOSIGNAL | (p->file ? MSG_MORE : 0));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN ? IO_BLOCKED : IO_FATAL;
+        }
+        p->mem_off += (uint32_t)n;
+    }
+    if (p->file) {
+        int rc = send_file_range(fd, p->file, &p->file_off, p->file_end);
+        if (rc != IO_DONE)
+            return rc;
+    }
+    pending_free(p);
+    c->out = NULL;
+    return IO_DONE;
+}
+
+/* ---- requests ---- */
+
+/* Parses and answers the requests in data[0..len); *consumed gets the bytes
+ * used. Stops at an incomplete request, a blocked write or a close. */
+static int serve_input(struct evloop *ev, struct conn *c, const char *data, size_t len,
+                       size_t *consumed, int *served)
+{
+    const struct http_config *hc = &ev->cfg->http;
+    size_t pos = 0;
+    int rc = IO_DONE;
+    batch_reset(ev);
+    while (pos < len && !c->closing) {
+        if (body_skip_active(&c->skip)) {
+            long n = body_skip(&c->skip, data + pos, len - pos, hc->max_body_size);
+            if (n < 0) {
+                c->closing = 1; /* broken or oversized chunked body */
+                pos = len;
+                break;
+            }
+            pos += (size_t)n;
+            continue;
+        }
+        if (ev->out.cap - ev->out.len < HTTP_HEAD_RESERVE + hc->max_header_size ||
+            ev->niov > BATCH_IOV - 4) {
+            rc = flush(ev, c, NULL, 0, 0);
+            if (rc != IO_DONE)
+                break;
+        }
+        struct http_request *req = &ev->req;
+        int n = http_parse_request(data + pos, len - pos, hc->max_header_size, req);
+        if (n == HTTP_PARSE_INCOMPLETE)
+            break;
+        struct http_plan plan;
+        if (n == HTTP_PARSE_ERROR) {
+            memset(&plan, 0, sizeof plan);
+            http_handle_parse_error(req, &ev->out, &plan);
+            pos = len;
+        } else {
+            pos += (size_t)n;
+            c->nreq++;
+            int may_keepalive = !ev->stopping && c->nreq < hc->keepalive_requests;
+            http_handle(&ev->http, req, may_keepalive, &ev->out, &plan);
+            if (!plan.close && (req->content_length > 0 || req->chunked))
+                body_skip_start(&c->skip, req->content_length, req->chunked);
+        }
+        (*served)++;
+        if (plan.close) {
+            c->closing = 1;
+            c->linger = plan.linger;
+        }
+        batch_add(ev, ev->out.buf + plan.head_off, plan.head_len);
+        batch_add(ev, plan.body, plan.body_len);
+        if (plan.file && plan.file->data) {
+            batch_add(ev, plan.file->data + plan.file_off, (size_t)plan.file_len);
+            ev->refs[ev->nrefs++] = plan.file;
+        } else if (plan.file) {
+            rc = flush(ev, c, plan.file, plan.file_off, plan.file_len);
+            if (rc != IO_DONE)
+                break;
+        }
+    }
+    if (rc == IO_DONE)
+        rc = flush(ev, c, NULL, 0, 0);
+    *consumed = pos;
+    return rc;
+}
+
+/* Keeps data[pos..len) as the connection's input, in its own buffer. */
+static int keep_input(struct evloop *ev, struct conn *c, char *data, size_t pos, size_t len)
+{
+    size_t left = c->closing ? 0 : len - pos;
+    if (data == c->in) {
+        if (left && pos)
+            memmove(c->in, c->in + pos, left);
+        c->in_len = (uint32_t)left;
+        if (!left) {
+            bufpool_put(&ev->inbufs, c->in);
+            c->in = NULL;
+        }
+        return 0;
+    }
+    if (!left)
+        return 0;
+    c->in = bufpool_get(&ev->inbufs);
+    if (!c->in)
+        return -1;
+    memcpy(c->in, data + pos, left);
+    c->in_len = (uint32_t)left;
+    return 0;
+}
+
+static void drain_linger(struct evloop *ev, struct conn *c);
+
+/* Everything owed is written and the connection is to close. */
+static void finish_closing(struct evloop *ev, struct conn *c)
+{
+    if (!c->linger) {
+        conn_close(ev, c);
+        return;
+    }
+    /* Closing with unread input makes the kernel send RST, which can destroy
+     * the response before the client reads it: shut our side and read until
+     * the peer closes (or the linger timer fires). */
+    shutdown(conn_fd(ev, c), SHUT_WR);
+    c->lingering = 1;
+    if (c->in) {
+        bufpool_put(&ev->inbufs, c->in);
+        c->in = NULL;
+        c->in_len = 0;
+    }
+    arm(ev, c, Q_LINGER);
+    drain_linger(ev, c);
+}
+
+static void drain_linger(struct evloop *ev, struct conn *c)
+{
+    int fd = conn_fd(ev, c);
+    for (int i = 0; i < LINGER_READS_MAX; i++) {
+        ssize_t n = read(fd, ev->rbuf, ev->in_cap);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        break;
+    }
+    conn_close(ev, c);
+}
+
+enum { GO_ON, STOP };
+
+/* After serve_input: keep the leftover, then arm the timer that fits. */
+static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, size_t len,
+                  int rc, int served)
+{
+    if (rc == IO_FATAL) {
+        conn_close(ev, c);
+        return STOP;
+    }
+    if (keep_input(ev, c, data, pos, len) < 0) {
+        conn_close(ev, c);
+        return STOP;
+    }
+    if (rc == IO_BLOCKED) {
+        arm(ev, c, Q_SEND);
+        return STOP;
+    }
+    if (c->closing) {
+        finish_closing(ev, c);
+        return STOP;
+    }
+    if (body_skip_active(&c->skip)) {
+        arm(ev, c, Q_HEADER); /* a body must keep arriving */
+    } else if (c->in_len) {
+        /* A request head must arrive whole within the header timeout from its
+         * first byte: bytes trickling in do not extend it. */
+        if (served || c->queue != Q_HEADER)
+            arm(ev, c, Q_HEADER);
+    } else if (ev->stopping) {
+        conn_close(ev, c);
+        return STOP;
+    } else {
+        arm(ev, c, Q_KEEPALIVE);
+    }
+    return GO_ON;
+}
+
+static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
+{
+    int fd = conn_fd(ev, c);
+    if (c->lingering) {
+        drain_linger(ev, c);
+        return;
+    }
+    if (c->out || c->closing) {
+        c->want_read = 1; /* back-pressure: read again once the output drains */
+        return;
+    }
+    for (;;) {
+        char *buf = c->in ? c->in : ev->rbuf;
+        size_t have = c->in ? c->in_len : 0;
+        size_t space = ev->in_cap - have;
+        ssize_t n = read(fd, buf + have, space);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN)
+                conn_close(ev, c);
+            return;
+        }
+        if (n == 0) {
+            conn_close(ev, c);
+            return;
+        }
+        size_t pos;
+        int served = 0;
+        int rc = serve_input(ev, c, buf, have + (size_t)n, &pos, &served);
+        if (settle(ev, c, buf, pos, have + (size_t)n, rc, served) == STOP)
+            return;
+        /* Edge-triggered: a short read means the socket is drained, and new
+         * bytes will raise a new event. After RDHUP read on to see the EOF. */
+        if ((size_t)n < space && !rdhup)
+            return;
+    }
+}
+
+static void on_writable(struct evloop *ev, struct conn *c)
+{
+    int rc = pending_write(ev, c);
+    if (rc == IO_FATAL) {
+        conn_close(ev, c);
+        return;
+    }
+    if (rc == IO_BLOCKED) {
+        arm(ev, c, Q_SEND); /* progress or not, the send timeout restarts on events */
+        return;
+    }
+    if (c->closing) {
+        finish_closing(ev, c);
+        return;
+    }
+    if (c->in_len) {
+        size_t pos;
+        int served = 0;
+        rc = serve_input(ev, c, c->in, c->in_len, &pos, &served);
+        if (settle(ev, c, c->in, pos, c->in_len, rc, served) == STOP)
+            return;
+    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == STOP) {
+        return;
+    }
+    if (c->want_read) {
+        c->want_read = 0;
+        on_readable(ev, c, 1);
+    }
+}
+
+void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
+{
+    if (c->out && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+        on_writable(ev, c);
+        if (!c->open || c->out)
+            return;
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        on_readable(ev, c, (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
+}
+
+void conn_timeout(struct evloop *ev, struct conn *c)
+{
+    c->queue = Q_NONE;
+    log_debug("connection %d: %s timeout", conn_fd(ev, c),
+              c->lingering ? "linger" : c->out ? "send" : c->in_len ? "header" : "idle");
+    conn_close(ev, c);
+}

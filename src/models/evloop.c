@@ -1,0 +1,292 @@
+#include "models/evloop.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/signals.h"
+#include "models/evloop_internal.h"
+
+#define TAG_LISTEN (1ULL << 63)
+#define TAG_SIGNAL (1ULL << 62)
+#define MAX_EVENTS 512
+#define LINGER_TIMEOUT_MS 5000
+#define MAX_LISTENERS 64
+
+struct listener {
+    int fd;
+    int tcp;
+};
+
+struct server {
+    struct evloop ev;
+    struct listener ls[MAX_LISTENERS];
+    int nls;
+    struct acceptor ac;
+    int64_t stop_deadline;
+    time_t last_limit_log;
+};
+
+void evloop_conn_closed(struct evloop *ev)
+{
+    if (ev->accept_paused)
+        ev->accept_resume = 1;
+}
+
+static void accept_from(struct server *s, struct listener *l)
+{
+    struct evloop *ev = &s->ev;
+    while (l->fd >= 0) {
+        if (ev->nconns >= ev->max_conns) {
+            /* Leave the rest in the backlog; a closing connection resumes us. */
+            ev->accept_paused = 1;
+            if (clock_wall() != s->last_limit_log) {
+                s->last_limit_log = clock_wall();
+                log_msg(LOG_WARN, "%u connections: at --max-connections, not accepting",
+                        ev->nconns);
+            }
+            return;
+        }
+        int fd = net_accept(&s->ac, l->fd, l->tcp);
+        if (fd >= 0) {
+            conn_open(ev, fd, l->tcp);
+            continue;
+        }
+        if (fd == -EAGAIN)
+            return;
+        if (fd == -EMFILE) {
+            if (clock_wall() != s->last_limit_log) {
+                s->last_limit_log = clock_wall();
+                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far)",
+                        s->ac.emfile_hits);
+            }
+            continue;
+        }
+        log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
+        return;
+    }
+}
+
+static void accept_all(struct server *s)
+{
+    s->ev.accept_paused = 0;
+    for (int i = 0; i < s->nls; i++)
+        accept_from(s, &s->ls[i]);
+}
+
+static void close_idle(struct evloop *ev, struct timerq *q, int only_empty)
+{
+    struct tq_node *n = q->head.next;
+    while (n != &q->head) {
+        struct tq_node *next = n->next;
+        struct conn *c = container_of(n, struct conn, timer);
+        if (!only_empty || (!c->in_len && !body_skip_active(&c->skip) && !c->out))
+            conn_close(ev, c);
+        n = next;
+    }
+}
+
+/* Graceful stop: no new connections, idle ones closed now, busy ones closed
+ * after their current response (may_keepalive is off while stopping). */
+static void begin_stop(struct server *s)
+{
+    struct evloop *ev = &s->ev;
+    if (ev->stopping)
+        return;
+    ev->stopping = 1;
+    s->stop_deadline = clock_now_ms() + ev->cfg->shutdown_timeout_ms;
+    for (int i = 0; i < s->nls; i++) {
+        if (s->ls[i].fd >= 0)
+            close(s->ls[i].fd);
+        s->ls[i].fd = -1;
+    }
+    close_idle(ev, &ev->q_keepalive, 0);
+    close_idle(ev, &ev->q_header, 1);
+    log_msg(LOG_NOTICE, "stopping: %u connections to finish", ev->nconns);
+}
+
+/* Returns 1 to stop at once. */
+static int on_signals(struct server *s, int sfd)
+{
+    int sig;
+    while ((sig = signals_read(sfd)) > 0) {
+        switch (sig) {
+        case SIGTERM:
+        case SIGINT:
+            begin_stop(s);
+            break;
+        case SIGQUIT:
+            log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
+            return 1;
+        case SIGCHLD:
+            break;
+        default:
+            log_msg(LOG_NOTICE, "signal %d ignored (no master process in this mode)", sig);
+            break;
+        }
+    }
+    return 0;
+}
+
+static void expire(struct evloop *ev, struct timerq *q)
+{
+    struct tq_node *n;
+    while ((n = tq_pop_expired(q, clock_now_ms())) != NULL)
+        conn_timeout(ev, container_of(n, struct conn, timer));
+}
+
+static int next_timeout(struct server *s)
+{
+    struct evloop *ev = &s->ev;
+    int64_t next = -1;
+    struct timerq *qs[] = {&ev->q_header, &ev->q_keepalive, &ev->q_send, &ev->q_linger};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        int64_t d = tq_next_deadline(qs[i]);
+        if (d >= 0 && (next < 0 || d < next))
+            next = d;
+    }
+    if (ev->stopping && (next < 0 || s->stop_deadline < next))
+        next = s->stop_deadline;
+    if (next < 0)
+        return -1;
+    int64_t wait = next - clock_now_ms();
+    /* COARSE clocks tick every few ms: round up so we never spin early. */
+    return wait <= 0 ? 0 : (int)(wait > 60000 ? 60000 : wait + 5);
+}
+
+static int setup(struct server *s, const struct serve_config *cfg, const int *listen_fds,
+                 int sfd)
+{
+    struct evloop *ev = &s->ev;
+    ev->cfg = cfg;
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    ev->max_fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20 ? 1 << 20
+                                                                         : (int)rl.rlim_cur;
+    ev->max_conns = cfg->max_connections;
+    if (!ev->max_conns)
+        ev->max_conns = ev->max_fds > 128 ? (uint32_t)ev->max_fds - 64 : 64;
+    ev->conns = calloc((size_t)ev->max_fds, sizeof *ev->conns);
+    ev->in_cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024
+                                                          : 16384;
+    ev->rbuf = malloc(ev->in_cap);
+    ev->out.cap = 65536 + HTTP_HEAD_RESERVE + cfg->http.max_header_size;
+    ev->out.buf = malloc(ev->out.cap);
+    if (!ev->conns || !ev->rbuf || !ev->out.buf)
+        log_fatal("out of memory at start");
+    bufpool_init(&ev->inbufs, ev->in_cap, 256);
+
+    struct filecache_limits lim = {
+        .max_entries = ev->max_fds / 8 < 1024 ? (uint32_t)ev->max_fds / 8 : 1024,
+        .max_inline_size = 32 * 1024,
+        .max_inline_total = 64 * 1024 * 1024,
+    };
+    ev->http.cfg = &cfg->http;
+    ev->http.fc = fc_create(cfg->docroot, &lim);
+    if (!ev->http.fc) {
+        log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));
+        return -1;
+    }
+    tq_init(&ev->q_header, cfg->header_timeout_ms);
+    tq_init(&ev->q_keepalive, cfg->keepalive_timeout_ms);
+    tq_init(&ev->q_send, cfg->send_timeout_ms);
+    tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
+
+    if (loop_init(&ev->loop) < 0)
+        log_fatal("epoll_create1: %s", strerror(errno));
+    acceptor_init(&s->ac);
+    for (int i = 0; i < cfg->nlisten && i < MAX_LISTENERS; i++) {
+        s->ls[i].fd = listen_fds[i];
+        s->ls[i].tcp = cfg->listen[i].family != AF_UNIX;
+        /* Edge-triggered: every wakeup accepts until EAGAIN (accept_from). */
+        if (loop_add(&ev->loop, listen_fds[i], LOOP_IN | LOOP_EDGE, TAG_LISTEN | (uint64_t)i) < 0)
+            log_fatal("epoll_ctl: %s", strerror(errno));
+        s->nls++;
+    }
+    if (sfd >= 0 && loop_add(&ev->loop, sfd, LOOP_IN, TAG_SIGNAL) < 0)
+        log_fatal("epoll_ctl: %s", strerror(errno));
+    return 0;
+}
+
+static void teardown(struct server *s)
+{
+    struct evloop *ev = &s->ev;
+    for (int fd = 0; fd < ev->max_fds; fd++)
+        if (ev->conns[fd].open)
+            conn_close(ev, &ev->conns[fd]);
+    for (int i = 0; i < s->nls; i++)
+        if (s->ls[i].fd >= 0)
+            close(s->ls[i].fd);
+    if (ev->http.fc)
+        fc_destroy(ev->http.fc);
+    acceptor_close(&s->ac);
+    loop_close(&ev->loop);
+    bufpool_destroy(&ev->inbufs);
+    free(ev->conns);
+    free(ev->rbuf);
+    free(ev->out.buf);
+}
+
+int evloop_run(const struct serve_config *cfg, const int *listen_fds, int sfd)
+{
+    struct server *s = calloc(1, sizeof *s);
+    if (!s)
+        log_fatal("out of memory at start");
+    clock_update();
+    int status = 0;
+    if (setup(s, cfg, listen_fds, sfd) < 0) {
+        teardown(s);
+        free(s);
+        return 1;
+    }
+    struct evloop *ev = &s->ev;
+    struct epoll_event events[MAX_EVENTS];
+    for (;;) {
+        int n = loop_wait(&ev->loop, events, MAX_EVENTS, next_timeout(s));
+        clock_update();
+        if (n < 0 && n != -EINTR)
+            log_fatal("epoll_wait: %s", strerror(-n));
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = events[i].data.u64;
+            if (tag & TAG_LISTEN) {
+                if (!ev->stopping)
+                    accept_from(s, &s->ls[tag & 0xffff]);
+            } else if (tag & TAG_SIGNAL) {
+                if (on_signals(s, sfd))
+                    goto out;
+            } else {
+                struct conn *c = &ev->conns[(uint32_t)tag];
+                /* An event for an fd closed (and maybe reused) earlier in
+                 * this batch carries the old generation: drop it. */
+                if (c->open && c->gen == (uint32_t)(tag >> 32))
+                    conn_event(ev, c, events[i].events);
+            }
+        }
+        if (ev->accept_resume) {
+            ev->accept_resume = 0;
+            if (!ev->stopping)
+                accept_all(s);
+        }
+        expire(ev, &ev->q_header);
+        expire(ev, &ev->q_keepalive);
+        expire(ev, &ev->q_send);
+        expire(ev, &ev->q_linger);
+        if (ev->stopping) {
+            if (ev->nconns == 0)
+                break;
+            if (clock_now_ms() >= s->stop_deadline) {
+                log_msg(LOG_WARN, "shutdown timeout: closing %u connections", ev->nconns);
+                break;
+            }
+        }
+    }
+out:
+    teardown(s);
+    free(s);
+    return status;
+}

@@ -1,0 +1,86 @@
+/* Private to models/evloop.c and models/conn.c: the loop's state and the
+ * per-connection state, kept in an array indexed by fd. */
+#ifndef HERD_MODELS_EVLOOP_INTERNAL_H
+#define HERD_MODELS_EVLOOP_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/bufpool.h"
+#include "core/loop.h"
+#include "core/timerq.h"
+#include "http/body.h"
+#include "http/handler.h"
+#include "models/evloop.h"
+#include "net/accept.h"
+
+/* Output that a write could not take: bytes first, then a file range. */
+struct pending {
+    struct fc_entry *file;   /* referenced; sent with sendfile after mem */
+    off_t file_off, file_end;
+    uint32_t mem_len, mem_off;
+    char mem[];
+};
+
+enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER };
+
+/* One per fd. Small on purpose: an idle keep-alive connection owns nothing
+ * else (no buffer), which is what keeps 10,000 idle connections cheap. */
+struct conn {
+    struct tq_node timer;
+    char *in;                /* own input buffer, only while input is left over */
+    struct pending *out;     /* only while a write is blocked */
+    struct body_skip skip;   /* a request body being read past */
+    uint32_t in_len;
+    uint32_t nreq;           /* requests served on this connection */
+    uint32_t gen;            /* tells events for an earlier user of this fd */
+    uint8_t open;
+    uint8_t queue;           /* enum conn_queue */
+    uint8_t want_read;       /* readable while output was blocked */
+    uint8_t closing;         /* a response said close: take no more requests */
+    uint8_t linger;          /* ...and the peer may still send: drain before close */
+    uint8_t lingering;       /* write side shut, draining input until EOF */
+    uint8_t tcp;
+};
+
+#define BATCH_IOV 256
+
+struct evloop {
+    const struct serve_config *cfg;
+    struct loop loop;
+    struct http_ctx http;
+    struct conn *conns;      /* indexed by fd */
+    int max_fds;
+    uint32_t nconns, max_conns;
+    struct timerq q_header, q_keepalive, q_send, q_linger;
+    struct bufpool inbufs;   /* input buffers, each in_cap bytes */
+    size_t in_cap;
+    char *rbuf;              /* shared read buffer of in_cap bytes */
+    struct http_out out;     /* response heads of the current batch */
+    struct iovec iov[BATCH_IOV];
+    int niov;
+    struct fc_entry *refs[BATCH_IOV]; /* cache entries the batch points into */
+    int nrefs;
+    struct http_request req;
+    size_t batch_bytes;      /* bytes in iov */
+    uint8_t stopping;
+    uint8_t accept_paused;
+    uint8_t accept_resume;   /* a slot freed while paused: accept after this batch */
+};
+
+void conn_open(struct evloop *ev, int fd, int tcp);
+void conn_close(struct evloop *ev, struct conn *c);
+/* Handles an epoll event for c. */
+void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
+/* A timer of c's queue expired. */
+void conn_timeout(struct evloop *ev, struct conn *c);
+
+/* Called by conn_close when a connection slot frees up. */
+void evloop_conn_closed(struct evloop *ev);
+
+static inline int conn_fd(const struct evloop *ev, const struct conn *c)
+{
+    return (int)(c - ev->conns);
+}
+
+#endif

@@ -1,0 +1,31 @@
+/* Listen addresses: "HOST:PORT", "[V6]:PORT", "unix:/path". Parsing is
+ * separate from binding so a bad flag fails before any socket exists.
+ * Functions that can fail return -errno (or -1 with a message for parsing). */
+#ifndef HERD_NET_LISTEN_H
+#define HERD_NET_LISTEN_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+struct listen_addr {
+    char text[128];                /* as the user wrote it */
+    struct sockaddr_storage ss;    /* bound address once open (real port) */
+    socklen_t len;
+    int family;                    /* AF_INET, AF_INET6, AF_UNIX */
+};
+
+/* Returns 0, or -1 with a one-line reason in err. */
+int listen_parse(const char *s, struct listen_addr *out, char *err, size_t errlen);
+
+/* Binds and listens (non-blocking, close-on-exec). A unix socket path left
+ * by a dead server is removed first; one with a live server is EADDRINUSE.
+ * Returns the fd or -errno. */
+int listen_open(struct listen_addr *a, int backlog);
+
+/* Removes a unix socket path at exit. */
+void listen_cleanup(const struct listen_addr *a);
+
+/* "http://127.0.0.1:8080/", "http://[::1]:8080/" or "unix:/path". */
+void listen_describe(const struct listen_addr *a, char *buf, size_t n);
+
+#endif
