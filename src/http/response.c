@@ -1,5 +1,6 @@
 #include "http/response.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -92,29 +93,30 @@ void resp_finish(struct http_out *out, int minor, int keepalive)
         PUT_LIT(out, "\r\n");
 }
 
-/* Error bodies are built once, on first use, and never change. */
+/* Error bodies are built once, before main, so threads only ever read them. */
+#define NSTATUS (sizeof statuses / sizeof statuses[0])
+static char error_bodies[NSTATUS][320];
+static uint32_t error_lens[NSTATUS];
+
+__attribute__((constructor)) static void build_error_bodies(void)
+{
+    for (size_t i = 0; i < NSTATUS; i++) {
+        const char *reason = statuses[i].line + 9; /* "404 Not Found\r\n" */
+        int rlen = (int)strlen(reason) - 2;
+        int n = snprintf(error_bodies[i], sizeof error_bodies[i],
+                         "<html>\r\n<head><title>%.*s</title></head>\r\n<body>\r\n"
+                         "<center><h1>%.*s</h1></center>\r\n<hr><center>herd</center>\r\n"
+                         "</body>\r\n</html>\r\n",
+                         rlen, reason, rlen, reason);
+        error_lens[i] = (uint32_t)n;
+    }
+}
+
 static const char *error_body(unsigned status, uint32_t *len)
 {
-    static char bodies[sizeof statuses / sizeof statuses[0]][160];
-    static uint32_t lens[sizeof statuses / sizeof statuses[0]];
-    const struct status_text *st = status_of(status);
-    size_t i = (size_t)(st - statuses);
-    if (!lens[i]) {
-        const char *reason = st->line + 9; /* "404 Not Found\r\n" */
-        size_t rlen = strlen(reason) - 2;
-        char *b = bodies[i];
-        size_t n = 0;
-#define B(s) (memcpy(b + n, s, strlen(s)), n += strlen(s))
-        B("<html>\r\n<head><title>");
-        memcpy(b + n, reason, rlen), n += rlen;
-        B("</title></head>\r\n<body>\r\n<center><h1>");
-        memcpy(b + n, reason, rlen), n += rlen;
-        B("</h1></center>\r\n<hr><center>herd</center>\r\n</body>\r\n</html>\r\n");
-#undef B
-        lens[i] = (uint32_t)n;
-    }
-    *len = lens[i];
-    return bodies[i];
+    size_t i = (size_t)(status_of(status) - statuses);
+    *len = error_lens[i];
+    return error_bodies[i];
 }
 
 void resp_error(struct http_out *out, struct http_plan *plan, unsigned status, int minor,
