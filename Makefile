@@ -7,6 +7,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 CPPFLAGS := -D_GNU_SOURCE -Isrc
 ALLFLAGS = -std=gnu11 $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP
 LISTEN  ?= 127.0.0.1:8080
+LDLIBS  := -pthread -lm
 FUZZ_SECONDS ?= 20
 
 SRCS      := $(wildcard src/*/*.c)
@@ -28,14 +29,14 @@ all: build
 build: build/herd demo
 
 build/herd: $(OBJS)
-	$(CC) $(CFLAGS) -o $@ $^
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -c -o $@ $<
 
 build-asan/herd: $(ASAN_OBJS)
-	$(CC) -O1 -g $(SAN) -o $@ $^
+	$(CC) -O1 -g $(SAN) -o $@ $^ $(LDLIBS)
 
 build-asan/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -62,11 +63,11 @@ test: deps-test build unit integration asan-test fuzz
 
 build/unit/%: tests/unit/%.c $(LIB_OBJS) tests/unit/unit.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Itests/unit -o $@ $< $(LIB_OBJS)
+	$(CC) $(ALLFLAGS) -Itests/unit -o $@ $< $(LIB_OBJS) $(LDLIBS)
 
 build-asan/unit/%: tests/unit/%.c $(ASAN_LIB) tests/unit/unit.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -Itests/unit -o $@ $< $(ASAN_LIB)
+	$(CC) -std=gnu11 $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -Itests/unit -o $@ $< $(ASAN_LIB) $(LDLIBS)
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do timeout 120 $$t || exit 1; done
@@ -84,7 +85,7 @@ asan-test: build-asan/herd $(ASAN_UNIT)
 # of the committed corpus (new inputs do not dirty the tree).
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS)
 	@mkdir -p build-fuzz
-	clang -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -o $@ $< $(LIB_SRCS)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
 
 fuzz: $(FUZZ_BINS)
 	@for f in $(FUZZ_BINS); do \
