@@ -1,5 +1,5 @@
-/* Values of command-line flags: sizes ("8k"), durations ("15s", "500ms")
- * and counts. Each returns 0, or -1 for a value that is not one. */
+/* Values of command-line flags: the same parsers as settings use
+ * (core/units.h). Each returns 0, or -1 for a value that is not one. */
 #ifndef HERD_CMD_FLAGS_H
 #define HERD_CMD_FLAGS_H
 

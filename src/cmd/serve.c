@@ -1,6 +1,6 @@
-/* herd serve: flags, checks, listen sockets, then the event loop. */
+/* herd serve: settings from flags and the config file, then either the
+ * master with its workers or, with --model single, one process. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,181 +9,155 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/flags.h"
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop.h"
-#include "net/listen.h"
+#include "proc/config.h"
+#include "proc/daemon.h"
+#include "proc/master.h"
 
-#define MAX_LISTEN 16
-
-static const char serve_usage[] =
+static const char serve_usage_head[] =
     "usage: herd serve [DOCROOT] [options]\n"
     "\n"
-    "Serves the files below DOCROOT (default: the current directory) over HTTP/1.1.\n"
-    "\n"
-    "  --listen ADDR            HOST:PORT, [V6]:PORT or unix:/path; repeatable\n"
-    "                           (default 127.0.0.1:8080; port 0 picks a free one)\n"
-    "  --serve-dotfiles         serve names starting with '.' (default: 404)\n"
-    "  --keepalive-requests N   requests per connection (default 10000)\n"
-    "  --max-header-size SIZE   request line and headers (default 8k)\n"
-    "  --max-body-size SIZE     request body read and discarded, else 413 (default 1m)\n"
-    "  --header-timeout DUR     a request head must arrive within (default 15s)\n"
-    "  --keepalive-timeout DUR  idle time between requests (default 75s)\n"
-    "  --send-timeout DUR       a blocked write must progress within (default 60s)\n"
-    "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
-    "  --max-connections N      open connections (default: file limit - 64)\n"
-    "  -v, --verbose            debug lines in the error log\n"
+    "Serves the files below DOCROOT over HTTP/1.1: a master process supervises\n"
+    "worker processes (one per CPU by default) and an access-log daemon.\n"
+    "\n";
+
+static const char serve_usage_tail[] =
     "  -h, --help               this text\n"
     "\n"
     "SIZE takes k/m/g suffixes; DUR takes ms, s, m, h (plain numbers are seconds).\n"
-    "Signals: TERM/INT stop gracefully, QUIT stops at once.\n";
+    "Signals to the master: TERM/INT stop gracefully, QUIT at once, HUP reloads the\n"
+    "config (new workers, old ones drain), USR1 reopens the access log.\n";
 
-enum opt_kind { O_LISTEN, O_DOTFILES, O_KA_REQS, O_MAX_HDR, O_MAX_BODY, O_HDR_TO,
-                O_KA_TO, O_SEND_TO, O_STOP_TO, O_MAX_CONNS, O_VERBOSE, O_HELP };
-
-static const struct {
-    const char *name;
-    enum opt_kind kind;
-    int takes_value;
-} opts[] = {
-    {"--listen", O_LISTEN, 1},
-    {"--serve-dotfiles", O_DOTFILES, 0},
-    {"--keepalive-requests", O_KA_REQS, 1},
-    {"--max-header-size", O_MAX_HDR, 1},
-    {"--max-body-size", O_MAX_BODY, 1},
-    {"--header-timeout", O_HDR_TO, 1},
-    {"--keepalive-timeout", O_KA_TO, 1},
-    {"--send-timeout", O_SEND_TO, 1},
-    {"--shutdown-timeout", O_STOP_TO, 1},
-    {"--max-connections", O_MAX_CONNS, 1},
-    {"--verbose", O_VERBOSE, 0},
-    {"-v", O_VERBOSE, 0},
-    {"--help", O_HELP, 0},
-    {"-h", O_HELP, 0},
+/* The command line, kept for reloads: settings = defaults, then the config
+ * file, then the flags. */
+struct invocation {
+    int argc;
+    char **argv;
+    const char *config_path;
 };
 
-static int usage_error(const char *fmt, const char *a, const char *b)
+static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "herd: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, " (see herd serve --help)\n");
+    fprintf(stderr, "herd: %s%s (see herd serve --help)\n", msg, arg);
     return 2;
 }
 
-static int bad_value(const char *opt, const char *v)
+/* First pass: --help, --config, --check-config. Returns -1 to go on, else an
+ * exit status. */
+static int scan_special(int argc, char **argv, struct invocation *inv, const char **check)
 {
-    return usage_error("invalid value '%s' for %s", v, opt);
-}
-
-static int timeout_flag(const char *opt, const char *v, int64_t *out)
-{
-    if (flag_duration_ms(v, out) < 0 || *out <= 0)
-        return bad_value(opt, v);
-    return 0;
-}
-
-/* Returns -1 when the flags are fine, else an exit status. */
-static int parse_flags(int argc, char **argv, struct serve_config *cfg, struct listen_addr *ls)
-{
-    const char *docroot = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (arg[0] != '-' || !strcmp(arg, "-")) {
-            if (docroot)
-                return usage_error("unexpected argument '%s'%s", arg, "");
-            docroot = arg;
-            continue;
-        }
-        const char *eq = strchr(arg, '=');
-        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        int k = -1;
-        for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++)
-            if (strlen(opts[j].name) == nlen && !strncmp(opts[j].name, arg, nlen))
-                k = (int)j;
-        if (k < 0)
-            return usage_error("unknown option '%s'%s", arg, "");
-        const char *name = opts[k].name;
-        const char *v = NULL;
-        if (opts[k].takes_value) {
-            if (eq)
-                v = eq + 1;
-            else if (i + 1 < argc)
-                v = argv[++i];
-            else
-                return usage_error("%s needs a value%s", name, "");
-        } else if (eq) {
-            return usage_error("%s takes no value%s", name, "");
-        }
-        uint64_t n;
-        char err[256];
-        switch (opts[k].kind) {
-        case O_LISTEN:
-            if (cfg->nlisten == MAX_LISTEN)
-                return usage_error("too many --listen (at most 16)%s%s", "", "");
-            if (listen_parse(v, &ls[cfg->nlisten], err, sizeof err) < 0) {
-                fprintf(stderr, "herd: %s\n", err);
-                return 2;
-            }
-            cfg->nlisten++;
-            break;
-        case O_DOTFILES:
-            cfg->http.serve_dotfiles = 1;
-            break;
-        case O_KA_REQS:
-            if (flag_count(v, 1, UINT32_MAX, &n) < 0)
-                return bad_value(name, v);
-            cfg->http.keepalive_requests = (uint32_t)n;
-            break;
-        case O_MAX_HDR:
-            if (flag_size(v, &n) < 0 || n < 256 || n > 1024 * 1024)
-                return bad_value(name, v);
-            cfg->http.max_header_size = (uint32_t)n;
-            break;
-        case O_MAX_BODY:
-            if (flag_size(v, &n) < 0)
-                return bad_value(name, v);
-            cfg->http.max_body_size = n;
-            break;
-        case O_HDR_TO:
-            if (timeout_flag(name, v, &cfg->header_timeout_ms))
-                return 2;
-            break;
-        case O_KA_TO:
-            if (timeout_flag(name, v, &cfg->keepalive_timeout_ms))
-                return 2;
-            break;
-        case O_SEND_TO:
-            if (timeout_flag(name, v, &cfg->send_timeout_ms))
-                return 2;
-            break;
-        case O_STOP_TO:
-            if (timeout_flag(name, v, &cfg->shutdown_timeout_ms))
-                return 2;
-            break;
-        case O_MAX_CONNS:
-            if (flag_count(v, 1, 1 << 24, &n) < 0)
-                return bad_value(name, v);
-            cfg->max_connections = (uint32_t)n;
-            break;
-        case O_VERBOSE:
-            log_max_level = LOG_DEBUG;
-            break;
-        case O_HELP:
-            fputs(serve_usage, stdout);
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(serve_usage_head, stdout);
+            fputs(config_help, stdout);
+            fputs(serve_usage_tail, stdout);
             return 0;
         }
-    }
-    cfg->docroot = docroot ? docroot : ".";
-    if (cfg->nlisten == 0) {
-        char err[256];
-        listen_parse("127.0.0.1:8080", &ls[0], err, sizeof err);
-        cfg->nlisten = 1;
+        const char **dst = !strncmp(a, "--config", 8) && (a[8] == '\0' || a[8] == '=')
+                               ? &inv->config_path
+                           : !strncmp(a, "--check-config", 14) && (a[14] == '\0' || a[14] == '=')
+                               ? check
+                               : NULL;
+        if (!dst)
+            continue;
+        const char *eq = strchr(a, '=');
+        if (eq)
+            *dst = eq + 1;
+        else if (i + 1 < argc)
+            *dst = argv[++i];
+        else
+            return usage_error(a, " needs a value");
     }
     return -1;
 }
 
-/* Sockets and files are cheap to hold and costly to run out of. */
+/* Applies the flags over cfg. Returns -1 when fine, else an exit status. */
+static int apply_flags(const struct invocation *inv, struct serve_config *cfg)
+{
+    int docroot_seen = 0;
+    for (int i = 1; i < inv->argc; i++) {
+        const char *a = inv->argv[i];
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (docroot_seen++)
+                return usage_error("unexpected argument ", a);
+            char err[256];
+            if (config_set(cfg, "docroot", a, err, sizeof err) < 0)
+                return usage_error(err, "");
+            continue;
+        }
+        if (!strcmp(a, "-v")) {
+            cfg->verbose = 1;
+            continue;
+        }
+        if (a[1] != '-')
+            return usage_error("unknown option ", a);
+        char name[64];
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (nlen >= sizeof name)
+            return usage_error("unknown option ", a);
+        memcpy(name, a + 2, nlen);
+        name[nlen] = '\0';
+        if (!strcmp(name, "config") || !strcmp(name, "check-config")) {
+            if (!eq)
+                i++;
+            continue;
+        }
+        int known = config_known(name);
+        if (!known)
+            return usage_error("unknown option ", a);
+        const char *value = NULL;
+        if (known == 2) {
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < inv->argc)
+                value = inv->argv[++i];
+            else
+                return usage_error(a, " needs a value");
+        } else if (eq) {
+            return usage_error(a, ": takes no value");
+        }
+        char err[256];
+        if (config_set(cfg, name, value, err, sizeof err) < 0)
+            return usage_error(err, "");
+    }
+    return -1;
+}
+
+/* Settings = defaults, then the config file, then the flags (a --listen
+ * flag replaces the file's listen lines). Returns 0; or -1 with a reason in
+ * err; or 2 when a flag was wrong (already reported on stderr). */
+static int build_config(const struct invocation *inv, struct serve_config *cfg, char *err,
+                        size_t errlen)
+{
+    config_defaults(cfg);
+    if (inv->config_path && config_load(cfg, inv->config_path, err, errlen) < 0)
+        return -1;
+    for (int i = 1; i < inv->argc; i++)
+        if (!strncmp(inv->argv[i], "--listen", 8))
+            cfg->nlisten = 0;
+    if (apply_flags(inv, cfg) >= 0)
+        return 2;
+    return config_finish(cfg, err, errlen);
+}
+
+static int reload_config(void *arg, struct serve_config *out, char *err, size_t errlen)
+{
+    const struct invocation *inv = arg;
+    if (build_config(inv, out, err, errlen) != 0)
+        return -1; /* flags were checked at start, so err holds the reason */
+    struct stat st;
+    if (stat(out->docroot, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "docroot %s: %s", out->docroot,
+                 errno ? strerror(errno) : "not a directory");
+        return -1;
+    }
+    return 0;
+}
+
 static void raise_fd_limit(void)
 {
     struct rlimit rl;
@@ -194,24 +168,85 @@ static void raise_fd_limit(void)
     }
 }
 
+/* --model single: no master, no logger; the part-1 server in one process. */
+static int serve_single(struct serve_config *cfg)
+{
+    char err[512];
+    int sfd = signals_open();
+    if (sfd < 0) {
+        fprintf(stderr, "herd: signalfd: %s\n", strerror(-sfd));
+        return 1;
+    }
+    int fds[CONFIG_MAX_LISTEN];
+    for (int i = 0; i < cfg->nlisten; i++) {
+        fds[i] = listen_open(&cfg->listen[i], 4096, 0);
+        if (fds[i] < 0) {
+            fprintf(stderr, "herd: cannot listen on %s: %s\n", cfg->listen[i].text,
+                    strerror(-fds[i]));
+            for (int j = 0; j < i; j++) {
+                close(fds[j]);
+                listen_cleanup(&cfg->listen[j]);
+            }
+            return 1;
+        }
+    }
+    for (int i = 0; i < cfg->nlisten; i++) {
+        char desc[160];
+        listen_describe(&cfg->listen[i], desc, sizeof desc);
+        log_msg(LOG_NOTICE, "listening on %s", desc);
+    }
+    if (cfg->daemon && daemonize(err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
+    }
+    if (pidfile_write(cfg->pid_file, err, sizeof err) < 0 ||
+        drop_privileges(cfg->user, cfg->group, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
+    }
+    if (cfg->access_log[0])
+        log_msg(LOG_WARN, "--access-log needs the master (not --model single): ignored");
+    log_msg(LOG_NOTICE, "serving %s (single process)", cfg->docroot);
+    struct worker_env env = {.listen_fds = fds, .signal_fd = sfd, .log_fd = -1};
+    int rc = evloop_run(cfg, &env);
+    for (int i = 0; i < cfg->nlisten; i++)
+        listen_cleanup(&cfg->listen[i]);
+    pidfile_remove(cfg->pid_file);
+    close(sfd);
+    if (rc == 0)
+        log_msg(LOG_NOTICE, "stopped");
+    return rc;
+}
+
 int cmd_serve(int argc, char **argv)
 {
-    static struct listen_addr ls[MAX_LISTEN];
-    struct serve_config cfg = {
-        .listen = ls,
-        .http = {
-            .max_header_size = 8192,
-            .max_body_size = 1024 * 1024,
-            .keepalive_requests = 10000,
-        },
-        .header_timeout_ms = 15000,
-        .keepalive_timeout_ms = 75000,
-        .send_timeout_ms = 60000,
-        .shutdown_timeout_ms = 10000,
-    };
-    int rc = parse_flags(argc, argv, &cfg, ls);
+    static struct invocation inv;
+    static struct serve_config cfg;
+    const char *check = NULL;
+    inv.argc = argc;
+    inv.argv = argv;
+    int rc = scan_special(argc, argv, &inv, &check);
     if (rc >= 0)
         return rc;
+
+    char err[1200];
+    if (check) {
+        config_defaults(&cfg);
+        if (config_load(&cfg, check, err, sizeof err) < 0 ||
+            config_finish(&cfg, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        printf("%s: ok\n", check);
+        return 0;
+    }
+    rc = build_config(&inv, &cfg, err, sizeof err);
+    if (rc == -1)
+        fprintf(stderr, "herd: %s\n", err);
+    if (rc != 0)
+        return 2;
+    if (cfg.verbose)
+        log_max_level = LOG_DEBUG;
 
     struct stat st;
     if (stat(cfg.docroot, &st) < 0) {
@@ -223,36 +258,12 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     raise_fd_limit();
-    int sfd = signals_open();
-    if (sfd < 0) {
-        fprintf(stderr, "herd: signalfd: %s\n", strerror(-sfd));
-        return 1;
-    }
-
-    int fds[MAX_LISTEN];
-    for (int i = 0; i < cfg.nlisten; i++) {
-        fds[i] = listen_open(&ls[i], 4096);
-        if (fds[i] < 0) {
-            fprintf(stderr, "herd: cannot listen on %s: %s\n", ls[i].text, strerror(-fds[i]));
-            for (int j = 0; j < i; j++) {
-                close(fds[j]);
-                listen_cleanup(&ls[j]);
-            }
-            return 1;
-        }
-    }
-    for (int i = 0; i < cfg.nlisten; i++) {
-        char desc[160];
-        listen_describe(&ls[i], desc, sizeof desc);
-        log_msg(LOG_NOTICE, "listening on %s", desc);
-    }
-    log_msg(LOG_NOTICE, "serving %s", cfg.docroot);
-
-    rc = evloop_run(&cfg, fds, sfd);
-    for (int i = 0; i < cfg.nlisten; i++)
-        listen_cleanup(&ls[i]);
-    close(sfd);
-    if (rc == 0)
-        log_msg(LOG_NOTICE, "stopped");
-    return rc;
+    if (!strcmp(cfg.model, "single"))
+        return serve_single(&cfg);
+    struct master_hooks hooks = {
+        .worker_main = evloop_run,
+        .reload = reload_config,
+        .arg = &inv,
+    };
+    return master_run(&cfg, &hooks);
 }

@@ -4,6 +4,7 @@ enum {
     B_DONE = 0,
     B_LENGTH,     /* Content-Length: left bytes to go */
     B_SIZE,       /* chunk-size hex digits */
+    B_SIZE_WS,    /* whitespace after the size: only ';' or the line end may follow */
     B_EXT,        /* chunk extensions up to the line end */
     B_SIZE_LF,    /* LF after the chunk-size line's CR */
     B_DATA,       /* chunk data: left bytes to go */
@@ -61,8 +62,10 @@ long body_skip(struct body_skip *b, const char *buf, size_t len, uint64_t max)
             }
             if (b->left < 0)
                 return -1; /* no digits */
-            if (c == ';' || c == ' ' || c == '\t')
+            if (c == ';')
                 b->state = B_EXT;
+            else if (c == ' ' || c == '\t')
+                b->state = B_SIZE_WS;
             else if (c == '\r')
                 b->state = B_SIZE_LF;
             else if (c == '\n')
@@ -71,6 +74,16 @@ long body_skip(struct body_skip *b, const char *buf, size_t len, uint64_t max)
                 return -1;
             break;
         }
+        case B_SIZE_WS:
+            if (c == ';')
+                b->state = B_EXT;
+            else if (c == '\r')
+                b->state = B_SIZE_LF;
+            else if (c == '\n')
+                goto size_done;
+            else if (c != ' ' && c != '\t')
+                return -1;
+            break;
         case B_EXT:
             if (c == '\n')
                 goto size_done;

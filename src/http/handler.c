@@ -116,6 +116,47 @@ static void send_file(const struct http_request *req, struct fc_entry *e, int ke
     plan->file_len = len;
 }
 
+static int query_has(const struct http_request *req, const char *kv)
+{
+    size_t n = strlen(kv);
+    const char *q = req->query.p, *end = q + req->query.len;
+    while (q && q + n <= end) {
+        if (memcmp(q, kv, n) == 0 && (q + n == end || q[n] == '&'))
+            return 1;
+        q = memchr(q, '&', (size_t)(end - q));
+        if (q)
+            q++;
+    }
+    return 0;
+}
+
+/* Live counters; never cached by anyone. */
+static void status_page(struct http_ctx *ctx, const struct http_request *req, int keepalive,
+                        struct http_out *out, struct http_plan *plan)
+{
+    static const char *const types[] = {
+        "application/json",
+        "text/plain; version=0.0.4; charset=utf-8",
+        "text/plain; charset=utf-8",
+    };
+    int fmt = query_has(req, "format=prometheus") ? 1 : query_has(req, "format=table") ? 2 : 0;
+    char body[HTTP_STATUS_MAX];
+    size_t len = ctx->status(ctx->status_arg, fmt, body, sizeof body);
+    plan->head_off = (uint32_t)out->len;
+    resp_status(out, 200);
+    PUT_LIT(out, "Content-Type: ");
+    resp_header_raw(out, types[fmt], strlen(types[fmt]));
+    PUT_LIT(out, "\r\nCache-Control: no-store\r\n");
+    resp_content_length(out, len);
+    resp_finish(out, req->minor, keepalive);
+    if (req->method != HTTP_HEAD) {
+        resp_header_raw(out, body, len);
+        plan->inline_len = (uint32_t)len;
+    }
+    plan->head_len = (uint32_t)(out->len - plan->head_off);
+    plan->status = 200;
+}
+
 void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
                  struct http_out *out, struct http_plan *plan)
 {
@@ -131,6 +172,10 @@ void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_k
                    0);
         return;
     }
+
+    if (cfg->status_path[0] && ctx->status && req->path.len == strlen(cfg->status_path) &&
+        memcmp(req->path.p, cfg->status_path, req->path.len) == 0)
+        return status_page(ctx, req, keepalive, out, plan);
 
     char path[4096 + 16];
     int plen = path_normalize(req->path.p, req->path.len, path, sizeof path - 16);

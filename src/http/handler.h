@@ -15,11 +15,22 @@ struct http_config {
     uint64_t max_body_size;
     uint32_t keepalive_requests;
     uint8_t serve_dotfiles;
+    char status_path[64];   /* "" when the status page is off */
 };
+
+/* Writes the live counters (format 0 JSON, 1 Prometheus, 2 table) into buf;
+ * supplied by the layer that owns them. Returns the length. */
+typedef size_t http_status_fn(void *arg, int format, char *buf, size_t cap);
+
+/* The status page's body is built into the head buffer: a driver keeps
+ * this much room free beyond HTTP_HEAD_RESERVE + max_header_size. */
+#define HTTP_STATUS_MAX 32768
 
 struct http_ctx {
     const struct http_config *cfg;
     struct filecache *fc;
+    http_status_fn *status;
+    void *status_arg;
 };
 
 /* may_keepalive: the driver allows another request on this connection

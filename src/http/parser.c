@@ -3,23 +3,25 @@
 #include <string.h>
 #include <strings.h>
 
-/* Character classes, one table lookup per byte. */
+/* Character classes, one table lookup per byte. Targets may not hold
+ * '"', '<', '>', '\\' or '`' (RFC 3986 never allows them unencoded); '{',
+ * '}', '|' and '^' are tolerated because real clients send them. */
 enum { C_TOKEN = 1, C_TARGET = 2, C_VALUE = 4 };
 
 static const uint8_t cls[256] = {
     ['\t'] = C_VALUE,
     [' '] = C_VALUE,
-    ['!'] = 7, ['"'] = 6, ['#'] = 7, ['$'] = 7, ['%'] = 7, ['&'] = 7,
+    ['!'] = 7, ['"'] = 4, ['#'] = 7, ['$'] = 7, ['%'] = 7, ['&'] = 7,
     ['\''] = 7, ['('] = 6, [')'] = 6, ['*'] = 7, ['+'] = 7, [','] = 6,
     ['-'] = 7, ['.'] = 7, ['/'] = 6,
     ['0'] = 7, ['1'] = 7, ['2'] = 7, ['3'] = 7, ['4'] = 7,
     ['5'] = 7, ['6'] = 7, ['7'] = 7, ['8'] = 7, ['9'] = 7,
-    [':'] = 6, [';'] = 6, ['<'] = 6, ['='] = 6, ['>'] = 6, ['?'] = 6, ['@'] = 6,
+    [':'] = 6, [';'] = 6, ['<'] = 4, ['='] = 6, ['>'] = 4, ['?'] = 6, ['@'] = 6,
     ['A'] = 7, ['B'] = 7, ['C'] = 7, ['D'] = 7, ['E'] = 7, ['F'] = 7, ['G'] = 7,
     ['H'] = 7, ['I'] = 7, ['J'] = 7, ['K'] = 7, ['L'] = 7, ['M'] = 7, ['N'] = 7,
     ['O'] = 7, ['P'] = 7, ['Q'] = 7, ['R'] = 7, ['S'] = 7, ['T'] = 7, ['U'] = 7,
     ['V'] = 7, ['W'] = 7, ['X'] = 7, ['Y'] = 7, ['Z'] = 7,
-    ['['] = 6, ['\\'] = 6, [']'] = 6, ['^'] = 7, ['_'] = 7, ['`'] = 7,
+    ['['] = 6, ['\\'] = 4, [']'] = 6, ['^'] = 7, ['_'] = 7, ['`'] = 5,
     ['a'] = 7, ['b'] = 7, ['c'] = 7, ['d'] = 7, ['e'] = 7, ['f'] = 7, ['g'] = 7,
     ['h'] = 7, ['i'] = 7, ['j'] = 7, ['k'] = 7, ['l'] = 7, ['m'] = 7, ['n'] = 7,
     ['o'] = 7, ['p'] = 7, ['q'] = 7, ['r'] = 7, ['s'] = 7, ['t'] = 7, ['u'] = 7,
@@ -134,6 +136,8 @@ static int host_valid(const struct http_str *v)
 static int split_target(struct http_request *req)
 {
     const char *p = req->target.p, *end = p + req->target.len;
+    if (memchr(p, '#', req->target.len))
+        return -1; /* a fragment never belongs in a request-target */
     if (*p != '/') {
         size_t skip = 0;
         if (req->target.len >= 7 && strncasecmp(p, "http://", 7) == 0)
@@ -144,10 +148,16 @@ static int split_target(struct http_request *req)
             p += skip;
             const char *slash = memchr(p, '/', (size_t)(end - p));
             const char *q = memchr(p, '?', (size_t)(end - p));
-            if (q && (!slash || q < slash))
-                return -1;
-            if (slash == p)
+            if (slash == p || q == p)
                 return -1; /* empty authority */
+            if (q && (!slash || q < slash)) {
+                /* "http://host?query": the path is empty, which means "/" */
+                req->path.p = "/";
+                req->path.len = 1;
+                req->query.p = q + 1;
+                req->query.len = (uint32_t)(end - q - 1);
+                return 0;
+            }
             if (!slash) {
                 req->path.p = "/";
                 req->path.len = 1;
@@ -166,8 +176,6 @@ static int split_target(struct http_request *req)
         }
     }
     const char *q = memchr(p, '?', (size_t)(end - p));
-    if (memchr(p, '#', (size_t)(end - p)))
-        return -1;
     req->path.p = p;
     req->path.len = (uint32_t)((q ? q : end) - p);
     req->query.p = q ? q + 1 : end;

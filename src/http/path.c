@@ -37,8 +37,11 @@ int path_normalize(const char *in, size_t len, char *out, size_t outcap)
             if (c == '\0')
                 return -1;
         }
+        /* out may fill up to outcap while working (a '/' after the last
+         * segment and "." or ".." before they are dropped); the result must
+         * leave room for the NUL, checked at the end. */
         if (c != '/') {
-            if (o + 1 >= outcap)
+            if (o >= outcap)
                 return -1;
             out[o++] = c;
             continue;
@@ -57,7 +60,7 @@ int path_normalize(const char *in, size_t len, char *out, size_t outcap)
             while (o > 0 && out[o - 1] != '/')
                 o--;
         } else {
-            if (o + 1 >= outcap)
+            if (o >= outcap)
                 return -1;
             out[o++] = '/';
         }
@@ -71,6 +74,8 @@ int path_normalize(const char *in, size_t len, char *out, size_t outcap)
                                 in[len - 3] == '/'));
     if (o > 1 && out[o - 1] == '/' && !trailing)
         o--;
+    if (o >= outcap)
+        return -1;
     out[o] = '\0';
     return (int)o;
 }

@@ -29,6 +29,7 @@ struct http_plan {
     uint32_t head_off, head_len; /* the head, in http_out.buf */
     const char *body;            /* bytes after the head (static or cached) */
     uint32_t body_len;
+    uint32_t inline_len;         /* body bytes already inside the head (status page) */
     struct fc_entry *file;       /* referenced: the driver releases it */
     off_t file_off, file_len;    /* with file->fd: sendfile; with file->data: memory */
     uint16_t status;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -32,12 +33,22 @@ static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
 static void arm(struct evloop *ev, struct conn *c, enum conn_queue q)
 {
     tq_arm(queue_of(ev, q), &c->timer, clock_now_ms());
+    if ((c->queue == Q_KEEPALIVE) != (q == Q_KEEPALIVE))
+        SB_ADD(ev->slot->idle, q == Q_KEEPALIVE ? 1 : -1);
     c->queue = (uint8_t)q;
+}
+
+static void disarm(struct evloop *ev, struct conn *c)
+{
+    tq_unlink(&c->timer);
+    if (c->queue == Q_KEEPALIVE)
+        SB_ADD(ev->slot->idle, -1);
+    c->queue = Q_NONE;
 }
 
 static uint64_t conn_tag(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
 
-void conn_open(struct evloop *ev, int fd, int tcp)
+void conn_open(struct evloop *ev, int fd, int tcp, const struct sockaddr_storage *peer)
 {
     if (fd >= ev->max_fds) {
         close(fd);
@@ -53,7 +64,15 @@ void conn_open(struct evloop *ev, int fd, int tcp)
     }
     c->open = 1;
     c->tcp = (uint8_t)tcp;
+    if (peer && peer->ss_family == AF_INET) {
+        c->peer_family = AF_INET;
+        memcpy(c->peer, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+    } else if (peer && peer->ss_family == AF_INET6) {
+        c->peer_family = AF_INET6;
+        memcpy(c->peer, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+    }
     ev->nconns++;
+    SB_SET(ev->slot->active, ev->nconns);
     arm(ev, c, Q_HEADER);
 }
 
@@ -74,11 +93,12 @@ void conn_close(struct evloop *ev, struct conn *c)
         bufpool_put(&ev->inbufs, c->in);
     c->out = NULL;
     c->in = NULL;
-    tq_unlink(&c->timer);
+    disarm(ev, c);
     close(conn_fd(ev, c));
     c->open = 0;
     c->gen = (c->gen + 1) & 0x7fffffff;
     ev->nconns--;
+    SB_SET(ev->slot->active, ev->nconns);
     evloop_conn_closed(ev);
 }
 
@@ -144,8 +164,11 @@ static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_
 
 /* sendfile until done or EAGAIN. Returns IO_DONE, IO_BLOCKED or IO_FATAL
  * (an error, or a file that shrank under us: Content-Length is a promise). */
-static int send_file_range(int fd, struct fc_entry *f, off_t *off, off_t end)
+static int send_file_range(struct evloop *ev, int fd, struct fc_entry *f, off_t *off,
+                           off_t end)
 {
+    off_t start = *off;
+    int rc = IO_DONE;
     while (*off < end) {
         size_t chunk = end - *off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - *off);
         ssize_t n = sendfile(fd, f->fd, off, chunk);
@@ -153,11 +176,11 @@ static int send_file_range(int fd, struct fc_entry *f, off_t *off, off_t end)
             continue;
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && errno == EAGAIN)
-            return IO_BLOCKED;
-        return IO_FATAL;
+        rc = n < 0 && errno == EAGAIN ? IO_BLOCKED : IO_FATAL;
+        break;
     }
-    return IO_DONE;
+    SB_ADD(ev->slot->bytes_out, (uint64_t)(*off - start));
+    return rc;
 }
 
 /* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
@@ -196,6 +219,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         }
         done += (size_t)n;
     }
+    SB_ADD(ev->slot->bytes_out, done);
     if (rc == IO_FATAL) {
         if (file)
             fc_release(file);
@@ -207,7 +231,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         rc = block_with(ev, c, done, file, off, off + len);
     } else if (file) {
         off_t end = off + len;
-        rc = send_file_range(fd, file, &off, end);
+        rc = send_file_range(ev, fd, file, &off, end);
         if (rc == IO_BLOCKED) {
             batch_reset(ev);
             rc = block_with(ev, c, 0, file, off, end);
@@ -234,9 +258,10 @@ static int pending_write(struct evloop *ev, struct conn *c)
             return errno == EAGAIN ? IO_BLOCKED : IO_FATAL;
         }
         p->mem_off += (uint32_t)n;
+        SB_ADD(ev->slot->bytes_out, (uint64_t)n);
     }
     if (p->file) {
-        int rc = send_file_range(fd, p->file, &p->file_off, p->file_end);
+        int rc = send_file_range(ev, fd, p->file, &p->file_off, p->file_end);
         if (rc != IO_DONE)
             return rc;
     }
@@ -246,6 +271,19 @@ static int pending_write(struct evloop *ev, struct conn *c)
 }
 
 /* ---- requests ---- */
+
+static void log_request(struct evloop *ev, const struct conn *c,
+                        const struct http_request *req, const struct http_plan *plan)
+{
+    struct sockaddr_storage ss;
+    ss.ss_family = c->peer_family;
+    if (c->peer_family == AF_INET)
+        memcpy(&((struct sockaddr_in *)&ss)->sin_addr, c->peer, 4);
+    else if (c->peer_family == AF_INET6)
+        memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, 16);
+    uint64_t bytes = plan->body_len + plan->inline_len + (uint64_t)(plan->file ? plan->file_len : 0);
+    alog_record(ev->alog, c->peer_family ? &ss : NULL, req, plan->status, bytes);
+}
 
 /* Parses and answers the requests in data[0..len); *consumed gets the bytes
  * used. Stops at an incomplete request, a blocked write or a close. */
@@ -267,7 +305,8 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
             pos += (size_t)n;
             continue;
         }
-        if (ev->out.cap - ev->out.len < HTTP_HEAD_RESERVE + hc->max_header_size ||
+        if (ev->out.cap - ev->out.len <
+                HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + hc->max_header_size ||
             ev->niov > BATCH_IOV - 4) {
             rc = flush(ev, c, NULL, 0, 0);
             if (rc != IO_DONE)
@@ -291,6 +330,10 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
                 body_skip_start(&c->skip, req->content_length, req->chunked);
         }
         (*served)++;
+        SB_ADD(ev->slot->requests, 1);
+        SB_ADD(ev->slot->status[plan.status / 100 % 6], 1);
+        if (alog_on(ev->alog))
+            log_request(ev, c, n == HTTP_PARSE_ERROR ? NULL : req, &plan);
         if (plan.close) {
             c->closing = 1;
             c->linger = plan.linger;
@@ -440,6 +483,7 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
             conn_close(ev, c);
             return;
         }
+        SB_ADD(ev->slot->bytes_in, (uint64_t)n);
         size_t pos;
         int served = 0;
         int rc = serve_input(ev, c, buf, have + (size_t)n, &pos, &served);
@@ -495,6 +539,8 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 
 void conn_timeout(struct evloop *ev, struct conn *c)
 {
+    if (c->queue == Q_KEEPALIVE)
+        SB_ADD(ev->slot->idle, -1);
     c->queue = Q_NONE;
     log_debug("connection %d: %s timeout", conn_fd(ev, c),
               c->lingering ? "linger" : c->out ? "send" : c->in_len ? "header" : "idle");

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
+#include "proc/status.h"
 
 #define TAG_LISTEN (1ULL << 63)
 #define TAG_SIGNAL (1ULL << 62)
@@ -25,6 +26,9 @@ struct listener {
 
 struct server {
     struct evloop ev;
+    const struct worker_env *env;
+    struct sb_slot own_slot; /* used when there is no shared scoreboard */
+    struct alog alog;
     struct listener ls[MAX_LISTENERS];
     int nls;
     struct acceptor ac;
@@ -38,9 +42,11 @@ void evloop_conn_closed(struct evloop *ev)
         ev->accept_resume = 1;
 }
 
-static void accept_from(struct server *s, struct listener *l)
+static void accept_from(struct server *s, struct listener *l, int from_event)
 {
     struct evloop *ev = &s->ev;
+    struct sockaddr_storage peer, *pp = alog_on(&s->alog) ? &peer : NULL;
+    int got = 0;
     while (l->fd >= 0) {
         if (ev->nconns >= ev->max_conns) {
             /* Leave the rest in the backlog; a closing connection resumes us. */
@@ -52,13 +58,19 @@ static void accept_from(struct server *s, struct listener *l)
             }
             return;
         }
-        int fd = net_accept(&s->ac, l->fd, l->tcp);
+        int fd = net_accept(&s->ac, l->fd, l->tcp, pp);
         if (fd >= 0) {
-            conn_open(ev, fd, l->tcp);
+            got++;
+            SB_ADD(ev->slot->accepted, 1);
+            conn_open(ev, fd, l->tcp, pp);
             continue;
         }
-        if (fd == -EAGAIN)
+        if (fd == -EAGAIN) {
+            /* Another worker took it (or the herd woke us all): worth counting. */
+            if (from_event && !got)
+                SB_ADD(ev->slot->empty_wakeups, 1);
             return;
+        }
         if (fd == -EMFILE) {
             if (clock_wall() != s->last_limit_log) {
                 s->last_limit_log = clock_wall();
@@ -76,7 +88,7 @@ static void accept_all(struct server *s)
 {
     s->ev.accept_paused = 0;
     for (int i = 0; i < s->nls; i++)
-        accept_from(s, &s->ls[i]);
+        accept_from(s, &s->ls[i], 0);
 }
 
 static void close_idle(struct evloop *ev, struct timerq *q, int only_empty)
@@ -107,7 +119,7 @@ static void begin_stop(struct server *s)
     }
     close_idle(ev, &ev->q_keepalive, 0);
     close_idle(ev, &ev->q_header, 1);
-    log_msg(LOG_NOTICE, "stopping: %u connections to finish", ev->nconns);
+    log_debug("stopping: %u connections to finish", ev->nconns);
 }
 
 /* Returns 1 to stop at once. */
@@ -159,11 +171,22 @@ static int next_timeout(struct server *s)
     return wait <= 0 ? 0 : (int)(wait > 60000 ? 60000 : wait + 5);
 }
 
-static int setup(struct server *s, const struct serve_config *cfg, const int *listen_fds,
-                 int sfd)
+static size_t render_status(void *arg, int format, char *buf, size_t cap)
+{
+    struct server *s = arg;
+    if (!s->env->sb)
+        return 0;
+    return status_render(s->env->sb, (enum status_format)format, buf, cap);
+}
+
+static int setup(struct server *s, const struct serve_config *cfg, const struct worker_env *env)
 {
     struct evloop *ev = &s->ev;
     ev->cfg = cfg;
+    s->env = env;
+    ev->slot = env->slot ? env->slot : &s->own_slot;
+    alog_init(&s->alog, env->log_fd, cfg->access_log_format, ev->slot);
+    ev->alog = &s->alog;
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     ev->max_fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20 ? 1 << 20
@@ -175,7 +198,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const int *li
     ev->in_cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024
                                                           : 16384;
     ev->rbuf = malloc(ev->in_cap);
-    ev->out.cap = 65536 + HTTP_HEAD_RESERVE + cfg->http.max_header_size;
+    ev->out.cap = 65536 + HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + cfg->http.max_header_size;
     ev->out.buf = malloc(ev->out.cap);
     if (!ev->conns || !ev->rbuf || !ev->out.buf)
         log_fatal("out of memory at start");
@@ -187,6 +210,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const int *li
         .max_inline_total = 64 * 1024 * 1024,
     };
     ev->http.cfg = &cfg->http;
+    ev->http.status = render_status;
+    ev->http.status_arg = s;
     ev->http.fc = fc_create(cfg->docroot, &lim);
     if (!ev->http.fc) {
         log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));
@@ -201,13 +226,16 @@ static int setup(struct server *s, const struct serve_config *cfg, const int *li
         log_fatal("epoll_create1: %s", strerror(errno));
     acceptor_init(&s->ac);
     for (int i = 0; i < cfg->nlisten && i < MAX_LISTENERS; i++) {
-        s->ls[i].fd = listen_fds[i];
+        s->ls[i].fd = env->listen_fds[i];
         s->ls[i].tcp = cfg->listen[i].family != AF_UNIX;
-        /* Edge-triggered: every wakeup accepts until EAGAIN (accept_from). */
-        if (loop_add(&ev->loop, listen_fds[i], LOOP_IN | LOOP_EDGE, TAG_LISTEN | (uint64_t)i) < 0)
+        /* Edge-triggered: every wakeup accepts until EAGAIN (accept_from).
+         * A socket shared with other workers wakes only one of them. */
+        uint32_t events = EPOLLIN | LOOP_EDGE | (env->exclusive ? LOOP_EXCLUSIVE : 0);
+        if (loop_add(&ev->loop, s->ls[i].fd, events, TAG_LISTEN | (uint64_t)i) < 0)
             log_fatal("epoll_ctl: %s", strerror(errno));
         s->nls++;
     }
+    int sfd = env->signal_fd;
     if (sfd >= 0 && loop_add(&ev->loop, sfd, LOOP_IN, TAG_SIGNAL) < 0)
         log_fatal("epoll_ctl: %s", strerror(errno));
     return 0;
@@ -232,14 +260,15 @@ static void teardown(struct server *s)
     free(ev->out.buf);
 }
 
-int evloop_run(const struct serve_config *cfg, const int *listen_fds, int sfd)
+int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
 {
+    int sfd = env->signal_fd;
     struct server *s = calloc(1, sizeof *s);
     if (!s)
         log_fatal("out of memory at start");
     clock_update();
     int status = 0;
-    if (setup(s, cfg, listen_fds, sfd) < 0) {
+    if (setup(s, cfg, env) < 0) {
         teardown(s);
         free(s);
         return 1;
@@ -255,7 +284,7 @@ int evloop_run(const struct serve_config *cfg, const int *listen_fds, int sfd)
             uint64_t tag = events[i].data.u64;
             if (tag & TAG_LISTEN) {
                 if (!ev->stopping)
-                    accept_from(s, &s->ls[tag & 0xffff]);
+                    accept_from(s, &s->ls[tag & 0xffff], 1);
             } else if (tag & TAG_SIGNAL) {
                 if (on_signals(s, sfd))
                     goto out;
@@ -276,6 +305,7 @@ int evloop_run(const struct serve_config *cfg, const int *listen_fds, int sfd)
         expire(ev, &ev->q_keepalive);
         expire(ev, &ev->q_send);
         expire(ev, &ev->q_linger);
+        alog_flush(&s->alog);
         if (ev->stopping) {
             if (ev->nconns == 0)
                 break;
@@ -286,6 +316,7 @@ int evloop_run(const struct serve_config *cfg, const int *listen_fds, int sfd)
         }
     }
 out:
+    alog_flush(&s->alog);
     teardown(s);
     free(s);
     return status;

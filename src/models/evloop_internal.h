@@ -13,6 +13,8 @@
 #include "http/handler.h"
 #include "models/evloop.h"
 #include "net/accept.h"
+#include "proc/accesslog.h"
+#include "proc/scoreboard.h"
 
 /* Output that a write could not take: bytes first, then a file range. */
 struct pending {
@@ -41,6 +43,8 @@ struct conn {
     uint8_t linger;          /* ...and the peer may still send: drain before close */
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
+    uint8_t peer_family;     /* AF_INET/AF_INET6 when the access log is on */
+    uint8_t peer[16];
 };
 
 #define BATCH_IOV 256
@@ -62,13 +66,15 @@ struct evloop {
     struct fc_entry *refs[BATCH_IOV]; /* cache entries the batch points into */
     int nrefs;
     struct http_request req;
+    struct sb_slot *slot;    /* counters, in shared memory */
+    struct alog *alog;
     size_t batch_bytes;      /* bytes in iov */
     uint8_t stopping;
     uint8_t accept_paused;
     uint8_t accept_resume;   /* a slot freed while paused: accept after this batch */
 };
 
-void conn_open(struct evloop *ev, int fd, int tcp);
+void conn_open(struct evloop *ev, int fd, int tcp, const struct sockaddr_storage *peer);
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);

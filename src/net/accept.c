@@ -20,10 +20,12 @@ void acceptor_close(struct acceptor *ac)
     ac->spare_fd = -1;
 }
 
-int net_accept(struct acceptor *ac, int lfd, int tcp)
+int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *peer)
 {
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        socklen_t plen = sizeof *peer;
+        int fd = accept4(lfd, (struct sockaddr *)peer, peer ? &plen : NULL,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             if (tcp) {
                 int one = 1;

@@ -4,6 +4,8 @@
 #ifndef HERD_NET_ACCEPT_H
 #define HERD_NET_ACCEPT_H
 
+#include <sys/socket.h>
+
 struct acceptor {
     int spare_fd;     /* /dev/null, given up on EMFILE */
     long emfile_hits; /* connections closed for lack of fds */
@@ -12,8 +14,8 @@ struct acceptor {
 void acceptor_init(struct acceptor *ac);
 void acceptor_close(struct acceptor *ac);
 
-/* Returns a connected fd, -EAGAIN when the backlog is empty, or another
+/* Returns a connected fd (its address in *peer unless peer is NULL), -EAGAIN when the backlog is empty, or another
  * -errno (connections closed at once for lack of fds give -EMFILE). */
-int net_accept(struct acceptor *ac, int lfd, int tcp);
+int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *peer);
 
 #endif

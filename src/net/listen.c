@@ -105,7 +105,7 @@ static int unix_path_is_stale(const struct listen_addr *a)
     return rc < 0 && err == ECONNREFUSED;
 }
 
-int listen_open(struct listen_addr *a, int backlog)
+int listen_open(struct listen_addr *a, int backlog, int reuseport)
 {
     int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -113,6 +113,12 @@ int listen_open(struct listen_addr *a, int backlog)
     int one = 1;
     if (a->family != AF_UNIX)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport && a->family != AF_UNIX &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
     if (a->family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (a->family == AF_UNIX) {

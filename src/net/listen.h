@@ -19,8 +19,10 @@ int listen_parse(const char *s, struct listen_addr *out, char *err, size_t errle
 
 /* Binds and listens (non-blocking, close-on-exec). A unix socket path left
  * by a dead server is removed first; one with a live server is EADDRINUSE.
- * Returns the fd or -errno. */
-int listen_open(struct listen_addr *a, int backlog);
+ * With reuseport, several sockets may bind the same address (one per
+ * worker; the kernel spreads connections over them). Returns the fd or
+ * -errno. */
+int listen_open(struct listen_addr *a, int backlog, int reuseport);
 
 /* Removes a unix socket path at exit. */
 void listen_cleanup(const struct listen_addr *a);

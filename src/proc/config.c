@@ -1,0 +1,288 @@
+#include "proc/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/units.h"
+
+const char config_help[] =
+    "  --listen ADDR            HOST:PORT, [V6]:PORT or unix:/path; repeatable\n"
+    "                           (default 127.0.0.1:8080; port 0 picks a free one)\n"
+    "  --docroot DIR            the files to serve (or the first argument; default .)\n"
+    "  --config FILE            read settings from FILE (`name = value` lines);\n"
+    "                           flags given too override it\n"
+    "  --check-config FILE      validate FILE and exit 0, or print FILE:LINE and exit 2\n"
+    "  --workers N              worker processes (default: one per CPU)\n"
+    "  --model NAME             reuseport (default) or single (one process, no master)\n"
+    "  --access-log PATH        write an access log through the logger process\n"
+    "  --access-log-format F    combined (default) or json\n"
+    "  --status-path PATH       serve live counters at PATH (e.g. /herd-status)\n"
+    "  --pid-file PATH          write the master's pid here\n"
+    "  --daemon                 detach from the terminal\n"
+    "  --user NAME, --group NAME  drop privileges after binding (when root)\n"
+    "  --serve-dotfiles         serve names starting with '.' (default: 404)\n"
+    "  --keepalive-requests N   requests per connection (default 10000)\n"
+    "  --max-header-size SIZE   request line and headers (default 8k)\n"
+    "  --max-body-size SIZE     request body read and discarded, else 413 (default 1m)\n"
+    "  --header-timeout DUR     a request head must arrive within (default 15s)\n"
+    "  --keepalive-timeout DUR  idle time between requests (default 75s)\n"
+    "  --send-timeout DUR       a blocked write must progress within (default 60s)\n"
+    "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
+    "  --max-connections N      open connections per worker (default: file limit - 64)\n"
+    "  -v, --verbose            debug lines in the error log\n";
+
+enum kind {
+    K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
+    K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
+    K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
+    K_VERBOSE,
+};
+
+static const struct {
+    const char *name;
+    enum kind kind;
+    uint8_t takes_value;
+} settings[] = {
+    {"listen", K_LISTEN, 1},
+    {"docroot", K_DOCROOT, 1},
+    {"workers", K_WORKERS, 1},
+    {"model", K_MODEL, 1},
+    {"access-log", K_ACCESS_LOG, 1},
+    {"access-log-format", K_ACCESS_LOG_FORMAT, 1},
+    {"status-path", K_STATUS_PATH, 1},
+    {"pid-file", K_PID_FILE, 1},
+    {"daemon", K_DAEMON, 0},
+    {"user", K_USER, 1},
+    {"group", K_GROUP, 1},
+    {"serve-dotfiles", K_DOTFILES, 0},
+    {"keepalive-requests", K_KA_REQS, 1},
+    {"max-header-size", K_MAX_HDR, 1},
+    {"max-body-size", K_MAX_BODY, 1},
+    {"header-timeout", K_HDR_TO, 1},
+    {"keepalive-timeout", K_KA_TO, 1},
+    {"send-timeout", K_SEND_TO, 1},
+    {"shutdown-timeout", K_STOP_TO, 1},
+    {"max-connections", K_MAX_CONNS, 1},
+    {"verbose", K_VERBOSE, 0},
+};
+
+#define NSETTINGS (sizeof settings / sizeof settings[0])
+
+void config_defaults(struct serve_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    strcpy(cfg->docroot, ".");
+    strcpy(cfg->model, "reuseport");
+    cfg->http.max_header_size = 8192;
+    cfg->http.max_body_size = 1024 * 1024;
+    cfg->http.keepalive_requests = 10000;
+    cfg->header_timeout_ms = 15000;
+    cfg->keepalive_timeout_ms = 75000;
+    cfg->send_timeout_ms = 60000;
+    cfg->shutdown_timeout_ms = 10000;
+}
+
+int config_known(const char *name)
+{
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (!strcmp(settings[i].name, name))
+            return settings[i].takes_value ? 2 : 1;
+    return 0;
+}
+
+static int copy_str(char *dst, size_t cap, const char *v, const char *name, char *err,
+                    size_t errlen)
+{
+    if (strlen(v) >= cap) {
+        snprintf(err, errlen, "%s: value too long", name);
+        return -1;
+    }
+    strcpy(dst, v);
+    return 0;
+}
+
+static int duration(const char *name, const char *v, int64_t *out, char *err, size_t errlen)
+{
+    if (unit_duration_ms(v, out) < 0 || *out <= 0) {
+        snprintf(err, errlen, "invalid duration '%s' for %s (e.g. 500ms, 15s, 2m)", v, name);
+        return -1;
+    }
+    return 0;
+}
+
+int config_set(struct serve_config *cfg, const char *name, const char *v, char *err,
+               size_t errlen)
+{
+    size_t i = 0;
+    while (i < NSETTINGS && strcmp(settings[i].name, name))
+        i++;
+    if (i == NSETTINGS) {
+        snprintf(err, errlen, "unknown setting '%s'", name);
+        return -1;
+    }
+    if (settings[i].takes_value && !v) {
+        snprintf(err, errlen, "%s needs a value", name);
+        return -1;
+    }
+    if (!settings[i].takes_value && v) {
+        snprintf(err, errlen, "%s takes no value", name);
+        return -1;
+    }
+    uint64_t n;
+    switch (settings[i].kind) {
+    case K_LISTEN:
+        if (cfg->nlisten == CONFIG_MAX_LISTEN) {
+            snprintf(err, errlen, "too many listen addresses (at most %d)", CONFIG_MAX_LISTEN);
+            return -1;
+        }
+        if (listen_parse(v, &cfg->listen[cfg->nlisten], err, errlen) < 0)
+            return -1;
+        cfg->nlisten++;
+        return 0;
+    case K_DOCROOT:
+        return copy_str(cfg->docroot, sizeof cfg->docroot, v, name, err, errlen);
+    case K_WORKERS:
+        if (unit_count(v, 1, 1024, &n) < 0)
+            goto bad;
+        cfg->workers = (uint32_t)n;
+        return 0;
+    case K_MODEL:
+        if (strcmp(v, "reuseport") && strcmp(v, "single")) {
+            snprintf(err, errlen, "unknown model '%s' (reuseport or single)", v);
+            return -1;
+        }
+        strcpy(cfg->model, v);
+        return 0;
+    case K_ACCESS_LOG:
+        return copy_str(cfg->access_log, sizeof cfg->access_log, v, name, err, errlen);
+    case K_ACCESS_LOG_FORMAT:
+        if (!strcmp(v, "combined"))
+            cfg->access_log_format = ACCESS_LOG_COMBINED;
+        else if (!strcmp(v, "json"))
+            cfg->access_log_format = ACCESS_LOG_JSON;
+        else
+            goto bad;
+        return 0;
+    case K_STATUS_PATH:
+        if (v[0] != '/' || strlen(v) >= sizeof cfg->http.status_path) {
+            snprintf(err, errlen, "status-path must start with '/' (got '%s')", v);
+            return -1;
+        }
+        strcpy(cfg->http.status_path, v);
+        return 0;
+    case K_PID_FILE:
+        return copy_str(cfg->pid_file, sizeof cfg->pid_file, v, name, err, errlen);
+    case K_DAEMON:
+        cfg->daemon = 1;
+        return 0;
+    case K_USER:
+        return copy_str(cfg->user, sizeof cfg->user, v, name, err, errlen);
+    case K_GROUP:
+        return copy_str(cfg->group, sizeof cfg->group, v, name, err, errlen);
+    case K_DOTFILES:
+        cfg->http.serve_dotfiles = 1;
+        return 0;
+    case K_KA_REQS:
+        if (unit_count(v, 1, UINT32_MAX, &n) < 0)
+            goto bad;
+        cfg->http.keepalive_requests = (uint32_t)n;
+        return 0;
+    case K_MAX_HDR:
+        if (unit_size(v, &n) < 0 || n < 256 || n > 1024 * 1024)
+            goto bad;
+        cfg->http.max_header_size = (uint32_t)n;
+        return 0;
+    case K_MAX_BODY:
+        if (unit_size(v, &n) < 0)
+            goto bad;
+        cfg->http.max_body_size = n;
+        return 0;
+    case K_HDR_TO:
+        return duration(name, v, &cfg->header_timeout_ms, err, errlen);
+    case K_KA_TO:
+        return duration(name, v, &cfg->keepalive_timeout_ms, err, errlen);
+    case K_SEND_TO:
+        return duration(name, v, &cfg->send_timeout_ms, err, errlen);
+    case K_STOP_TO:
+        return duration(name, v, &cfg->shutdown_timeout_ms, err, errlen);
+    case K_MAX_CONNS:
+        if (unit_count(v, 1, 1 << 24, &n) < 0)
+            goto bad;
+        cfg->max_connections = (uint32_t)n;
+        return 0;
+    case K_VERBOSE:
+        cfg->verbose = 1;
+        return 0;
+    }
+bad:
+    snprintf(err, errlen, "invalid value '%s' for %s", v, name);
+    return -1;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+int config_load(struct serve_config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[4096], why[512];
+    int lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+            rc = -1;
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        char *value = NULL;
+        if (eq) {
+            *eq = '\0';
+            value = trim(eq + 1);
+            if (!*value) {
+                snprintf(err, errlen, "%s:%d: '%s' has an empty value", path, lineno, trim(s));
+                rc = -1;
+                break;
+            }
+        }
+        char *name = trim(s);
+        if (config_set(cfg, name, value, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+            rc = -1;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int config_finish(struct serve_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->nlisten == 0 &&
+        listen_parse("127.0.0.1:8080", &cfg->listen[cfg->nlisten++], err, errlen) < 0)
+        return -1;
+    (void)err;
+    (void)errlen;
+    return 0;
+}

@@ -1,0 +1,71 @@
+/* The server's settings, one table for both the command line and the
+ * config file: `--name value` on the command line is `name = value` in the
+ * file, so every flag has a config line and the other way round.
+ *
+ * Config file format: one setting per line, `name = value` or `name` for
+ * switches; `#` starts a comment; blank lines are ignored; `listen` may be
+ * repeated. Example:
+ *
+ *     # /etc/herd.conf
+ *     docroot = /srv/www
+ *     listen = 0.0.0.0:80
+ *     workers = 4
+ *     keepalive-timeout = 30s
+ *     access-log = /var/log/herd/access.log
+ */
+#ifndef HERD_PROC_CONFIG_H
+#define HERD_PROC_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/handler.h"
+#include "net/listen.h"
+
+#define CONFIG_MAX_LISTEN 16
+
+enum log_format { ACCESS_LOG_COMBINED, ACCESS_LOG_JSON };
+
+struct serve_config {
+    char docroot[1024];
+    struct listen_addr listen[CONFIG_MAX_LISTEN];
+    int nlisten;
+    struct http_config http;
+    int64_t header_timeout_ms;
+    int64_t keepalive_timeout_ms;
+    int64_t send_timeout_ms;
+    int64_t shutdown_timeout_ms;
+    uint32_t max_connections;   /* 0: from RLIMIT_NOFILE */
+    uint32_t workers;           /* 0: one per CPU */
+    char model[16];
+    char access_log[1024];      /* "" when off */
+    enum log_format access_log_format;
+    char pid_file[1024];
+    char user[64], group[64];
+    uint8_t daemon;
+    uint8_t verbose;
+};
+
+/* Fills in the defaults. */
+void config_defaults(struct serve_config *cfg);
+
+/* Applies one setting by its name (without "--"). value is NULL for a
+ * switch. Returns 0, or -1 with a one-line reason in err. */
+int config_set(struct serve_config *cfg, const char *name, const char *value, char *err,
+               size_t errlen);
+
+/* 1 when name is a setting, 2 when it takes a value, 0 when unknown. */
+int config_known(const char *name);
+
+/* Reads a config file into cfg. Returns 0, or -1 with "FILE:LINE: reason"
+ * in err. */
+int config_load(struct serve_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Checks settings that depend on each other; fills the defaults that
+ * depend on the machine. Returns 0 or -1 with a reason. */
+int config_finish(struct serve_config *cfg, char *err, size_t errlen);
+
+/* Help text lines for every setting. */
+extern const char config_help[];
+
+#endif

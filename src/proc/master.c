@@ -1,0 +1,531 @@
+#include "proc/master.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/signals.h"
+#include "proc/daemon.h"
+#include "proc/logger.h"
+#include "proc/scoreboard.h"
+
+#define MAX_WORKERS 128
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 30000
+#define QUICK_DEATH_MS 1000 /* a worker dying sooner counts as failing at start */
+
+struct wproc {
+    pid_t pid;          /* 0: slot unused */
+    int index;          /* worker number: picks its reuseport sockets */
+    uint32_t gen;
+    uint8_t draining;   /* told to stop (old generation or shutdown) */
+    int64_t started_ms;
+};
+
+/* A worker index waiting to be respawned. */
+struct respawn {
+    int64_t at_ms;      /* 0: none pending */
+    int quick_deaths;
+};
+
+struct master {
+    struct serve_config *cfg;
+    const struct master_hooks *hooks;
+    int nworkers;
+    int fds[CONFIG_MAX_LISTEN][MAX_WORKERS]; /* [listen][worker]; unix: all the same fd */
+    int shared[CONFIG_MAX_LISTEN];           /* 1: one socket for every worker */
+    struct scoreboard *sb;
+    struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
+    struct respawn rs[MAX_WORKERS];
+    uint32_t gen;
+    int sfd;
+    pid_t pid;
+    int log_rx, log_tx;
+    char log_path[1024];
+    pid_t logger;
+    int64_t logger_respawn_at;
+    int logger_told;    /* the logger was asked to stop */
+    int stopping;       /* 1 graceful, 2 fast */
+    int64_t stop_deadline;
+};
+
+static int nslots(const struct master *m) { return (int)m->sb->nslots; }
+
+/* ---- sockets ---- */
+
+static int open_listeners(struct master *m)
+{
+    struct serve_config *cfg = m->cfg;
+    for (int l = 0; l < cfg->nlisten; l++) {
+        struct listen_addr *a = &cfg->listen[l];
+        m->shared[l] = a->family == AF_UNIX || m->nworkers == 1;
+        int count = m->shared[l] ? 1 : m->nworkers;
+        for (int i = 0; i < count; i++) {
+            /* The first bind resolves port 0; the others reuse that port. */
+            int fd = listen_open(a, 4096, !m->shared[l]);
+            if (fd < 0) {
+                fprintf(stderr, "herd: cannot listen on %s: %s\n", a->text, strerror(-fd));
+                return -1;
+            }
+            m->fds[l][i] = fd;
+        }
+        for (int i = count; i < m->nworkers; i++)
+            m->fds[l][i] = m->fds[l][0];
+        char desc[160];
+        listen_describe(a, desc, sizeof desc);
+        log_msg(LOG_NOTICE, "listening on %s", desc);
+    }
+    return 0;
+}
+
+static void close_listeners(struct master *m)
+{
+    for (int l = 0; l < m->cfg->nlisten; l++) {
+        int count = m->shared[l] ? 1 : m->nworkers;
+        for (int i = 0; i < count; i++)
+            if (m->fds[l][i] >= 0)
+                close(m->fds[l][i]);
+        for (int i = 0; i < m->nworkers; i++)
+            m->fds[l][i] = -1;
+    }
+}
+
+/* ---- children ---- */
+
+/* In a new child: die with the master, keep only what this child uses. */
+static void child_setup(struct master *m)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != m->pid)
+        _exit(0);
+    close(m->sfd);
+}
+
+static pid_t spawn_logger(struct master *m)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_msg(LOG_ERROR, "fork logger: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        child_setup(m);
+        close_listeners(m);
+        close(m->log_tx);
+        prctl(PR_SET_NAME, "herd-logger");
+        _exit(logger_main(m->log_rx, m->log_path));
+    }
+    m->logger = pid;
+    SB_SET(m->sb->logger_pid, pid);
+    return pid;
+}
+
+static int free_slot(const struct master *m)
+{
+    for (int s = 0; s < nslots(m); s++)
+        if (m->w[s].pid == 0)
+            return s;
+    return -1;
+}
+
+static pid_t spawn_worker(struct master *m, int index)
+{
+    int slot = free_slot(m);
+    if (slot < 0) {
+        log_msg(LOG_ERROR, "no free scoreboard slot for worker %d", index);
+        return -1;
+    }
+    struct sb_slot *sl = &m->sb->slots[slot];
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_msg(LOG_ERROR, "fork worker: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        child_setup(m);
+        int fds[CONFIG_MAX_LISTEN];
+        for (int l = 0; l < m->cfg->nlisten; l++) {
+            fds[l] = m->fds[l][index];
+            if (!m->shared[l])
+                for (int i = 0; i < m->nworkers; i++)
+                    if (i != index)
+                        close(m->fds[l][i]);
+        }
+        if (m->log_rx >= 0)
+            close(m->log_rx);
+        char err[256];
+        if (drop_privileges(m->cfg->user, m->cfg->group, err, sizeof err) < 0) {
+            log_msg(LOG_CRIT, "worker %d: %s", index, err);
+            _exit(1);
+        }
+        char name[16];
+        snprintf(name, sizeof name, "herd-w%d", index % 1000);
+        prctl(PR_SET_NAME, name);
+        int sfd = signals_open();
+        struct worker_env env = {
+            .listen_fds = fds,
+            .signal_fd = sfd,
+            .exclusive = 1, /* harmless on a socket of its own, needed on a shared one */
+            .slot = sl,
+            .sb = m->sb,
+            .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
+        };
+        _exit(m->hooks->worker_main(m->cfg, &env));
+    }
+    SB_SET(sl->pid, pid);
+    SB_SET(sl->generation, m->gen);
+    SB_SET(sl->index, (uint32_t)index);
+    SB_SET(sl->started, (int64_t)time(NULL));
+    SB_SET(sl->active, 0);
+    SB_SET(sl->idle, 0);
+    SB_SET(sl->state, SB_RUNNING);
+    m->w[slot] = (struct wproc){.pid = pid, .index = index, .gen = m->gen,
+                                .started_ms = clock_now_ms()};
+    log_debug("worker %d started: pid %d, generation %u, slot %d", index, pid, m->gen, slot);
+    return pid;
+}
+
+static void signal_generation(struct master *m, int sig, int only_old)
+{
+    for (int s = 0; s < nslots(m); s++) {
+        struct wproc *w = &m->w[s];
+        if (!w->pid || (only_old && w->gen == m->gen))
+            continue;
+        kill(w->pid, sig);
+        w->draining = 1;
+        SB_SET(m->sb->slots[s].state, SB_DRAINING);
+    }
+}
+
+static int live_workers(const struct master *m)
+{
+    int n = 0;
+    for (int s = 0; s < nslots(m); s++)
+        n += m->w[s].pid != 0;
+    return n;
+}
+
+static void describe_exit(int status, char *buf, size_t n)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, n, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+}
+
+static void reap(struct master *m)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        char how[64];
+        describe_exit(status, how, sizeof how);
+        if (pid == m->logger) {
+            m->logger = 0;
+            SB_SET(m->sb->logger_pid, 0);
+            if (!m->stopping && m->log_path[0]) {
+                log_msg(LOG_ERROR, "logger (pid %d) %s; restarting it", pid, how);
+                SB_ADD(m->sb->logger_restarts, 1);
+                m->logger_respawn_at = clock_now_ms() + BACKOFF_MIN_MS;
+            }
+            continue;
+        }
+        int s = 0;
+        while (s < nslots(m) && m->w[s].pid != pid)
+            s++;
+        if (s == nslots(m))
+            continue;
+        struct wproc w = m->w[s];
+        m->w[s].pid = 0;
+        SB_SET(m->sb->slots[s].pid, 0);
+        SB_SET(m->sb->slots[s].active, 0);
+        SB_SET(m->sb->slots[s].idle, 0);
+        SB_SET(m->sb->slots[s].state, SB_FREE);
+        if (w.draining || m->stopping) {
+            log_debug("worker %d (pid %d, generation %u) %s", w.index, pid, w.gen, how);
+            continue;
+        }
+        /* An unexpected death: respawn into the same worker index. */
+        struct respawn *r = &m->rs[w.index];
+        int64_t lived = clock_now_ms() - w.started_ms;
+        int64_t delay = 0;
+        if (lived < QUICK_DEATH_MS) {
+            r->quick_deaths++;
+            delay = BACKOFF_MIN_MS << (r->quick_deaths < 9 ? r->quick_deaths - 1 : 8);
+            if (delay > BACKOFF_MAX_MS)
+                delay = BACKOFF_MAX_MS;
+        } else {
+            r->quick_deaths = 0;
+        }
+        log_msg(LOG_ERROR, "worker %d (pid %d) %s; respawning%s", w.index, pid, how,
+                delay ? " after a backoff (it keeps dying at start)" : "");
+        SB_ADD(m->sb->worker_restarts, 1);
+        r->at_ms = clock_now_ms() + delay;
+    }
+}
+
+static void run_respawns(struct master *m)
+{
+    int64_t now = clock_now_ms();
+    for (int i = 0; i < m->nworkers; i++) {
+        struct respawn *r = &m->rs[i];
+        if (r->at_ms && r->at_ms <= now) {
+            r->at_ms = 0;
+            if (spawn_worker(m, i) < 0)
+                r->at_ms = now + BACKOFF_MAX_MS / 10;
+        }
+    }
+    if (m->logger_respawn_at && m->logger_respawn_at <= now) {
+        m->logger_respawn_at = 0;
+        if (spawn_logger(m) < 0)
+            m->logger_respawn_at = now + 1000;
+    }
+}
+
+static int next_timeout(const struct master *m)
+{
+    int64_t next = -1;
+    for (int i = 0; i < m->nworkers; i++)
+        if (m->rs[i].at_ms && (next < 0 || m->rs[i].at_ms < next))
+            next = m->rs[i].at_ms;
+    if (m->logger_respawn_at && (next < 0 || m->logger_respawn_at < next))
+        next = m->logger_respawn_at;
+    if (m->stopping && (next < 0 || m->stop_deadline < next))
+        next = m->stop_deadline;
+    if (next < 0)
+        return -1;
+    int64_t d = next - clock_now_ms();
+    return d <= 0 ? 0 : (int)d + 5;
+}
+
+/* ---- reload ---- */
+
+static int same_listeners(const struct serve_config *a, const struct serve_config *b)
+{
+    if (a->nlisten != b->nlisten)
+        return 0;
+    for (int i = 0; i < a->nlisten; i++)
+        if (strcmp(a->listen[i].text, b->listen[i].text))
+            return 0;
+    return 1;
+}
+
+static int open_log_channel(struct master *m);
+
+static void reload(struct master *m)
+{
+    static struct serve_config next; /* large: keep it off the stack */
+    char err[1200];
+    if (!m->hooks->reload || m->hooks->reload(m->hooks->arg, &next, err, sizeof err) < 0) {
+        log_msg(LOG_ERROR, "reload refused, old workers keep serving: %s",
+                m->hooks->reload ? err : "no way to re-read the settings");
+        return;
+    }
+    int free = 0;
+    for (int s = 0; s < nslots(m); s++)
+        free += m->w[s].pid == 0;
+    if (free < m->nworkers) {
+        log_msg(LOG_ERROR, "reload refused: an earlier generation is still draining");
+        return;
+    }
+    if (!same_listeners(m->cfg, &next))
+        log_msg(LOG_WARN, "reload: listen addresses changed; that needs a restart "
+                          "(keeping the current sockets)");
+    if (next.workers && (int)next.workers != m->nworkers)
+        log_msg(LOG_WARN, "reload: the worker count changes only on restart (keeping %d)",
+                m->nworkers);
+    /* What the sockets and the process tree were built from stays. */
+    memcpy(next.listen, m->cfg->listen, sizeof next.listen);
+    next.nlisten = m->cfg->nlisten;
+    next.workers = (uint32_t)m->nworkers;
+    next.daemon = m->cfg->daemon;
+    int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
+    *m->cfg = next;
+    if (log_changed) {
+        snprintf(m->log_path, sizeof m->log_path, "%s", m->cfg->access_log);
+        if (m->logger) {
+            kill(m->logger, SIGTERM); /* reaped and restarted with the new path */
+        } else if (m->log_path[0] && open_log_channel(m) == 0) {
+            spawn_logger(m);
+        }
+    }
+    m->gen++;
+    SB_SET(m->sb->generation, m->gen);
+    for (int i = 0; i < m->nworkers; i++) {
+        m->rs[i].at_ms = 0;
+        spawn_worker(m, i);
+    }
+    signal_generation(m, SIGTERM, 1);
+    log_msg(LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
+}
+
+/* ---- signals ---- */
+
+static void begin_stop(struct master *m, int fast)
+{
+    if (m->stopping >= (fast ? 2 : 1))
+        return;
+    m->stopping = fast ? 2 : 1;
+    m->stop_deadline = clock_now_ms() + (fast ? 2000 : m->cfg->shutdown_timeout_ms + 1000);
+    for (int i = 0; i < m->nworkers; i++)
+        m->rs[i].at_ms = 0;
+    signal_generation(m, fast ? SIGQUIT : SIGTERM, 0);
+    /* The workers hold the sockets now; closing ours refuses nothing yet. */
+    close_listeners(m);
+    log_msg(LOG_NOTICE, "%s stop: %d workers", fast ? "fast" : "graceful", live_workers(m));
+}
+
+static void on_signal(struct master *m, int sig)
+{
+    switch (sig) {
+    case SIGTERM:
+    case SIGINT:
+        begin_stop(m, 0);
+        break;
+    case SIGQUIT:
+        begin_stop(m, 1);
+        break;
+    case SIGHUP:
+        if (!m->stopping)
+            reload(m);
+        break;
+    case SIGUSR1:
+        if (m->logger)
+            kill(m->logger, SIGUSR1);
+        log_msg(LOG_NOTICE, "reopening log files");
+        break;
+    case SIGCHLD:
+        reap(m);
+        break;
+    default:
+        log_msg(LOG_NOTICE, "signal %d ignored", sig);
+    }
+}
+
+static int open_log_channel(struct master *m)
+{
+    if (m->log_rx >= 0)
+        return 0;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        log_msg(LOG_CRIT, "socketpair: %s", strerror(errno));
+        return -1;
+    }
+    /* Room for bursts while the logger writes; past it workers buffer, then drop. */
+    int size = 4 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    m->log_rx = sv[0];
+    m->log_tx = sv[1];
+    return 0;
+}
+
+int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
+{
+    static struct master mm;
+    struct master *m = &mm;
+    char err[1200];
+    m->cfg = cfg;
+    m->hooks = hooks;
+    m->log_rx = m->log_tx = -1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    m->nworkers = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
+    if (m->nworkers > MAX_WORKERS)
+        m->nworkers = MAX_WORKERS;
+    clock_update();
+
+    if (cfg->access_log[0]) {
+        int fd = logger_open_file(cfg->access_log);
+        if (fd < 0) {
+            fprintf(stderr, "herd: access log %s: %s\n", cfg->access_log, strerror(-fd));
+            return 1;
+        }
+        close(fd);
+    }
+    if (open_listeners(m) < 0)
+        return 1;
+    if (cfg->daemon && daemonize(err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
+    }
+    m->pid = getpid();
+    m->sfd = signals_open();
+    if (m->sfd < 0) {
+        fprintf(stderr, "herd: signalfd: %s\n", strerror(-m->sfd));
+        return 1;
+    }
+    if (pidfile_write(cfg->pid_file, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
+    }
+    int slots = 4 * m->nworkers + 4;
+    m->sb = sb_create((uint32_t)(slots > SB_MAX_SLOTS ? SB_MAX_SLOTS : slots));
+    if (!m->sb)
+        log_fatal("cannot map the scoreboard: %s", strerror(errno));
+    m->sb->master_pid = m->pid;
+    m->sb->started = time(NULL);
+    snprintf(m->sb->model, sizeof m->sb->model, "%s", cfg->model);
+    m->gen = 1;
+    m->sb->generation = 1;
+    if (cfg->access_log[0]) {
+        snprintf(m->log_path, sizeof m->log_path, "%s", cfg->access_log);
+        if (open_log_channel(m) < 0 || spawn_logger(m) < 0)
+            return 1;
+    }
+    for (int i = 0; i < m->nworkers; i++)
+        spawn_worker(m, i);
+    log_msg(LOG_NOTICE, "master %d: %d workers, model %s, serving %s", m->pid, m->nworkers,
+            cfg->model, cfg->docroot);
+
+    struct loop l;
+    if (loop_init(&l) < 0 || loop_add(&l, m->sfd, LOOP_IN, 0) < 0)
+        log_fatal("epoll: %s", strerror(errno));
+    int status = 0;
+    for (;;) {
+        struct epoll_event ev[8];
+        int n = loop_wait(&l, ev, 8, next_timeout(m));
+        clock_update();
+        if (n > 0) {
+            int sig;
+            while ((sig = signals_read(m->sfd)) > 0)
+                on_signal(m, sig);
+        }
+        if (!m->stopping)
+            run_respawns(m);
+        if (m->stopping) {
+            if (live_workers(m) == 0 && m->logger) {
+                if (!m->logger_told) {
+                    kill(m->logger, SIGTERM); /* workers are done: flush and go */
+                    m->logger_told = 1;
+                }
+            } else if (live_workers(m) == 0) {
+                break;
+            }
+            if (clock_now_ms() >= m->stop_deadline) {
+                log_msg(LOG_WARN, "stop deadline passed: killing %d workers", live_workers(m));
+                signal_generation(m, SIGKILL, 0);
+                if (m->logger)
+                    kill(m->logger, SIGKILL);
+                while (waitpid(-1, NULL, 0) > 0)
+                    ;
+                break;
+            }
+        }
+    }
+    loop_close(&l);
+    pidfile_remove(cfg->pid_file);
+    for (int i = 0; i < cfg->nlisten; i++)
+        listen_cleanup(&cfg->listen[i]);
+    log_msg(LOG_NOTICE, "stopped");
+    return status;
+}

@@ -1,0 +1,195 @@
+#include "proc/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct w {
+    char *buf;
+    size_t len, cap;
+};
+
+__attribute__((format(printf, 2, 3))) static void out(struct w *w, const char *fmt, ...)
+{
+    if (w->len >= w->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    w->len = (size_t)n >= w->cap - w->len ? w->cap : w->len + (size_t)n;
+}
+
+struct totals {
+    uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
+    uint32_t workers;
+};
+
+static void snapshot(const struct sb_slot *s, struct sb_slot *o)
+{
+    o->requests = SB_GET(s->requests);
+    o->bytes_in = SB_GET(s->bytes_in);
+    o->bytes_out = SB_GET(s->bytes_out);
+    for (int k = 0; k < 6; k++)
+        o->status[k] = SB_GET(s->status[k]);
+    o->accepted = SB_GET(s->accepted);
+    o->active = SB_GET(s->active);
+    o->idle = SB_GET(s->idle);
+    o->empty_wakeups = SB_GET(s->empty_wakeups);
+    o->log_dropped = SB_GET(s->log_dropped);
+    o->started = SB_GET(s->started);
+    o->pid = SB_GET(s->pid);
+    o->generation = SB_GET(s->generation);
+    o->index = SB_GET(s->index);
+    o->state = SB_GET(s->state);
+}
+
+/* Counters of exited workers stay in their slots (state FREE, pid 0) until a
+ * new worker takes the slot, so totals do not drop when a worker exits. */
+static void sum(const struct scoreboard *sb, struct totals *t)
+{
+    memset(t, 0, sizeof *t);
+    for (uint32_t i = 0; i < sb->nslots; i++) {
+        struct sb_slot s;
+        snapshot(&sb->slots[i], &s);
+        t->requests += s.requests;
+        t->bytes_in += s.bytes_in;
+        t->bytes_out += s.bytes_out;
+        for (int k = 0; k < 6; k++)
+            t->status[k] += s.status[k];
+        t->accepted += s.accepted;
+        t->empty += s.empty_wakeups;
+        t->dropped += s.log_dropped;
+        if (s.state != SB_FREE) {
+            t->active += s.active;
+            t->idle += s.idle;
+            t->workers++;
+        }
+    }
+}
+
+static const char *state_name(uint32_t st)
+{
+    return st == SB_RUNNING ? "running" : st == SB_DRAINING ? "draining" : "exited";
+}
+
+static void render_json(const struct scoreboard *sb, struct w *w)
+{
+    struct totals t;
+    sum(sb, &t);
+    time_t now = time(NULL);
+    out(w,
+        "{\"master_pid\":%d,\"logger_pid\":%d,\"model\":\"%s\",\"generation\":%u,"
+        "\"uptime_s\":%lld,\"workers\":%u,\"worker_restarts\":%llu,\"logger_restarts\":%llu,"
+        "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,"
+        "\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu},"
+        "\"accepted\":%llu,\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,"
+        "\"log_dropped\":%llu,\"slots\":[",
+        SB_GET(sb->master_pid), SB_GET(sb->logger_pid), sb->model, SB_GET(sb->generation),
+        (long long)(now - sb->started), t.workers,
+        (unsigned long long)SB_GET(sb->worker_restarts),
+        (unsigned long long)SB_GET(sb->logger_restarts), (unsigned long long)t.requests,
+        (unsigned long long)t.bytes_in, (unsigned long long)t.bytes_out,
+        (unsigned long long)t.status[1], (unsigned long long)t.status[2],
+        (unsigned long long)t.status[3], (unsigned long long)t.status[4],
+        (unsigned long long)t.status[5], (unsigned long long)t.accepted,
+        (unsigned long long)t.active, (unsigned long long)t.idle, (unsigned long long)t.empty,
+        (unsigned long long)t.dropped);
+    int first = 1;
+    for (uint32_t i = 0; i < sb->nslots; i++) {
+        struct sb_slot s;
+        snapshot(&sb->slots[i], &s);
+        if (s.state == SB_FREE)
+            continue;
+        out(w,
+            "%s{\"slot\":%u,\"worker\":%u,\"pid\":%d,\"generation\":%u,\"state\":\"%s\","
+            "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,\"accepted\":%llu,"
+            "\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,\"log_dropped\":%llu,"
+            "\"uptime_s\":%lld}",
+            first ? "" : ",", i, s.index, s.pid, s.generation, state_name(s.state),
+            (unsigned long long)s.requests, (unsigned long long)s.bytes_in,
+            (unsigned long long)s.bytes_out, (unsigned long long)s.accepted,
+            (unsigned long long)s.active, (unsigned long long)s.idle,
+            (unsigned long long)s.empty_wakeups, (unsigned long long)s.log_dropped,
+            (long long)(now - s.started));
+        first = 0;
+    }
+    out(w, "]}\n");
+}
+
+static void prom(struct w *w, const char *name, const char *type, const char *help,
+                 unsigned long long v)
+{
+    out(w, "# HELP herd_%s %s\n# TYPE herd_%s %s\nherd_%s %llu\n", name, help, name, type, name,
+        v);
+}
+
+static void render_prometheus(const struct scoreboard *sb, struct w *w)
+{
+    struct totals t;
+    sum(sb, &t);
+    prom(w, "requests_total", "counter", "HTTP requests answered.", t.requests);
+    prom(w, "received_bytes_total", "counter", "Bytes read from clients.", t.bytes_in);
+    prom(w, "sent_bytes_total", "counter", "Bytes written to clients.", t.bytes_out);
+    out(w, "# HELP herd_responses_total HTTP responses by status class.\n"
+           "# TYPE herd_responses_total counter\n");
+    for (int k = 1; k <= 5; k++)
+        out(w, "herd_responses_total{code=\"%dxx\"} %llu\n", k, (unsigned long long)t.status[k]);
+    prom(w, "accepted_connections_total", "counter", "Connections accepted.", t.accepted);
+    prom(w, "connections", "gauge", "Open client connections.", t.active);
+    prom(w, "idle_connections", "gauge", "Idle keep-alive connections.", t.idle);
+    prom(w, "empty_accept_wakeups_total", "counter",
+         "Wakeups of a listen socket that found no connection.", t.empty);
+    prom(w, "access_log_dropped_total", "counter", "Access-log records dropped.", t.dropped);
+    prom(w, "workers", "gauge", "Worker processes alive.", t.workers);
+    prom(w, "worker_restarts_total", "counter", "Workers respawned after dying.",
+         SB_GET(sb->worker_restarts));
+    prom(w, "generation", "gauge", "Reload generation.", SB_GET(sb->generation));
+}
+
+static void render_table(const struct scoreboard *sb, struct w *w)
+{
+    struct totals t;
+    sum(sb, &t);
+    time_t now = time(NULL);
+    out(w, "herd: master %d, model %s, generation %u, up %llds, %u workers, logger %d\n",
+        SB_GET(sb->master_pid), sb->model, SB_GET(sb->generation),
+        (long long)(now - sb->started), t.workers, SB_GET(sb->logger_pid));
+    out(w, "requests %llu  in %llu B  out %llu B  2xx %llu  3xx %llu  4xx %llu  5xx %llu\n",
+        (unsigned long long)t.requests, (unsigned long long)t.bytes_in,
+        (unsigned long long)t.bytes_out, (unsigned long long)t.status[2],
+        (unsigned long long)t.status[3], (unsigned long long)t.status[4],
+        (unsigned long long)t.status[5]);
+    out(w, "connections: accepted %llu  open %llu  idle %llu  empty wakeups %llu  "
+           "log dropped %llu  worker restarts %llu\n\n",
+        (unsigned long long)t.accepted, (unsigned long long)t.active,
+        (unsigned long long)t.idle, (unsigned long long)t.empty, (unsigned long long)t.dropped,
+        (unsigned long long)SB_GET(sb->worker_restarts));
+    out(w, "%4s %6s %8s %4s %-8s %12s %8s %6s %6s %8s\n", "slot", "worker", "pid", "gen",
+        "state", "requests", "accepted", "open", "idle", "empty");
+    for (uint32_t i = 0; i < sb->nslots; i++) {
+        struct sb_slot s;
+        snapshot(&sb->slots[i], &s);
+        if (s.state == SB_FREE)
+            continue;
+        out(w, "%4u %6u %8d %4u %-8s %12llu %8llu %6llu %6llu %8llu\n", i, s.index, s.pid,
+            s.generation, state_name(s.state), (unsigned long long)s.requests,
+            (unsigned long long)s.accepted, (unsigned long long)s.active,
+            (unsigned long long)s.idle, (unsigned long long)s.empty_wakeups);
+    }
+}
+
+size_t status_render(const struct scoreboard *sb, enum status_format fmt, char *buf,
+                     size_t cap)
+{
+    struct w w = {buf, 0, cap};
+    switch (fmt) {
+    case STATUS_JSON: render_json(sb, &w); break;
+    case STATUS_PROMETHEUS: render_prometheus(sb, &w); break;
+    case STATUS_TABLE: render_table(sb, &w); break;
+    }
+    return w.len;
+}
