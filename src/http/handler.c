@@ -157,14 +157,12 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
     plan->status = 200;
 }
 
-void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
-                 struct http_out *out, struct http_plan *plan)
+static void handle(struct http_ctx *ctx, const struct http_request *req, int keepalive,
+                   struct http_out *out, struct http_plan *plan)
 {
     const struct http_config *cfg = ctx->cfg;
-    int keepalive = may_keepalive && http_wants_keepalive(req);
     int head_only = req->method == HTTP_HEAD;
 
-    memset(plan, 0, sizeof *plan);
     if (req->content_length > 0 && (uint64_t)req->content_length > cfg->max_body_size)
         return error_close(out, plan, 413, req);
     if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
@@ -221,4 +219,15 @@ void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_k
         break;
     }
     resp_error(out, plan, status, req->minor, keepalive, head_only);
+}
+
+void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
+                 struct http_out *out, struct http_plan *plan)
+{
+    int keepalive = may_keepalive && http_wants_keepalive(req);
+    memset(plan, 0, sizeof *plan);
+    handle(ctx, req, keepalive, out, plan);
+    /* Every response said "Connection: close" when keepalive is off. */
+    if (!keepalive)
+        plan->close = 1;
 }

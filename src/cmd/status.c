@@ -1,0 +1,217 @@
+/* herd status [URL]: the live counters of a running server, fetched from its
+ * status page (--status-path) and printed as a table, once or every second. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+
+static const char status_usage[] =
+    "usage: herd status [URL] [--watch] [--json | --prometheus]\n"
+    "\n"
+    "Prints the counters of a running herd serve started with --status-path.\n"
+    "URL defaults to http://127.0.0.1:8080/herd-status; unix:/path.sock:/herd-status\n"
+    "reaches a unix-socket listener.\n"
+    "\n"
+    "  --watch        refresh every second, like top (Ctrl-C stops)\n"
+    "  --json         print the raw JSON\n"
+    "  --prometheus   print the Prometheus text format\n";
+
+struct target {
+    int unix_socket;
+    char host[320];
+    char port[8];
+    char path[1024];
+};
+
+static int parse_url(const char *url, struct target *t)
+{
+    memset(t, 0, sizeof *t);
+    if (!strncmp(url, "unix:", 5)) {
+        const char *sep = strstr(url + 5, ":/");
+        size_t n = sep ? (size_t)(sep - url - 5) : strlen(url + 5);
+        if (!n || n >= sizeof t->host)
+            return -1;
+        t->unix_socket = 1;
+        memcpy(t->host, url + 5, n);
+        snprintf(t->path, sizeof t->path, "%s", sep ? sep + 1 : "/herd-status");
+        return 0;
+    }
+    if (!strncmp(url, "http://", 7))
+        url += 7;
+    const char *slash = strchr(url, '/');
+    size_t hlen = slash ? (size_t)(slash - url) : strlen(url);
+    char hostport[256];
+    if (!hlen || hlen >= sizeof hostport)
+        return -1;
+    memcpy(hostport, url, hlen);
+    hostport[hlen] = '\0';
+    snprintf(t->path, sizeof t->path, "%s", slash ? slash : "/herd-status");
+    char *colon = strrchr(hostport, ':');
+    if (hostport[0] == '[') {
+        char *close = strchr(hostport, ']');
+        if (!close)
+            return -1;
+        *close = '\0';
+        snprintf(t->host, sizeof t->host, "%s", hostport + 1);
+        colon = close[1] == ':' ? close + 1 : NULL;
+    } else {
+        if (colon)
+            *colon = '\0';
+        snprintf(t->host, sizeof t->host, "%s", hostport);
+    }
+    snprintf(t->port, sizeof t->port, "%s", colon ? colon + 1 : "80");
+    return 0;
+}
+
+static int connect_to(const struct target *t, char *err, size_t errlen)
+{
+    struct timeval tv = {5, 0};
+    int fd = -1;
+    if (t->unix_socket) {
+        struct sockaddr_un un = {.sun_family = AF_UNIX};
+        if (strlen(t->host) >= sizeof un.sun_path) {
+            snprintf(err, errlen, "unix socket path too long: %s", t->host);
+            return -1;
+        }
+        memcpy(un.sun_path, t->host, strlen(t->host) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&un, sizeof un) == 0)
+            goto ok;
+        snprintf(err, errlen, "cannot connect to unix:%s: %s", t->host, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    int rc = getaddrinfo(t->host, t->port, &hints, &res);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", t->host, gai_strerror(rc));
+        return -1;
+    }
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot connect to %s:%s: %s", t->host, t->port, strerror(errno));
+        return -1;
+    }
+ok:
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+/* GET path?format=fmt; returns the body (malloc'd) or NULL with err set. */
+static char *fetch(const struct target *t, const char *fmt, char *err, size_t errlen)
+{
+    int fd = connect_to(t, err, errlen);
+    if (fd < 0)
+        return NULL;
+    char req[1400];
+    int n = snprintf(req, sizeof req,
+                     "GET %s%sformat=%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                     "User-Agent: herd-status\r\n\r\n",
+                     t->path, strchr(t->path, '?') ? "&" : "?", fmt,
+                     t->unix_socket ? "localhost" : t->host);
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+        snprintf(err, errlen, "send: %s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+        }
+        ssize_t r = recv(fd, buf + len, cap - len, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, errlen, "reading the status page: %s", strerror(errno));
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    char *body = strstr(buf, "\r\n\r\n");
+    if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || !body) {
+        char *eol = strstr(buf, "\r\n");
+        if (eol)
+            *eol = '\0';
+        snprintf(err, errlen, "no status page at %s (%s); start the server with --status-path",
+                 t->path, len ? buf : "empty reply");
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
+int cmd_status(int argc, char **argv)
+{
+    const char *url = "http://127.0.0.1:8080/herd-status";
+    const char *fmt = "table";
+    int watch = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--watch") || !strcmp(argv[i], "-w"))
+            watch = 1;
+        else if (!strcmp(argv[i], "--json"))
+            fmt = "json";
+        else if (!strcmp(argv[i], "--prometheus"))
+            fmt = "prometheus";
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(status_usage, stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "herd: unknown option '%s' (see herd status --help)\n", argv[i]);
+            return 2;
+        } else {
+            url = argv[i];
+        }
+    }
+    struct target t;
+    if (parse_url(url, &t) < 0) {
+        fprintf(stderr, "herd: bad URL '%s' (see herd status --help)\n", url);
+        return 2;
+    }
+    for (;;) {
+        char err[1200];
+        char *body = fetch(&t, fmt, err, sizeof err);
+        if (!body) {
+            fprintf(stderr, "herd: %s\n", err);
+            return 1;
+        }
+        if (watch)
+            fputs("\033[H\033[2J", stdout);
+        fputs(body, stdout);
+        fflush(stdout);
+        free(body);
+        if (!watch)
+            return 0;
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL);
+    }
+}
