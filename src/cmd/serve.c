@@ -6,12 +6,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop.h"
+#include "models/models.h"
 #include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/master.h"
@@ -207,7 +209,21 @@ static int serve_single(struct serve_config *cfg)
     if (cfg->access_log[0])
         log_msg(LOG_WARN, "--access-log needs the master (not --model single): ignored");
     log_msg(LOG_NOTICE, "serving %s (single process)", cfg->docroot);
-    struct worker_env env = {.listen_fds = fds, .signal_fd = sfd, .log_fd = -1};
+    /* A scoreboard of one, so the status page works here too. */
+    struct scoreboard *sb = sb_create(1);
+    if (sb) {
+        sb->master_pid = getpid();
+        sb->started = time(NULL);
+        sb->generation = 1;
+        snprintf(sb->model, sizeof sb->model, "single");
+        sb->slots[0].pid = getpid();
+        sb->slots[0].started = sb->started;
+        sb->slots[0].generation = 1;
+        sb->slots[0].state = SB_RUNNING;
+    }
+    struct worker_env env = {.listen_fds = fds, .nthreads = 1, .signal_fd = sfd,
+                             .channel_fd = -1, .log_fd = -1,
+                             .slot = sb ? &sb->slots[0] : NULL, .sb = sb};
     int rc = evloop_run(cfg, &env);
     for (int i = 0; i < cfg->nlisten; i++)
         listen_cleanup(&cfg->listen[i]);
@@ -260,8 +276,13 @@ int cmd_serve(int argc, char **argv)
     raise_fd_limit();
     if (!strcmp(cfg.model, "single"))
         return serve_single(&cfg);
+    const struct model_desc *model = model_find(cfg.model);
+    if (!model) {
+        fprintf(stderr, "herd: unknown model '%s'\n", cfg.model);
+        return 2;
+    }
     struct master_hooks hooks = {
-        .worker_main = evloop_run,
+        .model = model,
         .reload = reload_config,
         .arg = &inv,
     };

@@ -11,10 +11,12 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
+#include "proc/dispatch.h"
 #include "proc/status.h"
 
 #define TAG_LISTEN (1ULL << 63)
 #define TAG_SIGNAL (1ULL << 62)
+#define TAG_CHANNEL (1ULL << 61)
 #define MAX_EVENTS 512
 #define LINGER_TIMEOUT_MS 5000
 #define MAX_LISTENERS 64
@@ -81,6 +83,37 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
         }
         log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
         return;
+    }
+}
+
+/* dispatch: connections accepted by the master arrive over the channel. */
+static void receive_connections(struct server *s)
+{
+    struct evloop *ev = &s->ev;
+    int fds[64];
+    for (;;) {
+        int n = dispatch_receive(s->env->channel_fd, fds, 64);
+        if (n <= 0) {
+            if (n == 0 && !ev->stopping) {
+                /* The master dropped us (reload or stop): serve what we have. */
+                loop_del(&ev->loop, s->env->channel_fd);
+            }
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            if (ev->stopping) {
+                close(fds[i]);
+                continue;
+            }
+            SB_ADD(ev->slot->accepted, 1);
+            struct sockaddr_storage peer;
+            socklen_t plen = sizeof peer;
+            int have_peer = alog_on(&s->alog) &&
+                            getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
+            conn_open(ev, fds[i], 1, have_peer ? &peer : NULL);
+        }
+        if (n < 64)
+            return;
     }
 }
 
@@ -225,8 +258,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     if (loop_init(&ev->loop) < 0)
         log_fatal("epoll_create1: %s", strerror(errno));
     acceptor_init(&s->ac);
-    for (int i = 0; i < cfg->nlisten && i < MAX_LISTENERS; i++) {
-        s->ls[i].fd = env->listen_fds[i];
+    for (int i = 0; env->listen_fds && i < cfg->nlisten && i < MAX_LISTENERS; i++) {
+        s->ls[i].fd = env->listen_fds[i * (env->nthreads > 0 ? env->nthreads : 1)];
         s->ls[i].tcp = cfg->listen[i].family != AF_UNIX;
         /* Edge-triggered: every wakeup accepts until EAGAIN (accept_from).
          * A socket shared with other workers wakes only one of them. */
@@ -235,6 +268,9 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
             log_fatal("epoll_ctl: %s", strerror(errno));
         s->nls++;
     }
+    if (env->channel_fd >= 0 &&
+        loop_add(&ev->loop, env->channel_fd, EPOLLIN | LOOP_EDGE, TAG_CHANNEL) < 0)
+        log_fatal("epoll_ctl: %s", strerror(errno));
     int sfd = env->signal_fd;
     if (sfd >= 0 && loop_add(&ev->loop, sfd, LOOP_IN, TAG_SIGNAL) < 0)
         log_fatal("epoll_ctl: %s", strerror(errno));
@@ -285,6 +321,8 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
             if (tag & TAG_LISTEN) {
                 if (!ev->stopping)
                     accept_from(s, &s->ls[tag & 0xffff], 1);
+            } else if (tag & TAG_CHANNEL) {
+                receive_connections(s);
             } else if (tag & TAG_SIGNAL) {
                 if (on_signals(s, sfd))
                     goto out;

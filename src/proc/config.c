@@ -17,7 +17,11 @@ const char config_help[] =
     "                           flags given too override it\n"
     "  --check-config FILE      validate FILE and exit 0, or print FILE:LINE and exit 2\n"
     "  --workers N              worker processes (default: one per CPU)\n"
-    "  --model NAME             reuseport (default) or single (one process, no master)\n"
+    "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
+    "                           prefork, dispatch, threads, iterative, or single (one\n"
+    "                           process, no master)\n"
+    "  --accept-herd            prefork: wake every worker per connection (a demo)\n"
+    "  --dispatch rr|least      dispatch: round-robin or least connections (default rr)\n"
     "  --access-log PATH        write an access log through the logger process\n"
     "  --access-log-format F    combined (default) or json\n"
     "  --status-path PATH       serve live counters at PATH (e.g. /herd-status)\n"
@@ -39,7 +43,7 @@ enum kind {
     K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
     K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE,
+    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH,
 };
 
 static const struct {
@@ -68,6 +72,13 @@ static const struct {
     {"shutdown-timeout", K_STOP_TO, 1},
     {"max-connections", K_MAX_CONNS, 1},
     {"verbose", K_VERBOSE, 0},
+    {"accept-herd", K_ACCEPT_HERD, 0},
+    {"dispatch", K_DISPATCH, 1},
+};
+
+/* Every model herd knows; models/models.c maps them to code. */
+static const char *const model_names[] = {
+    "reuseport", "prefork", "dispatch", "threads", "iterative", "single",
 };
 
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -151,12 +162,15 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         cfg->workers = (uint32_t)n;
         return 0;
     case K_MODEL:
-        if (strcmp(v, "reuseport") && strcmp(v, "single")) {
-            snprintf(err, errlen, "unknown model '%s' (reuseport or single)", v);
-            return -1;
-        }
-        strcpy(cfg->model, v);
-        return 0;
+        for (size_t k = 0; k < sizeof model_names / sizeof model_names[0]; k++)
+            if (!strcmp(v, model_names[k])) {
+                strcpy(cfg->model, v);
+                return 0;
+            }
+        snprintf(err, errlen,
+                 "unknown model '%s' (reuseport, prefork, dispatch, threads, iterative, single)",
+                 v);
+        return -1;
     case K_ACCESS_LOG:
         return copy_str(cfg->access_log, sizeof cfg->access_log, v, name, err, errlen);
     case K_ACCESS_LOG_FORMAT:
@@ -216,6 +230,17 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         return 0;
     case K_VERBOSE:
         cfg->verbose = 1;
+        return 0;
+    case K_ACCEPT_HERD:
+        cfg->accept_herd = 1;
+        return 0;
+    case K_DISPATCH:
+        if (!strcmp(v, "rr"))
+            cfg->dispatch_least = 0;
+        else if (!strcmp(v, "least"))
+            cfg->dispatch_least = 1;
+        else
+            goto bad;
         return 0;
     }
 bad:

@@ -44,6 +44,8 @@ struct serve_config {
     char user[64], group[64];
     uint8_t daemon;
     uint8_t verbose;
+    uint8_t accept_herd;        /* prefork without EPOLLEXCLUSIVE */
+    uint8_t dispatch_least;     /* dispatch: least connections, else round-robin */
 };
 
 /* Fills in the defaults. */

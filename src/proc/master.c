@@ -16,6 +16,7 @@
 #include "core/loop.h"
 #include "core/signals.h"
 #include "proc/daemon.h"
+#include "proc/dispatch.h"
 #include "proc/logger.h"
 #include "proc/scoreboard.h"
 
@@ -25,7 +26,8 @@
 #define QUICK_DEATH_MS 1000 /* a worker dying sooner counts as failing at start */
 
 struct wproc {
-    pid_t pid;          /* 0: slot unused */
+    pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
+    uint8_t first;      /* the first of its process's slots */
     int index;          /* worker number: picks its reuseport sockets */
     uint32_t gen;
     uint8_t draining;   /* told to stop (old generation or shutdown) */
@@ -41,7 +43,12 @@ struct respawn {
 struct master {
     struct serve_config *cfg;
     const struct master_hooks *hooks;
-    int nworkers;
+    const struct model_desc *model;
+    int nworkers;       /* worker processes */
+    int nthreads;       /* threads per worker process */
+    int nsockets;       /* reuseport sockets per listen address */
+    struct loop loop;
+    struct dispatch *dispatch;
     int fds[CONFIG_MAX_LISTEN][MAX_WORKERS]; /* [listen][worker]; unix: all the same fd */
     int shared[CONFIG_MAX_LISTEN];           /* 1: one socket for every worker */
     struct scoreboard *sb;
@@ -68,8 +75,8 @@ static int open_listeners(struct master *m)
     struct serve_config *cfg = m->cfg;
     for (int l = 0; l < cfg->nlisten; l++) {
         struct listen_addr *a = &cfg->listen[l];
-        m->shared[l] = a->family == AF_UNIX || m->nworkers == 1;
-        int count = m->shared[l] ? 1 : m->nworkers;
+        m->shared[l] = a->family == AF_UNIX || m->nsockets == 1;
+        int count = m->shared[l] ? 1 : m->nsockets;
         for (int i = 0; i < count; i++) {
             /* The first bind resolves port 0; the others reuse that port. */
             int fd = listen_open(a, 4096, !m->shared[l]);
@@ -79,7 +86,7 @@ static int open_listeners(struct master *m)
             }
             m->fds[l][i] = fd;
         }
-        for (int i = count; i < m->nworkers; i++)
+        for (int i = count; i < m->nsockets; i++)
             m->fds[l][i] = m->fds[l][0];
         char desc[160];
         listen_describe(a, desc, sizeof desc);
@@ -91,11 +98,11 @@ static int open_listeners(struct master *m)
 static void close_listeners(struct master *m)
 {
     for (int l = 0; l < m->cfg->nlisten; l++) {
-        int count = m->shared[l] ? 1 : m->nworkers;
+        int count = m->shared[l] ? 1 : m->nsockets;
         for (int i = 0; i < count; i++)
             if (m->fds[l][i] >= 0)
                 close(m->fds[l][i]);
-        for (int i = 0; i < m->nworkers; i++)
+        for (int i = 0; i < m->nsockets; i++)
             m->fds[l][i] = -1;
     }
 }
@@ -120,6 +127,9 @@ static pid_t spawn_logger(struct master *m)
     }
     if (pid == 0) {
         child_setup(m);
+        loop_close(&m->loop);
+        if (m->dispatch)
+            dispatch_close_in_child(m->dispatch);
         close_listeners(m);
         close(m->log_tx);
         prctl(PR_SET_NAME, "herd-logger");
@@ -130,37 +140,60 @@ static pid_t spawn_logger(struct master *m)
     return pid;
 }
 
-static int free_slot(const struct master *m)
+/* The first of n consecutive free slots, or -1. */
+static int free_slots(const struct master *m, int n)
 {
-    for (int s = 0; s < nslots(m); s++)
-        if (m->w[s].pid == 0)
+    for (int s = 0; s + n <= nslots(m); s++) {
+        int k = 0;
+        while (k < n && m->w[s + k].pid == 0)
+            k++;
+        if (k == n)
             return s;
+    }
     return -1;
 }
 
 static pid_t spawn_worker(struct master *m, int index)
 {
-    int slot = free_slot(m);
+    int slot = free_slots(m, m->nthreads);
     if (slot < 0) {
         log_msg(LOG_ERROR, "no free scoreboard slot for worker %d", index);
         return -1;
     }
-    struct sb_slot *sl = &m->sb->slots[slot];
+    int channel = -1;
+    if (m->model->layout == LAYOUT_DISPATCH) {
+        channel = dispatch_channel(m->dispatch, slot);
+        if (channel < 0) {
+            log_msg(LOG_ERROR, "worker %d: channel: %s", index, strerror(-channel));
+            return -1;
+        }
+    }
     pid_t pid = fork();
     if (pid < 0) {
         log_msg(LOG_ERROR, "fork worker: %s", strerror(errno));
+        if (channel >= 0)
+            close(channel);
         return -1;
     }
     if (pid == 0) {
         child_setup(m);
-        int fds[CONFIG_MAX_LISTEN];
+        loop_close(&m->loop);
+        static int fds[CONFIG_MAX_LISTEN * MAX_WORKERS];
+        int keep[CONFIG_MAX_LISTEN][MAX_WORKERS] = {{0}};
         for (int l = 0; l < m->cfg->nlisten; l++) {
-            fds[l] = m->fds[l][index];
-            if (!m->shared[l])
-                for (int i = 0; i < m->nworkers; i++)
-                    if (i != index)
-                        close(m->fds[l][i]);
+            for (int t = 0; t < m->nthreads; t++) {
+                int i = m->model->layout == LAYOUT_PER_THREAD ? t
+                        : m->model->layout == LAYOUT_PER_WORKER ? index : 0;
+                fds[l * m->nthreads + t] = m->fds[l][i];
+                keep[l][i] = 1;
+            }
+            int count = m->shared[l] ? 1 : m->nsockets;
+            for (int i = 0; i < count; i++)
+                if (!keep[l][i] || m->model->layout == LAYOUT_DISPATCH)
+                    close(m->fds[l][i]);
         }
+        if (m->dispatch)
+            dispatch_close_in_child(m->dispatch);
         if (m->log_rx >= 0)
             close(m->log_rx);
         char err[256];
@@ -173,24 +206,32 @@ static pid_t spawn_worker(struct master *m, int index)
         prctl(PR_SET_NAME, name);
         int sfd = signals_open();
         struct worker_env env = {
-            .listen_fds = fds,
+            .listen_fds = m->model->layout == LAYOUT_DISPATCH ? NULL : fds,
+            .nthreads = m->nthreads,
             .signal_fd = sfd,
-            .exclusive = 1, /* harmless on a socket of its own, needed on a shared one */
-            .slot = sl,
+            /* harmless on a socket of its own, needed on a shared one */
+            .exclusive = !m->cfg->accept_herd,
+            .channel_fd = channel,
+            .slot = &m->sb->slots[slot],
             .sb = m->sb,
             .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
         };
-        _exit(m->hooks->worker_main(m->cfg, &env));
+        _exit(m->model->worker_main(m->cfg, &env));
     }
-    SB_SET(sl->pid, pid);
-    SB_SET(sl->generation, m->gen);
-    SB_SET(sl->index, (uint32_t)index);
-    SB_SET(sl->started, (int64_t)time(NULL));
-    SB_SET(sl->active, 0);
-    SB_SET(sl->idle, 0);
-    SB_SET(sl->state, SB_RUNNING);
-    m->w[slot] = (struct wproc){.pid = pid, .index = index, .gen = m->gen,
-                                .started_ms = clock_now_ms()};
+    if (channel >= 0)
+        close(channel);
+    for (int k = 0; k < m->nthreads; k++) {
+        struct sb_slot *sl = &m->sb->slots[slot + k];
+        SB_SET(sl->pid, pid);
+        SB_SET(sl->generation, m->gen);
+        SB_SET(sl->index, (uint32_t)(m->nthreads > 1 ? k : index));
+        SB_SET(sl->started, (int64_t)time(NULL));
+        SB_SET(sl->active, 0);
+        SB_SET(sl->idle, 0);
+        SB_SET(sl->state, SB_RUNNING);
+        m->w[slot + k] = (struct wproc){.pid = pid, .first = k == 0, .index = index,
+                                        .gen = m->gen, .started_ms = clock_now_ms()};
+    }
     log_debug("worker %d started: pid %d, generation %u, slot %d", index, pid, m->gen, slot);
     return pid;
 }
@@ -201,9 +242,12 @@ static void signal_generation(struct master *m, int sig, int only_old)
         struct wproc *w = &m->w[s];
         if (!w->pid || (only_old && w->gen == m->gen))
             continue;
-        kill(w->pid, sig);
+        if (w->first)
+            kill(w->pid, sig);
         w->draining = 1;
         SB_SET(m->sb->slots[s].state, SB_DRAINING);
+        if (m->dispatch)
+            dispatch_drop(m->dispatch, s);
     }
 }
 
@@ -211,7 +255,7 @@ static int live_workers(const struct master *m)
 {
     int n = 0;
     for (int s = 0; s < nslots(m); s++)
-        n += m->w[s].pid != 0;
+        n += m->w[s].pid != 0 && m->w[s].first;
     return n;
 }
 
@@ -246,11 +290,15 @@ static void reap(struct master *m)
         if (s == nslots(m))
             continue;
         struct wproc w = m->w[s];
-        m->w[s].pid = 0;
-        SB_SET(m->sb->slots[s].pid, 0);
-        SB_SET(m->sb->slots[s].active, 0);
-        SB_SET(m->sb->slots[s].idle, 0);
-        SB_SET(m->sb->slots[s].state, SB_FREE);
+        for (int k = s; k < nslots(m) && m->w[k].pid == pid; k++) {
+            m->w[k].pid = 0;
+            SB_SET(m->sb->slots[k].pid, 0);
+            SB_SET(m->sb->slots[k].active, 0);
+            SB_SET(m->sb->slots[k].idle, 0);
+            SB_SET(m->sb->slots[k].state, SB_FREE);
+            if (m->dispatch)
+                dispatch_drop(m->dispatch, k);
+        }
         if (w.draining || m->stopping) {
             log_debug("worker %d (pid %d, generation %u) %s", w.index, pid, w.gen, how);
             continue;
@@ -334,20 +382,20 @@ static void reload(struct master *m)
     int free = 0;
     for (int s = 0; s < nslots(m); s++)
         free += m->w[s].pid == 0;
-    if (free < m->nworkers) {
+    if (free < m->nworkers * m->nthreads) {
         log_msg(LOG_ERROR, "reload refused: an earlier generation is still draining");
         return;
     }
     if (!same_listeners(m->cfg, &next))
         log_msg(LOG_WARN, "reload: listen addresses changed; that needs a restart "
                           "(keeping the current sockets)");
-    if (next.workers && (int)next.workers != m->nworkers)
-        log_msg(LOG_WARN, "reload: the worker count changes only on restart (keeping %d)",
-                m->nworkers);
+    if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
+        log_msg(LOG_WARN, "reload: the model and worker count change only on restart");
     /* What the sockets and the process tree were built from stays. */
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
     next.nlisten = m->cfg->nlisten;
-    next.workers = (uint32_t)m->nworkers;
+    next.workers = m->cfg->workers;
+    memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
     *m->cfg = next;
@@ -379,6 +427,8 @@ static void begin_stop(struct master *m, int fast)
     m->stop_deadline = clock_now_ms() + (fast ? 2000 : m->cfg->shutdown_timeout_ms + 1000);
     for (int i = 0; i < m->nworkers; i++)
         m->rs[i].at_ms = 0;
+    if (m->dispatch)
+        dispatch_stop(m->dispatch);
     signal_generation(m, fast ? SIGQUIT : SIGTERM, 0);
     /* The workers hold the sockets now; closing ours refuses nothing yet. */
     close_listeners(m);
@@ -437,11 +487,19 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     char err[1200];
     m->cfg = cfg;
     m->hooks = hooks;
+    m->model = hooks->model;
     m->log_rx = m->log_tx = -1;
+    m->loop.epfd = -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    m->nworkers = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
-    if (m->nworkers > MAX_WORKERS)
-        m->nworkers = MAX_WORKERS;
+    int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
+    if (n > MAX_WORKERS)
+        n = MAX_WORKERS;
+    if (m->model->single_worker)
+        n = 1;
+    m->nworkers = m->model->one_process ? 1 : n;
+    m->nthreads = m->model->one_process ? n : 1;
+    m->nsockets = m->model->layout == LAYOUT_PER_WORKER || m->model->layout == LAYOUT_PER_THREAD
+                      ? n : 1;
     clock_update();
 
     if (cfg->access_log[0]) {
@@ -468,7 +526,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         fprintf(stderr, "herd: %s\n", err);
         return 1;
     }
-    int slots = 4 * m->nworkers + 4;
+    int slots = 4 * m->nworkers * m->nthreads + 4;
     m->sb = sb_create((uint32_t)(slots > SB_MAX_SLOTS ? SB_MAX_SLOTS : slots));
     if (!m->sb)
         log_fatal("cannot map the scoreboard: %s", strerror(errno));
@@ -482,23 +540,36 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         if (open_log_channel(m) < 0 || spawn_logger(m) < 0)
             return 1;
     }
+    struct loop *l = &m->loop;
+    if (loop_init(l) < 0 || loop_add(l, m->sfd, LOOP_IN, 0) < 0)
+        log_fatal("epoll: %s", strerror(errno));
+    if (m->model->layout == LAYOUT_DISPATCH) {
+        int lfds[CONFIG_MAX_LISTEN], tcp[CONFIG_MAX_LISTEN];
+        for (int i = 0; i < cfg->nlisten; i++) {
+            lfds[i] = m->fds[i][0];
+            tcp[i] = cfg->listen[i].family != AF_UNIX;
+        }
+        m->dispatch = dispatch_create(l, lfds, tcp, cfg->nlisten, m->sb, cfg->dispatch_least);
+        if (!m->dispatch)
+            log_fatal("out of memory");
+    }
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
-    log_msg(LOG_NOTICE, "master %d: %d workers, model %s, serving %s", m->pid, m->nworkers,
-            cfg->model, cfg->docroot);
-
-    struct loop l;
-    if (loop_init(&l) < 0 || loop_add(&l, m->sfd, LOOP_IN, 0) < 0)
-        log_fatal("epoll: %s", strerror(errno));
+    log_msg(LOG_NOTICE, "master %d: %d workers x %d threads, model %s, serving %s", m->pid,
+            m->nworkers, m->nthreads, cfg->model, cfg->docroot);
     int status = 0;
     for (;;) {
-        struct epoll_event ev[8];
-        int n = loop_wait(&l, ev, 8, next_timeout(m));
+        struct epoll_event ev[64];
+        int nev = loop_wait(l, ev, 64, next_timeout(m));
         clock_update();
-        if (n > 0) {
-            int sig;
-            while ((sig = signals_read(m->sfd)) > 0)
-                on_signal(m, sig);
+        for (int i = 0; i < nev; i++) {
+            if (ev[i].data.u64 == 0) {
+                int sig;
+                while ((sig = signals_read(m->sfd)) > 0)
+                    on_signal(m, sig);
+            } else if (m->dispatch && !m->stopping) {
+                dispatch_event(m->dispatch, ev[i].data.u64, ev[i].events);
+            }
         }
         if (!m->stopping)
             run_respawns(m);
@@ -522,7 +593,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
             }
         }
     }
-    loop_close(&l);
+    loop_close(l);
     pidfile_remove(cfg->pid_file);
     for (int i = 0; i < cfg->nlisten; i++)
         listen_cleanup(&cfg->listen[i]);

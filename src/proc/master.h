@@ -12,7 +12,7 @@
 #include "proc/worker.h"
 
 struct master_hooks {
-    worker_main_fn *worker_main;
+    const struct model_desc *model;
     /* Re-reads the settings for a reload: 0, or -1 with a reason in err. */
     int (*reload)(void *arg, struct serve_config *out, char *err, size_t errlen);
     void *arg;

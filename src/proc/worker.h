@@ -1,6 +1,6 @@
-/* What the master hands a worker process (or thread) besides the settings:
- * its listen sockets, its signal source, its scoreboard slot and the
- * access-log channel. A model's worker entry point takes this. */
+/* What the master hands a worker process besides the settings, and how a
+ * concurrency model tells the master to lay out sockets and processes.
+ * Models (src/models) fill a model_desc; the master only follows it. */
 #ifndef HERD_PROC_WORKER_H
 #define HERD_PROC_WORKER_H
 
@@ -8,15 +8,33 @@
 #include "proc/scoreboard.h"
 
 struct worker_env {
-    const int *listen_fds;     /* one per cfg->listen, non-blocking */
+    const int *listen_fds;     /* [listen * nthreads + thread], non-blocking */
+    int nthreads;              /* threads in this process (1 unless the model makes more) */
     int signal_fd;             /* TERM/INT: graceful stop, QUIT: at once */
-    int exclusive;             /* listen fds shared with other workers: EPOLLEXCLUSIVE */
-    struct sb_slot *slot;      /* this worker's counters, or NULL */
+    int exclusive;             /* listen fds shared by workers: EPOLLEXCLUSIVE */
+    int channel_fd;            /* dispatch: connections arrive here (SCM_RIGHTS), else -1 */
+    struct sb_slot *slot;      /* counters: nthreads consecutive slots, or NULL */
     struct scoreboard *sb;     /* for the status page, or NULL */
     int log_fd;                /* access-log datagram socket, or -1 */
 };
 
 /* A worker's main loop; returns its exit status. */
 typedef int worker_main_fn(const struct serve_config *cfg, const struct worker_env *env);
+
+enum socket_layout {
+    LAYOUT_PER_WORKER,  /* SO_REUSEPORT: worker i always gets socket i */
+    LAYOUT_SHARED,      /* one socket polled by every worker */
+    LAYOUT_PER_THREAD,  /* one process; SO_REUSEPORT socket i for thread i */
+    LAYOUT_DISPATCH,    /* the master accepts and passes each connection's fd */
+};
+
+struct model_desc {
+    const char *name;
+    worker_main_fn *worker_main;
+    enum socket_layout layout;
+    int one_process;    /* one worker process; --workers counts its threads */
+    int single_worker;  /* one worker, one thread, whatever --workers says */
+    const char *summary;
+};
 
 #endif

@@ -1,0 +1,273 @@
+/* The iterative model: the baseline. One worker serves one connection at a
+ * time with blocking calls: wait for a connection, read a request, write
+ * the response, repeat until the client is done, then take the next.
+ *
+ * Its weakness is the point of the lab: one slow client stalls everyone
+ * queued behind it. The header and keep-alive timeouts bound how long (a
+ * client trickling bytes is cut off), so the server cannot stall forever.
+ * Waits use poll() on the socket and the signal fd, so TERM and QUIT are
+ * still seen while a connection is open. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/signals.h"
+#include "http/body.h"
+#include "models/models.h"
+#include "net/accept.h"
+#include "proc/accesslog.h"
+#include "proc/status.h"
+
+struct iter {
+    const struct serve_config *cfg;
+    const struct worker_env *env;
+    struct http_ctx http;
+    struct sb_slot *slot, own_slot;
+    struct alog *alog;
+    size_t cap, out_cap;
+    char *in, *out;
+    struct http_request req;
+    int stop;          /* 1 graceful, 2 at once */
+};
+
+static void check_signals(struct iter *it)
+{
+    int sig;
+    while ((sig = signals_read(it->env->signal_fd)) > 0) {
+        if (sig == SIGQUIT)
+            it->stop = 2;
+        else if ((sig == SIGTERM || sig == SIGINT) && !it->stop)
+            it->stop = 1;
+    }
+}
+
+/* Waits until fd has input or timeout_ms passes; 1 ready, 0 timeout or
+ * stop, -1 error. */
+static int wait_input(struct iter *it, int fd, int64_t timeout_ms)
+{
+    for (;;) {
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = it->env->signal_fd, .events = POLLIN}};
+        int n = poll(p, 2, timeout_ms > 0 ? (int)timeout_ms : 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (p[1].revents)
+            check_signals(it);
+        if (it->stop == 2)
+            return 0;
+        if (p[0].revents)
+            return 1;
+        if (n == 0)
+            return 0;
+    }
+}
+
+/* Blocking write of the head and body; sendfile for a file range. */
+static int write_plan(int fd, const struct http_out *out, const struct http_plan *plan)
+{
+    struct iovec iov[2] = {{out->buf + plan->head_off, plan->head_len}};
+    int niov = 1;
+    const char *mem = plan->body;
+    size_t mlen = plan->body_len;
+    if (plan->file && plan->file->data) {
+        mem = plan->file->data + plan->file_off;
+        mlen = (size_t)plan->file_len;
+    }
+    if (mlen)
+        iov[niov++] = (struct iovec){(void *)mem, mlen};
+    size_t total = plan->head_len + mlen, done = 0;
+    while (done < total) {
+        struct iovec v[2];
+        int k = 0;
+        size_t skip = done;
+        for (int i = 0; i < niov; i++) {
+            if (skip >= iov[i].iov_len) {
+                skip -= iov[i].iov_len;
+                continue;
+            }
+            v[k++] = (struct iovec){(char *)iov[i].iov_base + skip, iov[i].iov_len - skip};
+            skip = 0;
+        }
+        struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)k};
+        int more = plan->file && !plan->file->data ? MSG_MORE : 0;
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | more);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        done += (size_t)n;
+    }
+    if (plan->file && !plan->file->data) {
+        off_t off = plan->file_off, end = plan->file_off + plan->file_len;
+        while (off < end) {
+            ssize_t n = sendfile(fd, plan->file->fd, &off, (size_t)(end - off));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void serve_connection(struct iter *it, int fd, const struct sockaddr_storage *peer)
+{
+    const struct http_config *hc = &it->cfg->http;
+    struct timeval tv = {it->cfg->send_timeout_ms / 1000, (it->cfg->send_timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct body_skip skip = {0};
+    size_t len = 0;
+    uint32_t nreq = 0;
+    int64_t head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
+    for (;;) {
+        /* Answer every complete request already buffered. */
+        size_t pos = 0;
+        int close_after = 0;
+        while (pos < len && !close_after) {
+            if (body_skip_active(&skip)) {
+                long n = body_skip(&skip, it->in + pos, len - pos, hc->max_body_size);
+                if (n < 0)
+                    return;
+                pos += (size_t)n;
+                continue;
+            }
+            int n = http_parse_request(it->in + pos, len - pos, hc->max_header_size, &it->req);
+            if (n == HTTP_PARSE_INCOMPLETE)
+                break;
+            struct http_out out = {it->out, 0, it->out_cap};
+            struct http_plan plan;
+            memset(&plan, 0, sizeof plan);
+            if (n == HTTP_PARSE_ERROR) {
+                http_handle_parse_error(&it->req, &out, &plan);
+                pos = len;
+            } else {
+                pos += (size_t)n;
+                nreq++;
+                int may = !it->stop && nreq < hc->keepalive_requests;
+                http_handle(&it->http, &it->req, may, &out, &plan);
+                if (!plan.close && (it->req.content_length > 0 || it->req.chunked))
+                    body_skip_start(&skip, it->req.content_length, it->req.chunked);
+                head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
+            }
+            SB_ADD(it->slot->requests, 1);
+            SB_ADD(it->slot->status[plan.status / 100 % 6], 1);
+            if (alog_on(it->alog))
+                alog_record(it->alog, peer, n == HTTP_PARSE_ERROR ? NULL : &it->req, plan.status,
+                            plan.body_len + plan.inline_len + (uint64_t)(plan.file ? plan.file_len : 0));
+            int rc = write_plan(fd, &out, &plan);
+            if (plan.file)
+                fc_release(plan.file);
+            alog_flush(it->alog);
+            if (rc < 0)
+                return;
+            SB_ADD(it->slot->bytes_out, out.len + plan.body_len + (uint64_t)(plan.file ? plan.file_len : 0));
+            close_after = plan.close;
+        }
+        if (close_after)
+            return;
+        memmove(it->in, it->in + pos, len - pos);
+        len -= pos;
+        /* Idle between requests: the keep-alive timeout; inside one: the header timeout. */
+        int64_t now = clock_now_ms();
+        int64_t wait = len || body_skip_active(&skip) ? head_deadline - now
+                                                       : it->cfg->keepalive_timeout_ms;
+        if (!len && !body_skip_active(&skip)) {
+            if (it->stop)
+                return;
+            head_deadline = now + it->cfg->keepalive_timeout_ms + it->cfg->header_timeout_ms;
+        }
+        if (wait_input(it, fd, wait) <= 0)
+            return;
+        clock_update();
+        ssize_t n = recv(fd, it->in + len, it->cap - len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return;
+        if (!len && !body_skip_active(&skip))
+            head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
+        len += (size_t)n;
+        SB_ADD(it->slot->bytes_in, (uint64_t)n);
+    }
+}
+
+static size_t render_status(void *arg, int format, char *buf, size_t cap)
+{
+    return arg ? status_render(arg, (enum status_format)format, buf, cap) : 0;
+}
+
+int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
+{
+    static struct iter it;
+    static struct alog alog;
+    it.cfg = cfg;
+    it.env = env;
+    it.slot = env->slot ? env->slot : &it.own_slot;
+    it.cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024 : 16384;
+    it.in = malloc(it.cap);
+    it.out_cap = HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + cfg->http.max_header_size;
+    it.out = malloc(it.out_cap);
+    struct filecache_limits lim = {.max_entries = 1024, .max_inline_size = 32 * 1024,
+                                   .max_inline_total = 64 * 1024 * 1024};
+    it.http.cfg = &cfg->http;
+    it.http.status = render_status;
+    it.http.status_arg = (void *)env->sb;
+    it.http.fc = fc_create(cfg->docroot, &lim);
+    if (!it.in || !it.out || !it.http.fc) {
+        log_msg(LOG_CRIT, "iterative: cannot start: %s", strerror(errno));
+        return 1;
+    }
+    alog_init(&alog, env->log_fd, cfg->access_log_format, it.slot);
+    it.alog = &alog;
+    struct acceptor ac;
+    acceptor_init(&ac);
+    int nl = cfg->nlisten;
+    struct pollfd p[CONFIG_MAX_LISTEN + 1];
+    for (int l = 0; l < nl; l++)
+        p[l] = (struct pollfd){.fd = env->listen_fds[l * env->nthreads], .events = POLLIN};
+    p[nl] = (struct pollfd){.fd = env->signal_fd, .events = POLLIN};
+    clock_update();
+    while (!it.stop) {
+        int n = poll(p, (nfds_t)nl + 1, -1);
+        if (n < 0 && errno != EINTR)
+            break;
+        clock_update();
+        if (p[nl].revents)
+            check_signals(&it);
+        for (int l = 0; l < nl && !it.stop; l++) {
+            if (!p[l].revents)
+                continue;
+            struct sockaddr_storage peer;
+            int tcp = cfg->listen[l].family != AF_UNIX;
+            int fd = net_accept(&ac, p[l].fd, tcp, &peer);
+            if (fd < 0) {
+                if (fd == -EAGAIN)
+                    SB_ADD(it.slot->empty_wakeups, 1);
+                continue;
+            }
+            /* Blocking from here on: the send timeout bounds every write. */
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+            SB_ADD(it.slot->accepted, 1);
+            SB_SET(it.slot->active, 1);
+            serve_connection(&it, fd, tcp ? &peer : NULL);
+            close(fd);
+            SB_SET(it.slot->active, 0);
+        }
+    }
+    acceptor_close(&ac);
+    fc_destroy(it.http.fc);
+    free(it.in);
+    free(it.out);
+    return 0;
+}

@@ -1,0 +1,264 @@
+#include "proc/dispatch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "net/accept.h"
+
+#define HELD_MAX 64 /* connections held while every channel is full (>= 1) */
+
+struct channel {
+    int fd;            /* master's end, -1 when unused */
+    uint8_t blocked;   /* last send hit EAGAIN */
+};
+
+struct dispatch {
+    struct loop *loop;
+    struct scoreboard *sb;
+    int least;
+    int nlisten;
+    int listen_fds[16];
+    int paused;                      /* listen sockets removed from the loop */
+    int next;                        /* round-robin cursor */
+    struct acceptor ac;
+    struct channel ch[SB_MAX_SLOTS];
+    int held[HELD_MAX];
+    int nheld;
+    time_t last_full_log;
+};
+
+struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const int *tcp, int n,
+                                 struct scoreboard *sb, int least)
+{
+    (void)tcp;
+    struct dispatch *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->loop = l;
+    d->sb = sb;
+    d->least = least;
+    d->nlisten = n > 16 ? 16 : n;
+    for (int i = 0; i < SB_MAX_SLOTS; i++)
+        d->ch[i].fd = -1;
+    acceptor_init(&d->ac);
+    for (int i = 0; i < d->nlisten; i++) {
+        d->listen_fds[i] = listen_fds[i];
+        /* Level-triggered: a wakeup we do not finish comes back. */
+        if (loop_add(l, listen_fds[i], EPOLLIN, DISPATCH_TAG_LISTEN | (uint64_t)i) < 0)
+            log_fatal("epoll_ctl: %s", strerror(errno));
+    }
+    return d;
+}
+
+int dispatch_channel(struct dispatch *d, int slot)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    if (d->ch[slot].fd >= 0)
+        dispatch_drop(d, slot);
+    /* Every send uses MSG_DONTWAIT: the master never blocks on a worker. */
+    d->ch[slot].fd = sv[0];
+    d->ch[slot].blocked = 0;
+    if (loop_add(d->loop, sv[0], EPOLLOUT | EPOLLET, DISPATCH_TAG_CHANNEL | (uint64_t)slot) < 0)
+        log_msg(LOG_ERROR, "epoll_ctl channel: %s", strerror(errno));
+    return sv[1];
+}
+
+void dispatch_drop(struct dispatch *d, int slot)
+{
+    if (d->ch[slot].fd < 0)
+        return;
+    close(d->ch[slot].fd);
+    d->ch[slot].fd = -1;
+}
+
+/* Sends one fd; 0 sent, -EAGAIN full, other -errno broken. */
+static int send_fd(int ch, int fd)
+{
+    char byte = 'c';
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    for (;;) {
+        if (sendmsg(ch, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* The order to try workers in: rr from the cursor, or by fewest
+ * connections (scoreboard). Fills order[], returns the count. */
+static int candidates(struct dispatch *d, int *order)
+{
+    int n = 0;
+    int total = (int)d->sb->nslots;
+    for (int k = 0; k < total; k++) {
+        int s = (d->next + k) % total;
+        if (d->ch[s].fd >= 0 && !d->ch[s].blocked)
+            order[n++] = s;
+    }
+    if (d->least && n > 1) {
+        /* insertion sort by active connections; n is small */
+        for (int i = 1; i < n; i++) {
+            int s = order[i], j = i;
+            uint64_t a = SB_GET(d->sb->slots[s].active);
+            while (j > 0 && SB_GET(d->sb->slots[order[j - 1]].active) > a) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = s;
+        }
+    }
+    return n;
+}
+
+/* Passes fd to some worker; returns 0, or -1 when every channel is full. */
+static int pass(struct dispatch *d, int fd)
+{
+    int order[SB_MAX_SLOTS];
+    int n = candidates(d, order);
+    for (int i = 0; i < n; i++) {
+        int s = order[i];
+        int rc = send_fd(d->ch[s].fd, fd);
+        if (rc == 0) {
+            d->next = (s + 1) % (int)d->sb->nslots;
+            close(fd);
+            return 0;
+        }
+        if (rc == -EAGAIN || rc == -ENOBUFS) {
+            d->ch[s].blocked = 1; /* EPOLLOUT (edge) clears it */
+            continue;
+        }
+        log_msg(LOG_ERROR, "dispatch to slot %d: %s", s, strerror(-rc));
+        dispatch_drop(d, s);
+    }
+    return -1;
+}
+
+static void set_paused(struct dispatch *d, int paused)
+{
+    if (d->paused == paused)
+        return;
+    d->paused = paused;
+    for (int i = 0; i < d->nlisten; i++) {
+        if (d->listen_fds[i] < 0)
+            continue;
+        if (paused)
+            loop_del(d->loop, d->listen_fds[i]);
+        else
+            loop_add(d->loop, d->listen_fds[i], EPOLLIN, DISPATCH_TAG_LISTEN | (uint64_t)i);
+    }
+    if (paused && clock_wall() != d->last_full_log) {
+        d->last_full_log = clock_wall();
+        log_msg(LOG_WARN, "dispatch: every worker channel is full; not accepting for now");
+    }
+}
+
+/* Hands out held connections; resumes accepting when all are placed. */
+static void flush_held(struct dispatch *d)
+{
+    int i = 0;
+    while (i < d->nheld && pass(d, d->held[i]) == 0)
+        i++;
+    memmove(d->held, d->held + i, (size_t)(d->nheld - i) * sizeof(int));
+    d->nheld -= i;
+    set_paused(d, d->nheld > 0);
+}
+
+static void accept_all(struct dispatch *d, int li)
+{
+    while (!d->paused && d->listen_fds[li] >= 0) {
+        int fd = net_accept(&d->ac, d->listen_fds[li], 1, NULL);
+        if (fd == -EAGAIN)
+            break;
+        if (fd < 0) {
+            if (fd == -EMFILE)
+                continue;
+            log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
+            break;
+        }
+        if (pass(d, fd) < 0) {
+            /* Every channel is full: hold it and stop accepting until one drains. */
+            d->held[d->nheld++] = fd;
+            set_paused(d, 1);
+        }
+    }
+}
+
+void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events)
+{
+    (void)events;
+    if (tag & DISPATCH_TAG_LISTEN) {
+        accept_all(d, (int)(tag & 0xffff));
+    } else if (tag & DISPATCH_TAG_CHANNEL) {
+        int s = (int)(tag & 0xffff);
+        d->ch[s].blocked = 0;
+        if (d->nheld)
+            flush_held(d);
+    }
+}
+
+void dispatch_stop(struct dispatch *d)
+{
+    for (int i = 0; i < d->nlisten; i++) {
+        if (d->listen_fds[i] >= 0 && !d->paused)
+            loop_del(d->loop, d->listen_fds[i]);
+        d->listen_fds[i] = -1;
+    }
+    for (int i = 0; i < d->nheld; i++)
+        close(d->held[i]);
+    d->nheld = 0;
+    acceptor_close(&d->ac);
+}
+
+int dispatch_receive(int channel, int *fds, int max)
+{
+    int n = 0;
+    while (n < max) {
+        char byte;
+        struct iovec iov = {&byte, 1};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int))];
+        } u;
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                           .msg_controllen = sizeof u.buf};
+        ssize_t r = recvmsg(channel, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return n ? n : -errno;
+        }
+        if (r == 0)
+            return n; /* EOF: the master closed the channel */
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            memcpy(&fds[n++], CMSG_DATA(c), sizeof(int));
+    }
+    return n;
+}
+
+void dispatch_close_in_child(struct dispatch *d)
+{
+    for (int s = 0; s < SB_MAX_SLOTS; s++)
+        if (d->ch[s].fd >= 0)
+            close(d->ch[s].fd);
+    for (int i = 0; i < d->nheld; i++)
+        close(d->held[i]);
+}

@@ -1,0 +1,42 @@
+/* The dispatch model's master side (half-sync/half-async): the master alone
+ * accepts, level-triggered and until EAGAIN, and passes each connection's
+ * fd to a worker over a non-blocking SOCK_SEQPACKET channel with
+ * SCM_RIGHTS, round-robin or to the worker with the fewest connections. A
+ * full channel is skipped; when every channel is full the master stops
+ * polling the listen sockets (holding the connections it has) until a
+ * channel drains. The master never blocks on a worker. */
+#ifndef HERD_PROC_DISPATCH_H
+#define HERD_PROC_DISPATCH_H
+
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "proc/scoreboard.h"
+
+struct dispatch;
+
+#define DISPATCH_TAG_LISTEN (1ULL << 62)
+#define DISPATCH_TAG_CHANNEL (1ULL << 61)
+
+/* Listen fds are polled in l with tags DISPATCH_TAG_LISTEN | i. */
+struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const int *tcp, int n,
+                                 struct scoreboard *sb, int least);
+
+/* Opens a channel for a worker about to start in slot; returns the
+ * worker's end (the master keeps the other), or -errno. */
+int dispatch_channel(struct dispatch *d, int slot);
+/* The worker in slot is gone or draining: no more connections for it. */
+void dispatch_drop(struct dispatch *d, int slot);
+
+/* In a freshly forked child: close the master's ends of every channel. */
+void dispatch_close_in_child(struct dispatch *d);
+
+void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events);
+/* Stops accepting (graceful stop). */
+void dispatch_stop(struct dispatch *d);
+
+/* Worker side: receives up to max fds from a channel; returns the count,
+ * 0 at EOF, or -errno (-EAGAIN when nothing is queued). */
+int dispatch_receive(int channel, int *fds, int max);
+
+#endif
