@@ -4,5 +4,7 @@
 #define HERD_CMD_H
 
 int cmd_serve(int argc, char **argv);
+int cmd_load(int argc, char **argv);
+int cmd_lat(int argc, char **argv);
 
 #endif

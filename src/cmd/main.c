@@ -10,6 +10,8 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  serve [DOCROOT]   serve static files over HTTP/1.1 (herd serve --help)\n"
+    "  load URL          HTTP load generator: req/s, HDR latency, --rate (herd load --help)\n"
+    "  lat HOST|-s       ping-pong round-trip latency and its echo server (herd lat --help)\n"
     "\n"
     "  herd --version    print the version\n"
     "  herd --help       this text\n";
@@ -31,6 +33,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "serve"))
         return cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "load"))
+        return cmd_load(argc - 1, argv + 1);
+    if (!strcmp(cmd, "lat"))
+        return cmd_lat(argc - 1, argv + 1);
     fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", cmd);
     return 2;
 }

@@ -1,0 +1,452 @@
+/* One load connection: connect, send pre-built request bytes, read and
+ * check responses, reconnect. A warm keep-alive request costs one send
+ * and one recv: the socket is registered once, edge-triggered for both
+ * directions, so sending needs no epoll_ctl, and a short read means the
+ * socket is drained, so no read is spent on EAGAIN. Responses are framed
+ * in place in the thread's read buffer; a connection holds a buffer of its
+ * own only while an incomplete response head is left over. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/hdr.h"
+#include "bench/load_internal.h"
+
+#define RETRY_NS 10000000 /* after a failed connect: no busy loop against a dead port */
+
+static void note(struct load_thread *t, enum load_err kind, int errnum, const char *what)
+{
+    if (!t->measuring)
+        return;
+    t->st.errors[kind]++;
+    if (t->st.why[kind][0])
+        return;
+    if (errnum) {
+        char buf[96];
+        snprintf(t->st.why[kind], sizeof t->st.why[kind], "%s: %s", what,
+                 strerror_r(errnum, buf, sizeof buf));
+    } else {
+        snprintf(t->st.why[kind], sizeof t->st.why[kind], "%s", what);
+    }
+}
+
+static void release_stash(struct load_thread *t, struct lconn *c)
+{
+    if (c->stash) {
+        bufpool_put(&t->stash_pool, c->stash);
+        c->stash = NULL;
+        c->stash_len = 0;
+    }
+}
+
+/* Closing the fd removes it from epoll; the new generation makes any event
+ * for it still in this batch stale. */
+static void close_conn(struct load_thread *t, struct lconn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->gen++;
+    c->state = LC_IDLE;
+    c->outstanding = 0;
+    c->ring_head = 0;
+    c->wr_off = c->wr_len = 0;
+    c->deadline_ns = 0;
+    release_stash(t, c);
+    if (c->heap_pos >= 0)
+        load_heap_remove(t, c);
+}
+
+static void pump(struct load_thread *t, struct lconn *c, int64_t now);
+
+static void connected(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    c->state = LC_OPEN;
+    c->deadline_ns = 0;
+    if (t->measuring)
+        t->st.connects++;
+    resp_start(&c->rp, t->head_method);
+    pump(t, c, now);
+}
+
+static void open_conn(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    int pending;
+    c->retry_ns = 0;
+    c->connect_ns = now;
+    int fd = target_connect_start(&t->cfg->target, &pending);
+    if (fd < 0) {
+        lconn_fail(t, c, LERR_CONNECT, -fd, "connect");
+        return;
+    }
+    c->fd = fd;
+    int rc = loop_add(&t->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, lconn_tag(c));
+    if (rc < 0) {
+        lconn_fail(t, c, LERR_CONNECT, -rc, "epoll_ctl");
+        return;
+    }
+    if (pending) {
+        c->state = LC_CONNECTING;
+        c->deadline_ns = now + t->timeout_ns;
+        return;
+    }
+    connected(t, c, now);
+}
+
+/* After a close: reconnect now, after delay_ns, or when the schedule says
+ * (connection per request at a fixed rate). Nothing once the run stops. */
+static void restart(struct load_thread *t, struct lconn *c, int64_t now, int64_t delay_ns)
+{
+    if (t->stopping)
+        return;
+    if (delay_ns) {
+        c->retry_ns = now + delay_ns;
+        return;
+    }
+    if (t->cfg->rate > 0 && !t->cfg->keepalive) {
+        int64_t due = rate_next(&c->rate);
+        if (due > now) {
+            load_heap_push(t, c, due);
+            return;
+        }
+    }
+    open_conn(t, c, now);
+}
+
+void lconn_fail(struct load_thread *t, struct lconn *c, enum load_err kind, int errnum,
+                const char *what)
+{
+    note(t, kind, errnum, what);
+    int64_t now = load_now_ns();
+    close_conn(t, c);
+    restart(t, c, now, kind == LERR_CONNECT ? RETRY_NS : 0);
+}
+
+/* Writes the rest of the current batch. Returns 0, or -1 when the
+ * connection failed (and was closed). */
+static int flush(struct load_thread *t, struct lconn *c)
+{
+    while (c->wr_off < c->wr_len) {
+        ssize_t n = send(c->fd, t->reqs + c->wr_off, c->wr_len - c->wr_off, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->wr_off += (uint32_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0; /* EPOLLOUT (edge) resumes it */
+        lconn_fail(t, c, LERR_WRITE, n < 0 ? errno : EPIPE, "send");
+        return -1;
+    }
+    c->wr_off = c->wr_len = 0;
+    return 0;
+}
+
+static void push_start(struct load_thread *t, struct lconn *c, int64_t start)
+{
+    c->starts[(c->ring_head + c->outstanding) % t->cfg->pipeline] = start;
+    c->outstanding++;
+}
+
+/* Sends what is due. Closed loop: a batch of --pipeline requests once the
+ * previous batch is answered, as wrk does. Open loop: every request whose
+ * due time has come, up to --pipeline in flight, each timed from its due
+ * time; then waits in the heap for the next one. */
+static void pump(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    const struct load_config *cfg = t->cfg;
+    if (c->state != LC_OPEN || c->wr_len || t->stopping)
+        return;
+    uint32_t room = cfg->pipeline - c->outstanding, k;
+    int was_idle = !c->outstanding;
+    if (cfg->rate <= 0) {
+        if (!was_idle)
+            return;
+        k = cfg->pipeline;
+        /* Without keep-alive the connect is part of what is measured. */
+        int64_t start = cfg->keepalive ? now : c->connect_ns;
+        for (uint32_t i = 0; i < k; i++)
+            push_start(t, c, start);
+    } else {
+        uint64_t due = rate_due(&c->rate, now);
+        k = due < room ? (uint32_t)due : room;
+        for (uint32_t i = 0; i < k; i++)
+            push_start(t, c, rate_take(&c->rate));
+        if (k < room && cfg->keepalive)
+            load_heap_push(t, c, rate_next(&c->rate));
+        if (!k)
+            return;
+    }
+    if (was_idle)
+        c->deadline_ns = now + t->timeout_ns;
+    c->wr_off = 0;
+    c->wr_len = (uint32_t)(k * t->req_len);
+    flush(t, c);
+}
+
+/* A complete response. Returns 1 when c goes on reading the same socket,
+ * 0 when it is closing or closed. */
+static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    int64_t start = c->starts[c->ring_head];
+    c->ring_head = (uint16_t)((c->ring_head + 1) % t->cfg->pipeline);
+    c->outstanding--;
+    t->all_requests++;
+    if (t->measuring) {
+        t->st.requests++;
+        hdr_record(t->st.latency, now > start ? (uint64_t)(now - start) : 0);
+        if (c->rp.status >= 400) {
+            char what[32];
+            snprintf(what, sizeof what, "status %u", c->rp.status);
+            note(t, LERR_STATUS, 0, what);
+        }
+        t->last_done_ns = now;
+    }
+    int server_keeps = c->rp.keepalive;
+    resp_start(&c->rp, t->head_method);
+    if (!server_keeps) {
+        /* Read once more before closing: when the server's FIN is already
+         * here, it closed first and TIME_WAIT stays on its side, so a
+         * connection-per-request run does not exhaust local ports.
+         * Requests pipelined after this response are not answered. */
+        c->outstanding = 0;
+        c->state = LC_CLOSING;
+        c->deadline_ns = now + t->timeout_ns;
+        release_stash(t, c);
+        return 0;
+    }
+    if (!t->cfg->keepalive) {
+        /* We asked for close and the server kept the connection: close it. */
+        close_conn(t, c);
+        restart(t, c, now, 0);
+        return 0;
+    }
+    if (c->outstanding) {
+        c->deadline_ns = now + t->timeout_ns;
+    } else {
+        c->deadline_ns = 0;
+        uint32_t gen = c->gen;
+        pump(t, c, now);
+        if (gen != c->gen)
+            return 0;
+    }
+    return 1;
+}
+
+/* Frames data[0..len) (the thread buffer, or the stash with new bytes
+ * appended) into responses. Keeps an incomplete head in the stash.
+ * Returns 0, or -1 when c is no longer reading (closed or closing). */
+static int feed(struct load_thread *t, struct lconn *c, const char *data, size_t len, int64_t now)
+{
+    size_t off = 0;
+    while (off < len) {
+        if (!c->outstanding) {
+            lconn_fail(t, c, LERR_BAD_RESPONSE, 0, "bytes after the last response");
+            return -1;
+        }
+        long n = resp_parse(&c->rp, data + off, len - off);
+        if (n < 0) {
+            lconn_fail(t, c, LERR_BAD_RESPONSE, 0, c->rp.error);
+            return -1;
+        }
+        off += (size_t)n;
+        if (c->rp.state == RESP_DONE) {
+            if (!response_done(t, c, now))
+                return -1;
+            continue;
+        }
+        if (c->rp.state == RESP_HEAD && off < len && n == 0)
+            break;
+    }
+    size_t left = len - off;
+    if (!left) {
+        release_stash(t, c);
+        return 0;
+    }
+    if (c->stash) {
+        memmove(c->stash, data + off, left);
+    } else {
+        c->stash = bufpool_get(&t->stash_pool);
+        if (!c->stash) {
+            lconn_fail(t, c, LERR_READ, ENOMEM, "buffer");
+            return -1;
+        }
+        memcpy(c->stash, data + off, left);
+    }
+    c->stash_len = (uint32_t)left;
+    return 0;
+}
+
+static void on_eof(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    if (c->state == LC_OPEN && c->outstanding) {
+        if (!resp_eof(&c->rp)) {
+            int nothing = c->rp.state == RESP_HEAD && !c->stash_len;
+            lconn_fail(t, c, LERR_READ, 0,
+                       nothing ? "the server closed the connection without a response"
+                               : "the server closed the connection mid-response");
+            return;
+        }
+        response_done(t, c, now);
+    }
+    /* An idle keep-alive connection closed by the server is no error. */
+    close_conn(t, c);
+    restart(t, c, now, 0);
+}
+
+static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
+{
+    /* With EPOLLRDHUP or an error pending, read until 0 or an error even
+     * after a short read: no further edge will come for it. */
+    int drain = !!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
+    for (;;) {
+        char *buf;
+        size_t cap;
+        if (c->stash) {
+            buf = c->stash + c->stash_len;
+            cap = RESP_MAX_HEAD - c->stash_len;
+        } else {
+            buf = t->rbuf;
+            cap = t->rbuf_size;
+        }
+        ssize_t n = recv(c->fd, buf, cap, 0);
+        if (n > 0) {
+            int64_t now = load_now_ns();
+            if (t->measuring)
+                t->st.bytes += (uint64_t)n;
+            if (c->state == LC_CLOSING)
+                continue; /* bytes after a final response: ignored */
+            int rc = c->stash ? feed(t, c, c->stash, c->stash_len + (size_t)n, now)
+                              : feed(t, c, buf, (size_t)n, now);
+            if (rc < 0 && c->state != LC_CLOSING)
+                return;
+            if ((size_t)n < cap && !drain && c->state != LC_CLOSING)
+                return;
+            continue;
+        }
+        if (n == 0) {
+            on_eof(t, c, load_now_ns());
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN && c->state != LC_CLOSING)
+            return;
+        if (c->state == LC_CLOSING) {
+            /* The server's FIN is not here yet: close now rather than wait
+             * for it (some servers linger until the client closes). */
+            close_conn(t, c);
+            restart(t, c, load_now_ns(), 0);
+        } else {
+            lconn_fail(t, c, LERR_READ, errno, "recv");
+        }
+        return;
+    }
+}
+
+void lconn_init(struct load_thread *t, struct lconn *c, uint32_t index, uint32_t global_index)
+{
+    const struct load_config *cfg = t->cfg;
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->index = index;
+    c->heap_pos = -1;
+    c->starts = t->starts + (size_t)index * cfg->pipeline;
+    if (cfg->rate > 0)
+        rate_init_share(&c->rate, cfg->rate, global_index, cfg->conns, t->start_ns);
+}
+
+void lconn_start(struct load_thread *t, struct lconn *c, int64_t now, int adopt_fd)
+{
+    if (adopt_fd < 0) {
+        restart(t, c, now, 0);
+        return;
+    }
+    c->fd = adopt_fd;
+    c->connect_ns = now;
+    int rc = loop_add(&t->loop, adopt_fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, lconn_tag(c));
+    if (rc < 0) {
+        lconn_fail(t, c, LERR_CONNECT, -rc, "epoll_ctl");
+        return;
+    }
+    if (t->cfg->rate > 0 && !t->cfg->keepalive && rate_next(&c->rate) > now) {
+        /* Connection per request: this one waits for its due time. */
+        c->state = LC_OPEN;
+        resp_start(&c->rp, t->head_method);
+        load_heap_push(t, c, rate_next(&c->rate));
+        return;
+    }
+    connected(t, c, now);
+}
+
+void lconn_event(struct load_thread *t, struct lconn *c, uint32_t events)
+{
+    if (c->state == LC_CONNECTING) {
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        int e = 0;
+        socklen_t el = sizeof e;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+            e = errno;
+        if (e) {
+            lconn_fail(t, c, LERR_CONNECT, e, "connect");
+            return;
+        }
+        connected(t, c, load_now_ns());
+        return;
+    }
+    if (c->state == LC_IDLE)
+        return;
+    if ((events & EPOLLOUT) && c->wr_len && flush(t, c) < 0)
+        return;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        on_read(t, c, events);
+}
+
+void lconn_tick(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    switch (c->state) {
+    case LC_IDLE:
+        if (c->retry_ns && now >= c->retry_ns) {
+            c->retry_ns = 0;
+            restart(t, c, now, 0);
+        }
+        break;
+    case LC_CONNECTING:
+        if (now >= c->deadline_ns)
+            lconn_fail(t, c, LERR_CONNECT, ETIMEDOUT, "connect");
+        break;
+    case LC_OPEN:
+        if (c->outstanding && c->deadline_ns && now >= c->deadline_ns)
+            lconn_fail(t, c, LERR_TIMEOUT, 0, "no complete response within the timeout");
+        break;
+    case LC_CLOSING:
+        if (now >= c->deadline_ns) {
+            close_conn(t, c);
+            restart(t, c, now, 0);
+        }
+        break;
+    }
+}
+
+void lconn_due(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    if (c->state == LC_IDLE) {
+        if (!c->retry_ns)
+            open_conn(t, c, now);
+        return;
+    }
+    pump(t, c, now);
+}
+
+void lconn_stop(struct load_thread *t, struct lconn *c)
+{
+    c->retry_ns = 0;
+    if (c->heap_pos >= 0)
+        load_heap_remove(t, c);
+    if (c->state != LC_OPEN || !c->outstanding)
+        close_conn(t, c);
+}

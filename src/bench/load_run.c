@@ -1,0 +1,455 @@
+/* The load run: builds the request bytes once, checks that the target
+ * answers a connect, then runs one thread per --threads, each with its own
+ * epoll loop and its share of the connections, and merges what they
+ * measured. The main thread only waits: for the end, for SIGINT/SIGTERM
+ * (which end the run early, with the results so far), and to print the
+ * progress line. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "bench/cpus.h"
+#include "bench/hdr.h"
+#include "bench/load_internal.h"
+
+#define TICK_NS 10000000      /* timeouts, retries and progress counters */
+#define RBUF_SIZE (64 * 1024) /* per thread; bodies are skipped 64 KiB per read */
+#define MAX_EVENTS 256
+
+const char *const load_err_names[LOAD_NERR] = {
+    "connect", "read", "write", "timeout", "bad_response", "status",
+};
+
+/* ---- the open-loop heap: connections by the due time of their next request */
+
+static int64_t key_at(struct load_thread *t, uint32_t i)
+{
+    return t->conns[t->heap[i]].heap_key;
+}
+
+static void heap_set(struct load_thread *t, uint32_t i, uint32_t conn)
+{
+    t->heap[i] = conn;
+    t->conns[conn].heap_pos = (int32_t)i;
+}
+
+static void sift_up(struct load_thread *t, uint32_t i)
+{
+    uint32_t conn = t->heap[i];
+    int64_t k = t->conns[conn].heap_key;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (key_at(t, parent) <= k)
+            break;
+        heap_set(t, i, t->heap[parent]);
+        i = parent;
+    }
+    heap_set(t, i, conn);
+}
+
+static void sift_down(struct load_thread *t, uint32_t i)
+{
+    uint32_t conn = t->heap[i];
+    int64_t k = t->conns[conn].heap_key;
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= t->heap_n)
+            break;
+        if (child + 1 < t->heap_n && key_at(t, child + 1) < key_at(t, child))
+            child++;
+        if (key_at(t, child) >= k)
+            break;
+        heap_set(t, i, t->heap[child]);
+        i = child;
+    }
+    heap_set(t, i, conn);
+}
+
+void load_heap_remove(struct load_thread *t, struct lconn *c)
+{
+    uint32_t i = (uint32_t)c->heap_pos;
+    c->heap_pos = -1;
+    uint32_t last = t->heap[--t->heap_n];
+    if (i == t->heap_n)
+        return;
+    heap_set(t, i, last);
+    sift_down(t, i);
+    sift_up(t, (uint32_t)t->conns[last].heap_pos);
+}
+
+void load_heap_push(struct load_thread *t, struct lconn *c, int64_t key)
+{
+    if (c->heap_pos >= 0)
+        load_heap_remove(t, c);
+    c->heap_key = key;
+    t->heap[t->heap_n] = c->index;
+    c->heap_pos = (int32_t)t->heap_n++;
+    sift_up(t, (uint32_t)c->heap_pos);
+}
+
+static struct lconn *heap_pop_due(struct load_thread *t, int64_t now)
+{
+    if (!t->heap_n || key_at(t, 0) > now)
+        return NULL;
+    struct lconn *c = &t->conns[t->heap[0]];
+    load_heap_remove(t, c);
+    return c;
+}
+
+/* ---- one thread */
+
+static void start_measuring(struct load_thread *t)
+{
+    hdr_reset(t->st.latency);
+    struct hdr *h = t->st.latency;
+    memset(&t->st, 0, sizeof t->st);
+    t->st.latency = h;
+    t->measuring = 1;
+}
+
+static int busy(const struct load_thread *t)
+{
+    for (uint32_t i = 0; i < t->nconns; i++)
+        if (t->conns[i].state == LC_OPEN && t->conns[i].outstanding)
+            return 1;
+    return 0;
+}
+
+static void publish(struct load_thread *t)
+{
+    uint64_t errs = 0;
+    for (int k = 0; k < LOAD_NERR; k++)
+        errs += t->st.errors[k];
+    __atomic_store_n(&t->live_requests, t->all_requests, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_errors, errs, __ATOMIC_RELAXED);
+}
+
+static void *thread_main(void *arg)
+{
+    struct load_thread *t = arg;
+    const struct load_config *cfg = t->cfg;
+    if (cfg->ncpus)
+        cpus_pin(cfg->cpus[t->id % (uint32_t)cfg->ncpus]);
+    if (cfg->rate > 0)
+        /* Due times are in nanoseconds; the default 50 us slack would add
+         * itself to every open-loop latency. */
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+    int64_t now = load_now_ns();
+    if (now >= t->measure_ns)
+        start_measuring(t); /* no warm-up: the first connects count too */
+    for (uint32_t i = 0; i < t->nconns; i++)
+        lconn_start(t, &t->conns[i], now, i == 0 ? t->preflight_fd : -1);
+    int64_t next_tick = now + TICK_NS;
+    struct epoll_event ev[MAX_EVENTS];
+    for (;;) {
+        now = load_now_ns();
+        if (!t->measuring && now >= t->measure_ns)
+            start_measuring(t);
+        if (!t->stopping && (now >= t->end_ns || __atomic_load_n(t->stop_flag, __ATOMIC_RELAXED))) {
+            t->stopping = 1;
+            t->stop_ns = now < t->end_ns ? now : t->end_ns;
+            for (uint32_t i = 0; i < t->nconns; i++)
+                lconn_stop(t, &t->conns[i]);
+        }
+        /* After the end, wait for the responses in flight: the server has
+         * counted those requests, so the client counts them too. */
+        if (t->stopping && (!busy(t) || now >= t->stop_ns + t->timeout_ns + TICK_NS))
+            break;
+        if (now >= next_tick) {
+            for (uint32_t i = 0; i < t->nconns; i++)
+                lconn_tick(t, &t->conns[i], now);
+            publish(t);
+            next_tick = now + TICK_NS;
+        }
+        struct lconn *due;
+        while ((due = heap_pop_due(t, now)))
+            lconn_due(t, due, now);
+
+        int64_t wake = next_tick;
+        if (t->heap_n && key_at(t, 0) < wake)
+            wake = key_at(t, 0);
+        if (!t->measuring && t->measure_ns < wake)
+            wake = t->measure_ns;
+        if (!t->stopping && t->end_ns < wake)
+            wake = t->end_ns;
+        int64_t d = wake > now ? wake - now : 0;
+        struct timespec ts = {.tv_sec = d / 1000000000, .tv_nsec = d % 1000000000};
+        int n = epoll_pwait2(t->loop.epfd, ev, MAX_EVENTS, &ts, NULL);
+        for (int i = 0; i < n; i++) {
+            uint32_t idx = (uint32_t)ev[i].data.u64, gen = (uint32_t)(ev[i].data.u64 >> 32);
+            struct lconn *c = &t->conns[idx];
+            /* A connection closed earlier in this batch has a new generation. */
+            if (c->gen != gen || c->fd < 0)
+                continue;
+            lconn_event(t, c, ev[i].events);
+        }
+    }
+    /* Whatever is still in flight has outlived the timeout. */
+    for (uint32_t i = 0; i < t->nconns; i++)
+        if (t->conns[i].state == LC_OPEN && t->conns[i].outstanding)
+            lconn_fail(t, &t->conns[i], LERR_TIMEOUT, 0, "no complete response within the timeout");
+    publish(t);
+    __atomic_add_fetch(t->threads_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* ---- setup */
+
+static int has_header(const struct load_config *cfg, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < cfg->nheaders; i++)
+        if (!strncasecmp(cfg->headers[i], name, n) && cfg->headers[i][n] == ':')
+            return 1;
+    return 0;
+}
+
+/* cfg->pipeline copies of the request, back to back, so a batch of k is
+ * the first k copies and leaves in one send. */
+static char *build_requests(const struct load_config *cfg, size_t *one_len)
+{
+    size_t cap = strlen(cfg->method) + strlen(cfg->target.path) + strlen(cfg->target.host) + 128;
+    for (int i = 0; i < cfg->nheaders; i++)
+        cap += strlen(cfg->headers[i]) + 2;
+    char *head = malloc(cap);
+    if (!head)
+        return NULL;
+    size_t n = (size_t)snprintf(head, cap, "%s %s HTTP/1.1\r\n", cfg->method, cfg->target.path);
+    if (!has_header(cfg, "host"))
+        n += (size_t)snprintf(head + n, cap - n, "Host: %s\r\n", cfg->target.host);
+    for (int i = 0; i < cfg->nheaders; i++)
+        n += (size_t)snprintf(head + n, cap - n, "%s\r\n", cfg->headers[i]);
+    if (!cfg->keepalive && !has_header(cfg, "connection"))
+        n += (size_t)snprintf(head + n, cap - n, "Connection: close\r\n");
+    if (cfg->body && !has_header(cfg, "content-length"))
+        n += (size_t)snprintf(head + n, cap - n, "Content-Length: %zu\r\n", cfg->body_len);
+    n += (size_t)snprintf(head + n, cap - n, "\r\n");
+    size_t one = n + (cfg->body ? cfg->body_len : 0);
+    char *all = malloc(one * cfg->pipeline);
+    if (all) {
+        for (uint32_t i = 0; i < cfg->pipeline; i++) {
+            memcpy(all + i * one, head, n);
+            if (cfg->body)
+                memcpy(all + i * one + n, cfg->body, cfg->body_len);
+        }
+    }
+    free(head);
+    *one_len = one;
+    return all;
+}
+
+static int raise_fd_limit(uint64_t need, char *err, size_t errlen)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 0;
+    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        snprintf(err, errlen, "%llu connections need more file descriptors than the limit of %llu",
+                 (unsigned long long)need - 32, (unsigned long long)rl.rlim_cur);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_thread(struct load_thread *t)
+{
+    if (t->conns)
+        for (uint32_t i = 0; i < t->nconns; i++)
+            if (t->conns[i].fd >= 0)
+                close(t->conns[i].fd);
+    loop_close(&t->loop);
+    free(t->conns);
+    free(t->starts);
+    free(t->heap);
+    free(t->rbuf);
+    bufpool_destroy(&t->stash_pool);
+    hdr_free(t->st.latency);
+}
+
+static int init_thread(struct load_thread *t, uint32_t first_global)
+{
+    const struct load_config *cfg = t->cfg;
+    t->loop.epfd = -1;
+    bufpool_init(&t->stash_pool, RESP_MAX_HEAD, 64);
+    if (loop_init(&t->loop) < 0)
+        return -1;
+    t->conns = calloc(t->nconns, sizeof *t->conns);
+    t->starts = calloc((size_t)t->nconns * cfg->pipeline, sizeof *t->starts);
+    t->heap = calloc(t->nconns, sizeof *t->heap);
+    t->rbuf = malloc(RBUF_SIZE);
+    t->rbuf_size = RBUF_SIZE;
+    t->st.latency = hdr_new();
+    if (!t->conns || !t->starts || !t->heap || !t->rbuf || !t->st.latency)
+        return -1;
+    for (uint32_t i = 0; i < t->nconns; i++)
+        lconn_init(t, &t->conns[i], i, first_global + i);
+    return 0;
+}
+
+static void progress_line(struct load_thread *th, uint32_t n, int64_t now, int64_t start,
+                          int64_t measure, uint64_t *last_reqs)
+{
+    uint64_t reqs = 0, errs = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        reqs += __atomic_load_n(&th[i].live_requests, __ATOMIC_RELAXED);
+        errs += __atomic_load_n(&th[i].live_errors, __ATOMIC_RELAXED);
+    }
+    fprintf(stderr, "\r\033[K  %3llds%s  %llu req/s  %llu errors",
+            (long long)((now - start) / 1000000000), now < measure ? " (warm-up)" : "",
+            (unsigned long long)(reqs - *last_reqs), (unsigned long long)errs);
+    *last_reqs = reqs;
+}
+
+int load_run(const struct load_config *cfg, struct load_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    if (raise_fd_limit((uint64_t)cfg->conns + 32, err, errlen) < 0)
+        return -1;
+    size_t req_len;
+    char *reqs = build_requests(cfg, &req_len);
+    if (!reqs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* Fail now, with the reason, rather than count connect errors for the
+     * whole run. The socket becomes the first connection. */
+    int pre = target_connect_wait(&cfg->target, (int)cfg->timeout_ms);
+    if (pre < 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", cfg->target.addr, strerror(-pre));
+        free(reqs);
+        return -1;
+    }
+
+    uint32_t nt = cfg->threads < cfg->conns ? cfg->threads : cfg->conns;
+    struct load_thread *th = calloc(nt, sizeof *th);
+    int stop = 0, done = 0, rc = -1, pre_owned = 1; /* until thread 0 adopts it */
+    if (!th) {
+        snprintf(err, errlen, "out of memory");
+        close(pre);
+        free(reqs);
+        return -1;
+    }
+    int64_t start = load_now_ns();
+    uint32_t given = 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        struct load_thread *t = &th[i];
+        t->cfg = cfg;
+        t->id = i;
+        t->nconns = cfg->conns / nt + (i < cfg->conns % nt);
+        t->preflight_fd = i == 0 ? pre : -1;
+        t->reqs = reqs;
+        t->req_len = req_len;
+        t->head_method = !strcmp(cfg->method, "HEAD");
+        t->timeout_ns = cfg->timeout_ms * 1000000;
+        t->start_ns = start;
+        t->measure_ns = start + cfg->warmup_ms * 1000000;
+        t->end_ns = t->measure_ns + cfg->duration_ms * 1000000;
+        t->stop_flag = &stop;
+        t->threads_done = &done;
+        if (init_thread(t, given) < 0) {
+            snprintf(err, errlen, "out of memory or file descriptors for the threads");
+            goto out;
+        }
+        given += t->nconns;
+    }
+
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, &old);
+    uint32_t started = 0;
+    for (; started < nt; started++) {
+        int e = pthread_create(&th[started].tid, NULL, thread_main, &th[started]);
+        if (e) {
+            snprintf(err, errlen, "cannot start a thread: %s", strerror(e));
+            __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        pre_owned = 0;
+    }
+    int64_t next_print = start + 1000000000;
+    uint64_t last_reqs = 0;
+    while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) < (int)started) {
+        struct timespec to = {.tv_sec = 0, .tv_nsec = 50000000};
+        int sig = sigtimedwait(&sigs, NULL, &to);
+        if (sig > 0 && !stop) {
+            __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+            res->interrupted = 1;
+        }
+        int64_t now = load_now_ns();
+        if (cfg->progress && now >= next_print) {
+            progress_line(th, started, now, start, start + cfg->warmup_ms * 1000000, &last_reqs);
+            next_print += 1000000000;
+        }
+    }
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(th[i].tid, NULL);
+    if (cfg->progress && next_print > start + 1000000000)
+        fputs("\r\033[K", stderr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started < nt)
+        goto out;
+
+    res->latency = hdr_new();
+    if (!res->latency) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    int64_t end = 0, measure = th[0].measure_ns;
+    for (uint32_t i = 0; i < nt; i++) {
+        struct load_thread *t = &th[i];
+        if (!t->measuring)
+            continue;
+        int64_t e = t->last_done_ns > t->stop_ns ? t->last_done_ns : t->stop_ns;
+        if (e > end)
+            end = e;
+        res->requests += t->st.requests;
+        res->bytes += t->st.bytes;
+        res->connects += t->st.connects;
+        for (int k = 0; k < LOAD_NERR; k++) {
+            res->errors[k] += t->st.errors[k];
+            if (!res->why[k][0])
+                memcpy(res->why[k], t->st.why[k], sizeof res->why[k]);
+        }
+        hdr_merge(res->latency, t->st.latency);
+    }
+    snprintf(res->url, sizeof res->url, "%s", cfg->url);
+    res->threads = nt;
+    res->conns = cfg->conns;
+    res->runs = 1;
+    res->rate = cfg->rate;
+    res->keepalive = cfg->keepalive;
+    res->duration_s = end > measure ? (double)(end - measure) / 1e9 : 0.0;
+    if (res->duration_s > 0) {
+        res->requests_per_sec = (double)res->requests / res->duration_s;
+        res->bytes_per_sec = (double)res->bytes / res->duration_s;
+    }
+    rc = 0;
+out:
+    for (uint32_t i = 0; i < nt; i++)
+        free_thread(&th[i]);
+    if (pre_owned)
+        close(pre);
+    free(th);
+    free(reqs);
+    return rc;
+}
+
+void load_result_free(struct load_result *res)
+{
+    hdr_free(res->latency);
+    res->latency = NULL;
+}

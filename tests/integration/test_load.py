@@ -1,0 +1,505 @@
+"""herd load: counts that match what a server saw, one connection per request
+with --no-keepalive, open-loop latency from the scheduled time, and loud
+failure (exit 1, a reason, no figure) whenever nothing succeeded.
+
+The backends here are small Python servers on 127.0.0.1 that count what
+they receive and misbehave on purpose; herd serve is used where a real
+server is wanted. Every run of herd load is bounded (-d and a subprocess
+timeout)."""
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import HERD_BIN, herd_cmd, require_binary
+from herdtest import wait_for
+
+RUN_TIMEOUT = 60
+
+
+def herd_load(*args, timeout=RUN_TIMEOUT):
+    require_binary()
+    return subprocess.run(herd_cmd("load", *[str(a) for a in args]), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, errors="replace", timeout=timeout)
+
+
+def no_figures(r):
+    """Nothing in the output that reads like a measurement."""
+    assert "Requests/sec" not in r.stdout, r.stdout
+    assert "requests in" not in r.stdout, r.stdout
+    assert "Latency" not in r.stdout, r.stdout
+
+
+def one_line_error(r):
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+class Backend:
+    """A threaded HTTP/1.1 server that counts requests and connections.
+
+    mode: ok (Content-Length), chunked, close10 (HTTP/1.0, body until close),
+    status404, midclose (half a response, then close), silent (reads, never
+    answers), garbage (not HTTP), stall (answers request number stall_at
+    after stall_s seconds)."""
+
+    def __init__(self, mode="ok", body=b"hello, load\n", stall_at=0, stall_s=0.0):
+        self.mode, self.body = mode, body
+        self.stall_at, self.stall_s = stall_at, stall_s
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.accepted = 0
+        self.active = 0
+        self.per_conn = []       # requests carried by each finished connection
+        self.open = set()
+        self.heads = []          # the first few request heads
+        self.bodies = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1024)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def url(self, path="/x"):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+                self.active += 1
+                self.open.add(c)
+            threading.Thread(target=self._conn, args=(c,), daemon=True).start()
+
+    def _answer(self, n, close):
+        b = self.body
+        conn = b"Connection: close\r\n" if close else b""
+        if self.mode in ("ok", "stall"):
+            return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
+        if self.mode == "status404":
+            return b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
+        if self.mode == "chunked":
+            half = len(b) // 2
+            return (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n%s\r\n" % conn +
+                    b"%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n"
+                    % (half, b[:half], len(b) - half, b[half:]))
+        if self.mode == "close10":
+            return b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b
+        if self.mode == "midclose":
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly a part"
+        if self.mode == "garbage":
+            return b"SSH-2.0-OpenSSH_9.2\r\n\r\n"
+        raise AssertionError(self.mode)
+
+    def _conn(self, c):
+        n = 0
+        buf = b""
+        c.settimeout(15)
+        try:
+            while True:
+                try:
+                    d = c.recv(65536)
+                except OSError:
+                    break
+                if not d:
+                    break
+                buf += d
+                done = False
+                while True:
+                    i = buf.find(b"\r\n\r\n")
+                    if i < 0:
+                        break
+                    head = buf[:i]
+                    m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                    clen = int(m.group(1)) if m else 0
+                    if len(buf) < i + 4 + clen:
+                        break
+                    body, buf = buf[i + 4:i + 4 + clen], buf[i + 4 + clen:]
+                    n += 1
+                    with self.lock:
+                        self.requests += 1
+                        seq = self.requests
+                        if len(self.heads) < 5:
+                            self.heads.append(head)
+                            self.bodies.append(body)
+                    if self.mode == "silent":
+                        continue
+                    if self.mode == "stall" and seq == self.stall_at:
+                        time.sleep(self.stall_s)
+                    close = (re.search(rb"(?im)^connection:\s*close", head) is not None
+                             or self.mode in ("close10", "midclose"))
+                    try:
+                        c.sendall(self._answer(seq, close))
+                    except OSError:
+                        done = True       # herd went away: the run ended
+                        break
+                    if close:
+                        done = True
+                        break
+                if done:
+                    break
+        finally:
+            with self.lock:
+                self.open.discard(c)
+            c.close()
+            with self.lock:
+                self.per_conn.append(n)
+                self.active -= 1
+
+    def settle(self):
+        """Wait until every connection herd opened has been closed."""
+        wait_for(lambda: self.active == 0, timeout=10, what="backend connections to close")
+
+    def stop(self):
+        """Stop listening and cut every open connection: the port goes dead."""
+        self.stopping = True
+        self.sock.close()
+        self.thread.join(2)
+        with self.lock:
+            for c in list(self.open):
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+@pytest.fixture
+def backend():
+    made = []
+
+    def make(*a, **kw):
+        b = Backend(*a, **kw)
+        made.append(b)
+        return b
+
+    yield make
+    for b in made:
+        b.stop()
+
+
+def load_json(tmp_path, *args):
+    out = tmp_path / f"r{time.monotonic_ns()}.json"
+    r = herd_load(*args, "--json", out)
+    assert r.returncode == 0, f"rc={r.returncode}\nstdout:{r.stdout}\nstderr:{r.stderr}"
+    return r, json.loads(out.read_text())
+
+
+# ------------------------------------------------------------ against herd serve
+
+def test_load_herd_serve_reports_and_json(server, tmp_path):
+    s = server()
+    r, j = load_json(tmp_path, "-c", 4, "-t", 2, "-d", "1s", "--latency", s.url("/index.html"))
+    assert "Requests/sec:" in r.stdout and "Transfer/sec:" in r.stdout, r.stdout
+    assert "Latency Distribution" in r.stdout and "99.99%" in r.stdout, r.stdout
+    for key in ("requests_per_sec", "transfer_bytes_per_sec", "requests", "duration_s",
+                "latency_us", "errors", "histogram"):
+        assert key in j, key
+    assert j["requests"] > 100
+    assert 0.9 < j["duration_s"] < 1.5
+    assert abs(j["requests_per_sec"] - j["requests"] / j["duration_s"]) < 0.01 * j["requests_per_sec"]
+    lat = j["latency_us"]
+    assert set(lat) >= {"p50", "p75", "p90", "p99", "p999", "p9999", "max", "mean", "stdev"}
+    assert 0 < lat["p50"] <= lat["p75"] <= lat["p90"] <= lat["p99"] <= lat["p999"] \
+        <= lat["p9999"] <= lat["max"]
+    assert set(j["errors"]) == {"connect", "read", "write", "timeout", "bad_response", "status"}
+    assert sum(j["errors"].values()) == 0, j["errors"]
+    assert j["histogram"]["count"] == j["requests"]
+    body_len = (s.docroot / "index.html").stat().st_size
+    assert j["transfer_bytes"] > j["requests"] * body_len
+
+
+def test_load_unix_socket_target(server, short_tmp):
+    path = short_tmp / "s.sock"
+    s = server(listen=(f"unix:{path}",))
+    r = herd_load("-c", 2, "-t", 1, "-d", "500ms", f"unix:{path}:/index.html")
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"(\d+) requests in", r.stdout)
+    assert m and int(m.group(1)) > 10, r.stdout
+    assert s.alive()
+
+
+# ------------------------------------------------------------ counts match the server
+
+@pytest.mark.parametrize("extra", [[], ["--pipeline", "8"], ["-t", "2", "-c", "6"]],
+                         ids=["keepalive", "pipeline8", "threads2"])
+def test_request_count_equals_backend_count(backend, tmp_path, extra):
+    b = backend("ok")
+    args = ["-c", "3", "-t", "1", "-d", "1s"]
+    r, j = load_json(tmp_path, *args, *extra, b.url())
+    b.settle()
+    assert j["requests"] > 50, j
+    assert j["requests"] == b.requests, (j["requests"], b.requests)
+    assert sum(j["errors"].values()) == 0, j["errors"]
+
+
+@pytest.mark.parametrize("mode", ["chunked", "close10"])
+def test_other_framings_are_counted(backend, tmp_path, mode):
+    b = backend(mode, body=b"x" * 3000)
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "500ms", b.url())
+    b.settle()
+    assert sum(j["errors"].values()) == 0, j["errors"]
+    assert j["requests"] == b.requests > 10
+
+
+def test_no_keepalive_opens_one_connection_per_request(backend, tmp_path):
+    b = backend("ok")
+    r, j = load_json(tmp_path, "--no-keepalive", "-c", 3, "-t", 1, "-d", "1s", b.url())
+    b.settle()
+    assert j["requests"] > 20
+    assert j["requests"] == b.requests
+    carried = [n for n in b.per_conn if n]
+    # Every connection carried exactly one request, and there was one per request.
+    assert carried == [1] * len(carried), sorted(set(b.per_conn))
+    assert len(carried) == j["requests"]
+    assert j["connects"] == j["requests"]
+    # At most the connects that were in progress when the run ended carried nothing.
+    assert b.accepted - len(carried) <= 3
+    assert all(re.search(rb"(?im)^connection: close$", h) for h in b.heads)
+
+
+def test_keepalive_reuses_connections(backend, tmp_path):
+    b = backend("ok")
+    r, j = load_json(tmp_path, "-c", 3, "-t", 1, "-d", "500ms", b.url())
+    b.settle()
+    assert b.accepted == 3, b.accepted
+    assert sum(b.per_conn) == j["requests"] > 30
+
+
+def test_method_body_and_headers_are_sent(backend, tmp_path):
+    b = backend("ok")
+    body = tmp_path / "body.bin"
+    body.write_bytes(b"posted-bytes" * 100)
+    r, j = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "300ms", "--body", body,
+                     "-H", "X-Test: yes", "-H", "User-Agent: herd-test", b.url("/p?q=1"))
+    b.settle()
+    head = b.heads[0].decode()
+    assert head.startswith("POST /p?q=1 HTTP/1.1\r\n"), head
+    assert f"Host: 127.0.0.1:{b.port}" in head
+    assert "X-Test: yes" in head and "User-Agent: herd-test" in head
+    assert "Content-Length: 1200" in head
+    assert b.bodies[0] == body.read_bytes()
+    assert j["requests"] == b.requests
+
+
+# ------------------------------------------------------------ open loop
+
+def test_rate_sends_at_the_rate(backend, tmp_path):
+    b = backend("ok")
+    r, j = load_json(tmp_path, "--rate", 200, "-c", 2, "-t", 1, "-d", "1s", b.url())
+    b.settle()
+    assert j["requests"] == b.requests
+    assert 190 <= j["requests"] <= 202, j["requests"]
+    assert "scheduled send time" in r.stdout
+
+
+def test_rate_latency_counts_the_stall(backend, tmp_path):
+    """A 600 ms stall at 100 requests/s on one connection: about 60 requests
+    were due while it lasted, and each must show its wait (coordinated
+    omission corrected). A closed-loop run sees only the one slow request."""
+    b = backend("stall", stall_at=50, stall_s=0.6)
+    r, j = load_json(tmp_path, "--rate", 100, "-c", 1, "-t", 1, "-d", "2s", "--latency", b.url())
+    b.settle()
+    lat = j["latency_us"]
+    assert j["requests"] == b.requests
+    assert 190 <= j["requests"] <= 202, j["requests"]
+    assert lat["p50"] < 100_000, lat
+    assert lat["p90"] > 150_000, lat         # many requests waited for the stall
+    assert lat["max"] >= 550_000, lat
+
+    b2 = backend("stall", stall_at=50, stall_s=0.6)
+    r2, j2 = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "2s", b2.url())
+    b2.settle()
+    assert j2["latency_us"]["max"] >= 550_000
+    assert j2["latency_us"]["p90"] < 50_000, j2["latency_us"]
+
+
+# ------------------------------------------------------------ merge
+
+def test_merge_adds_runs(backend, tmp_path):
+    b = backend("ok")
+    _, a = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "300ms", b.url())
+    _, c = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "300ms", b.url())
+    fa, fc, out = tmp_path / "a.json", tmp_path / "c.json", tmp_path / "m.json"
+    fa.write_text(json.dumps(a))
+    fc.write_text(json.dumps(c))
+    r = herd_load("--merge", fa, fc, "--json", out, "--latency")
+    assert r.returncode == 0, r.stderr
+    m = json.loads(out.read_text())
+    assert m["requests"] == a["requests"] + c["requests"]
+    assert m["histogram"]["count"] == m["requests"]
+    assert m["runs"] == 2
+    assert abs(m["requests_per_sec"] - (a["requests_per_sec"] + c["requests_per_sec"])) < 1
+    assert m["latency_us"]["max"] == max(a["latency_us"]["max"], c["latency_us"]["max"])
+    assert "2 runs merged" in r.stdout
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"requests": 1}')
+    r = herd_load("--merge", fa, bad)
+    assert r.returncode == 1
+    assert "bad.json" in one_line_error(r)
+    no_figures(r)
+
+
+# ------------------------------------------------------------ failures: exit 1, a reason, no figure
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_no_server():
+    r = herd_load("-d", "1s", f"http://127.0.0.1:{free_port()}/")
+    assert r.returncode == 1
+    assert "cannot connect" in one_line_error(r) and "refused" in r.stderr
+    no_figures(r)
+
+
+def test_missing_unix_socket(short_tmp):
+    r = herd_load("-d", "1s", f"unix:{short_tmp}/none.sock:/")
+    assert r.returncode == 1
+    assert "cannot connect" in one_line_error(r)
+    no_figures(r)
+
+
+@pytest.mark.parametrize("mode,words", [
+    ("midclose", "mid-response"),
+    ("garbage", "bad response"),
+    ("status404", "status >= 400"),
+])
+def test_nothing_succeeds(backend, mode, words):
+    b = backend(mode)
+    r = herd_load("-c", 2, "-t", 1, "-d", "500ms", b.url())
+    assert r.returncode == 1, r.stdout
+    line = one_line_error(r)
+    assert words in line, line
+    no_figures(r)
+
+
+def test_silent_server_times_out(backend):
+    b = backend("silent")
+    r = herd_load("-c", 2, "-t", 1, "-d", "500ms", "--timeout", "300ms", b.url())
+    assert r.returncode == 1
+    assert "timeout" in one_line_error(r)
+    no_figures(r)
+
+
+def test_server_dies_mid_run(tmp_path):
+    """Some responses succeeded, then the port went dead: a result with the
+    connect errors counted, not a crash and not a hang."""
+    b = Backend("ok")
+    out = tmp_path / "r.json"
+    p = subprocess.Popen(herd_cmd("load", "-c", "2", "-t", "1", "-d", "2s", "--json", str(out),
+                                  b.url()),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.7)
+    b.stop()
+    stdout, stderr = p.communicate(timeout=RUN_TIMEOUT)
+    assert p.returncode == 0, stderr
+    j = json.loads(out.read_text())
+    assert j["requests"] > 0 and j["errors"]["connect"] > 0, j["errors"]
+    assert "connect" in stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["ftp://127.0.0.1/"],
+    ["https://127.0.0.1/"],
+    ["http://127.0.0.1:99999/"],
+    ["-c", "0", "http://127.0.0.1:1/"],
+    ["-c", "2", "-t", "4", "http://127.0.0.1:1/"],
+    ["-d", "soon", "http://127.0.0.1:1/"],
+    ["--rate", "-5", "http://127.0.0.1:1/"],
+    ["--no-keepalive", "--pipeline", "4", "http://127.0.0.1:1/"],
+    ["--bogus", "http://127.0.0.1:1/"],
+    ["-H", "no colon", "http://127.0.0.1:1/"],
+    ["--cpus", "999", "http://127.0.0.1:1/"],
+    [],
+    ["http://127.0.0.1:1/", "http://127.0.0.1:2/"],
+    ["--merge"],
+])
+def test_bad_usage_exits_2_with_one_line(args):
+    r = herd_load(*args)
+    assert r.returncode == 2, (args, r.stderr)
+    one_line_error(r)
+    assert r.stdout == ""
+
+
+def test_help():
+    r = herd_load("--help")
+    assert r.returncode == 0
+    for word in ("--rate", "--no-keepalive", "--pipeline", "--merge", "unix:/SOCKET", "--cpus"):
+        assert word in r.stdout, word
+
+
+# ------------------------------------------------------------ terminal and signals
+
+def test_progress_line_only_on_a_terminal(backend):
+    b = backend("ok")
+    r = herd_load("-c", 1, "-t", 1, "-d", "1500ms", b.url())
+    assert r.returncode == 0
+    assert "req/s" not in r.stderr and "\r" not in r.stderr, repr(r.stderr)
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen(herd_cmd("load", "-c", "1", "-t", "1", "-d", "1500ms", b.url()),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif p.poll() is not None:
+            break
+    p.communicate(timeout=RUN_TIMEOUT)
+    os.close(master)
+    assert p.returncode == 0
+    assert b"req/s" in seen and b"errors" in seen, seen
+
+
+def test_sigint_ends_early_with_results(backend):
+    b = backend("ok")
+    p = subprocess.Popen(herd_cmd("load", "-c", "2", "-t", "1", "-d", "60s", b.url()),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=RUN_TIMEOUT)
+    assert time.monotonic() - t0 < 5
+    assert p.returncode == 0, err
+    assert "interrupted" in out and "Requests/sec" in out, out
+
+
+def test_warmup_is_not_counted(backend, tmp_path):
+    b = backend("ok")
+    r, j = load_json(tmp_path, "-c", 1, "-t", 1, "--warmup", "500ms", "-d", "500ms", b.url())
+    b.settle()
+    assert 0 < j["requests"] < b.requests * 0.8, (j["requests"], b.requests)
+    assert 0.4 < j["duration_s"] < 0.8
