@@ -228,6 +228,35 @@ def test_load_herd_serve_reports_and_json(server, tmp_path):
     assert j["transfer_bytes"] > j["requests"] * body_len
 
 
+def status_requests(s):
+    with socket.create_connection((s.host, s.port), timeout=10) as c:
+        c.sendall(b"GET /herd-status HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            data += d
+    return json.loads(data.split(b"\r\n\r\n", 1)[1])["requests"]
+
+
+def test_request_count_equals_herd_status(server, tmp_path):
+    """The server's own counters saw exactly the requests herd load counted
+    (the status request that read the first figure counts itself once)."""
+    s = server("--status-path", "/herd-status")
+    before = status_requests(s)
+    _, j = load_json(tmp_path, "-c", 4, "-t", 2, "-d", "1s", s.url("/index.html"))
+    assert j["requests"] > 100
+    # Status read k after the run sees the first read, the load, and the k
+    # reads before it; a worker may publish its counters a moment late.
+    for k in range(50):
+        got, want = status_requests(s), before + 1 + j["requests"] + k
+        if got == want:
+            break
+        time.sleep(0.1)
+    assert got == want, (got, want, j["requests"])
+
+
 def test_load_unix_socket_target(server, short_tmp):
     path = short_tmp / "s.sock"
     s = server(listen=(f"unix:{path}",))
