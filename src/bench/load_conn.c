@@ -15,6 +15,16 @@
 #include "bench/load_internal.h"
 
 #define RETRY_NS 10000000 /* after a failed connect: no busy loop against a dead port */
+/* Body bytes still to come beyond SKIP_MIN are dropped in the kernel
+ * (MSG_TRUNC), up to SKIP_MAX per call: a large file costs the client no
+ * copy. Smaller rests are read with the next head. */
+#define SKIP_MIN 4096
+#define SKIP_MAX (1u << 30)
+/* While a large body arrives, SO_RCVLOWAT holds the wakeup back until this
+ * much (or the rest of the body) is queued. A client that drains every
+ * segment at once makes the server send in small pieces and handle an ACK
+ * for each, so the server, not the file, would set the figure. */
+#define SKIP_LOWAT (256u * 1024)
 
 static void note(struct load_thread *t, enum load_err kind, int errnum, const char *what)
 {
@@ -54,6 +64,7 @@ static void close_conn(struct load_thread *t, struct lconn *c)
     c->ring_head = 0;
     c->wr_off = c->wr_len = 0;
     c->deadline_ns = 0;
+    c->lowat = 0;
     release_stash(t, c);
     if (c->heap_pos >= 0)
         load_heap_remove(t, c);
@@ -297,35 +308,73 @@ static void on_eof(struct load_thread *t, struct lconn *c, int64_t now)
     restart(t, c, now, 0);
 }
 
+/* Discards body bytes in the kernel, without copying them out: recv with
+ * MSG_TRUNC on TCP. Returns what recv returned (errno set when < 0). */
+static ssize_t skip_body(struct load_thread *t, struct lconn *c, uint64_t want, size_t *cap)
+{
+    *cap = want < SKIP_MAX ? (size_t)want : SKIP_MAX;
+    ssize_t n = recv(c->fd, NULL, *cap, MSG_TRUNC);
+    if (n > 0) {
+        if (t->measuring)
+            t->st.bytes += (uint64_t)n;
+        resp_skip(&c->rp, (uint64_t)n);
+    }
+    return n;
+}
+
+/* The next wakeup: when SKIP_LOWAT more bytes of the body, or all of it,
+ * are here; back to any byte once the body is done (the next head may be
+ * short). A lowat above what will come would stall the connection. */
+static void set_lowat(struct lconn *c)
+{
+    uint64_t left = c->rp.state == RESP_UNTIL_CLOSE ? 0 : resp_skippable(&c->rp);
+    uint32_t want = left >= SKIP_MIN ? (left < SKIP_LOWAT ? (uint32_t)left : SKIP_LOWAT) : 0;
+    if (want == c->lowat)
+        return;
+    int v = want ? (int)want : 1;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+        c->lowat = want;
+}
+
+/* Reads what the socket holds: response bytes are framed, body bytes past
+ * SKIP_MIN are dropped in the kernel. A short read means the socket is
+ * drained and the next data brings a new edge, so it stops there, unless a
+ * hang-up is pending (no further edge would come for it). */
 static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
 {
-    /* With EPOLLRDHUP or an error pending, read until 0 or an error even
-     * after a short read: no further edge will come for it. */
     int drain = !!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
     for (;;) {
-        char *buf;
         size_t cap;
-        if (c->stash) {
-            buf = c->stash + c->stash_len;
-            cap = RESP_MAX_HEAD - c->stash_len;
+        ssize_t n;
+        uint64_t skippable = t->tcp && !c->stash && c->state == LC_OPEN ? resp_skippable(&c->rp) : 0;
+        if (skippable >= SKIP_MIN) {
+            n = skip_body(t, c, skippable, &cap);
+            if (n > 0 && c->rp.state == RESP_DONE) {
+                uint32_t gen = c->gen;
+                response_done(t, c, load_now_ns());
+                if (gen != c->gen)
+                    return;
+            }
         } else {
-            buf = t->rbuf;
-            cap = t->rbuf_size;
+            char *buf = c->stash ? c->stash + c->stash_len : t->rbuf;
+            cap = c->stash ? RESP_MAX_HEAD - c->stash_len : t->rbuf_size;
+            n = recv(c->fd, buf, cap, 0);
+            if (n > 0) {
+                if (t->measuring)
+                    t->st.bytes += (uint64_t)n;
+                /* In LC_CLOSING, bytes after the final response are ignored. */
+                if (c->state == LC_OPEN) {
+                    int rc = c->stash ? feed(t, c, c->stash, c->stash_len + (size_t)n, load_now_ns())
+                                      : feed(t, c, buf, (size_t)n, load_now_ns());
+                    if (rc < 0 && c->state != LC_CLOSING)
+                        return;
+                }
+            }
         }
-        ssize_t n = recv(c->fd, buf, cap, 0);
         if (n > 0) {
-            int64_t now = load_now_ns();
-            if (t->measuring)
-                t->st.bytes += (uint64_t)n;
-            if (c->state == LC_CLOSING)
-                continue; /* bytes after a final response: ignored */
-            int rc = c->stash ? feed(t, c, c->stash, c->stash_len + (size_t)n, now)
-                              : feed(t, c, buf, (size_t)n, now);
-            if (rc < 0 && c->state != LC_CLOSING)
-                return;
-            if ((size_t)n < cap && !drain && c->state != LC_CLOSING)
-                return;
-            continue;
+            if ((size_t)n == cap || drain || c->state == LC_CLOSING)
+                continue;
+            break;
         }
         if (n == 0) {
             on_eof(t, c, load_now_ns());
@@ -334,7 +383,7 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN && c->state != LC_CLOSING)
-            return;
+            break;
         if (c->state == LC_CLOSING) {
             /* The server's FIN is not here yet: close now rather than wait
              * for it (some servers linger until the client closes). */
@@ -345,6 +394,8 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
         }
         return;
     }
+    if (c->state == LC_OPEN)
+        set_lowat(c);
 }
 
 void lconn_init(struct load_thread *t, struct lconn *c, uint32_t index, uint32_t global_index)

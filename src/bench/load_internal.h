@@ -36,6 +36,7 @@ struct lconn {
     struct resp rp;
     char *stash;            /* an incomplete response head, when one is left over */
     uint32_t stash_len;
+    uint32_t lowat;         /* SO_RCVLOWAT set while skipping a large body; 0 = default */
     int32_t heap_pos;       /* in the thread's rate heap, or -1 */
     int64_t heap_key;
     struct rate rate;
@@ -59,6 +60,7 @@ struct load_thread {
     const char *reqs;       /* cfg->pipeline copies of the request */
     size_t req_len;         /* of one copy */
     int head_method;
+    int tcp;                /* MSG_TRUNC discards TCP data; unix sockets do not support it */
     char *rbuf;
     size_t rbuf_size;
     struct bufpool stash_pool;

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bench/cpus.h"
@@ -357,6 +358,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         t->reqs = reqs;
         t->req_len = req_len;
         t->head_method = !strcmp(cfg->method, "HEAD");
+        t->tcp = cfg->target.family != AF_UNIX;
         t->timeout_ns = cfg->timeout_ms * 1000000;
         t->start_ns = start;
         t->measure_ns = start + cfg->warmup_ms * 1000000;

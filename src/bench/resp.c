@@ -276,6 +276,22 @@ long resp_parse(struct resp *r, const char *buf, size_t len)
     return (long)i;
 }
 
+uint64_t resp_skippable(const struct resp *r)
+{
+    if (r->state == RESP_BODY_LEN || r->state == RESP_CHUNK_DATA)
+        return r->remaining;
+    return r->state == RESP_UNTIL_CLOSE ? UINT64_MAX : 0;
+}
+
+void resp_skip(struct resp *r, uint64_t n)
+{
+    if (r->state != RESP_BODY_LEN && r->state != RESP_CHUNK_DATA)
+        return;
+    r->remaining -= n;
+    if (!r->remaining)
+        r->state = r->state == RESP_BODY_LEN ? RESP_DONE : RESP_CHUNK_END;
+}
+
 int resp_eof(struct resp *r)
 {
     if (r->state == RESP_UNTIL_CLOSE) {

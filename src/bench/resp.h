@@ -49,6 +49,14 @@ void resp_start(struct resp *r, int head_request);
  * framing, a head over RESP_MAX_HEAD) with r->error set. */
 long resp_parse(struct resp *r, const char *buf, size_t len);
 
+/* Body bytes that may be discarded unseen next: the rest of a
+ * Content-Length body or of a chunk, everything for a body delimited by
+ * the close (UINT64_MAX), else 0. */
+uint64_t resp_skippable(const struct resp *r);
+
+/* n bytes, at most resp_skippable(r), were discarded unseen. */
+void resp_skip(struct resp *r, uint64_t n);
+
 /* The server closed the connection: returns 1 when that completes the
  * response (a body delimited by the close), else 0 (cut short). */
 int resp_eof(struct resp *r);
