@@ -359,7 +359,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
 static int keep_input(struct evloop *ev, struct conn *c, char *data, size_t pos, size_t len)
 {
     size_t left = c->closing ? 0 : len - pos;
-    if (data == c->in) {
+    if (data && data == c->in) {
         if (left && pos)
             memmove(c->in, c->in + pos, left);
         c->in_len = (uint32_t)left;

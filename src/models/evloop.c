@@ -124,14 +124,12 @@ static void accept_all(struct server *s)
         accept_from(s, &s->ls[i], 0);
 }
 
-static void close_idle(struct evloop *ev, struct timerq *q, int only_empty)
+static void close_idle(struct evloop *ev, struct timerq *q)
 {
     struct tq_node *n = q->head.next;
     while (n != &q->head) {
         struct tq_node *next = n->next;
-        struct conn *c = container_of(n, struct conn, timer);
-        if (!only_empty || (!c->in_len && !body_skip_active(&c->skip) && !c->out))
-            conn_close(ev, c);
+        conn_close(ev, container_of(n, struct conn, timer));
         n = next;
     }
 }
@@ -150,8 +148,10 @@ static void begin_stop(struct server *s)
             close(s->ls[i].fd);
         s->ls[i].fd = -1;
     }
-    close_idle(ev, &ev->q_keepalive, 0);
-    close_idle(ev, &ev->q_header, 1);
+    /* Idle keep-alive connections close now. Fresh ones without a byte yet
+     * stay: their request may be on its way, and it gets its answer (with
+     * Connection: close) or the header timeout, within the stop deadline. */
+    close_idle(ev, &ev->q_keepalive);
     log_debug("stopping: %u connections to finish", ev->nconns);
 }
 

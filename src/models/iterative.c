@@ -6,7 +6,12 @@
  * queued behind it. The header and keep-alive timeouts bound how long (a
  * client trickling bytes is cut off), so the server cannot stall forever.
  * Waits use poll() on the socket and the signal fd, so TERM and QUIT are
- * still seen while a connection is open. */
+ * still seen while a connection is open.
+ *
+ * Each wakeup accepts until EAGAIN into a FIFO (bounded) and then serves
+ * those connections one by one: accepting one per wakeup would leave the
+ * kernel's backlog full during a burst, and SYNs dropped there come back
+ * only after TCP's retransmission backoff (1 s, 3 s, 7 s...). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -27,6 +32,14 @@
 #include "net/accept.h"
 #include "proc/accesslog.h"
 #include "proc/status.h"
+
+#define ITER_QUEUE 1024
+
+struct pending_conn {
+    int fd;
+    int tcp;
+    struct sockaddr_storage peer;
+};
 
 struct iter {
     const struct serve_config *cfg;
@@ -245,25 +258,38 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
         clock_update();
         if (p[nl].revents)
             check_signals(&it);
+        static struct pending_conn queue[ITER_QUEUE];
+        int nq = 0;
         for (int l = 0; l < nl && !it.stop; l++) {
             if (!p[l].revents)
                 continue;
-            struct sockaddr_storage peer;
             int tcp = cfg->listen[l].family != AF_UNIX;
-            int fd = net_accept(&ac, p[l].fd, tcp, &peer);
-            if (fd < 0) {
-                if (fd == -EAGAIN)
-                    SB_ADD(it.slot->empty_wakeups, 1);
-                continue;
+            int got = 0;
+            while (nq < ITER_QUEUE) {
+                int fd = net_accept(&ac, p[l].fd, tcp, &queue[nq].peer);
+                if (fd < 0)
+                    break;
+                queue[nq].fd = fd;
+                queue[nq].tcp = tcp;
+                nq++;
+                got++;
+                SB_ADD(it.slot->accepted, 1);
             }
-            /* Blocking from here on: the send timeout bounds every write. */
-            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-            SB_ADD(it.slot->accepted, 1);
-            SB_SET(it.slot->active, 1);
-            serve_connection(&it, fd, tcp ? &peer : NULL);
-            close(fd);
-            SB_SET(it.slot->active, 0);
+            if (!got)
+                SB_ADD(it.slot->empty_wakeups, 1);
         }
+        for (int i = 0; i < nq; i++) {
+            int fd = queue[i].fd;
+            if (!it.stop) {
+                /* Blocking from here on: the send timeout bounds every write. */
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+                SB_SET(it.slot->active, (uint64_t)(nq - i));
+                clock_update();
+                serve_connection(&it, fd, queue[i].tcp ? &queue[i].peer : NULL);
+            }
+            close(fd);
+        }
+        SB_SET(it.slot->active, 0);
     }
     acceptor_close(&ac);
     fc_destroy(it.http.fc);

@@ -31,20 +31,29 @@ static void update_stamp(struct alog *a)
              a->fmt == ACCESS_LOG_JSON ? "%Y-%m-%dT%H:%M:%S%z" : "%d/%b/%Y:%H:%M:%S %z", &tm);
 }
 
-/* Appends s, escaping what could forge a log line or break JSON. */
-static size_t put_escaped(char *p, size_t room, const char *s, size_t n)
+/* Appends s, escaping what could forge a log line or break JSON: in the
+ * combined format as nginx does (\xHH), in JSON as JSON does (\" \\ \u00HH). */
+static size_t put_escaped(char *p, size_t room, const char *s, size_t n, int json)
 {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
-    for (size_t i = 0; i < n && o + 6 < room; i++) {
+    for (size_t i = 0; i < n && o + 8 < room; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f) {
+        if (c != '"' && c != '\\' && c >= 0x20 && c < 0x7f) {
+            p[o++] = (char)c;
+        } else if (json && (c == '"' || c == '\\')) {
+            p[o++] = '\\';
+            p[o++] = (char)c;
+        } else if (json) {
+            memcpy(p + o, "\\u00", 4);
+            o += 4;
+            p[o++] = hex[c >> 4];
+            p[o++] = hex[c & 15];
+        } else {
             p[o++] = '\\';
             p[o++] = 'x';
             p[o++] = hex[c >> 4];
             p[o++] = hex[c & 15];
-        } else {
-            p[o++] = (char)c;
         }
     }
     return o;
@@ -103,9 +112,9 @@ void alog_record(struct alog *a, const struct sockaddr_storage *peer,
                                : "%2$s - - [%1$s] \"",
                           a->stamp, addr);
     if (req) {
-        o += put_escaped(p + o, room - o, req->method_str.p, req->method_str.len);
+        o += put_escaped(p + o, room - o, req->method_str.p, req->method_str.len, json);
         p[o++] = ' ';
-        o += put_escaped(p + o, room / 2 - o, req->target.p, req->target.len);
+        o += put_escaped(p + o, room / 2 - o, req->target.p, req->target.len, json);
         o += (size_t)snprintf(p + o, room - o, " HTTP/1.%u", req->minor);
     } else {
         p[o++] = '-';
@@ -114,9 +123,9 @@ void alog_record(struct alog *a, const struct sockaddr_storage *peer,
                           json ? "\",\"status\":%u,\"body_bytes_sent\":%llu,\"referer\":\""
                                : "\" %u %llu \"",
                           status, (unsigned long long)body_bytes);
-    o += put_escaped(p + o, room - o - 512, ref->p, ref->len);
+    o += put_escaped(p + o, room - o - 512, ref->p, ref->len, json);
     o += (size_t)snprintf(p + o, room - o, json ? "\",\"user_agent\":\"" : "\" \"");
-    o += put_escaped(p + o, room - o - 16, ua->p, ua->len);
+    o += put_escaped(p + o, room - o - 16, ua->p, ua->len, json);
     o += (size_t)snprintf(p + o, room - o, json ? "\"}\n" : "\"\n");
     a->len += o;
 }

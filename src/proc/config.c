@@ -37,13 +37,14 @@ const char config_help[] =
     "  --send-timeout DUR       a blocked write must progress within (default 60s)\n"
     "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
     "  --max-connections N      open connections per worker (default: file limit - 64)\n"
+    "  --backlog N              listen queue length (default 511)\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 enum kind {
     K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
     K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH,
+    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG,
 };
 
 static const struct {
@@ -74,6 +75,7 @@ static const struct {
     {"verbose", K_VERBOSE, 0},
     {"accept-herd", K_ACCEPT_HERD, 0},
     {"dispatch", K_DISPATCH, 1},
+    {"backlog", K_BACKLOG, 1},
 };
 
 /* Every model herd knows; models/models.c maps them to code. */
@@ -88,6 +90,7 @@ void config_defaults(struct serve_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     strcpy(cfg->docroot, ".");
     strcpy(cfg->model, "reuseport");
+    cfg->backlog = 511;
     cfg->http.max_header_size = 8192;
     cfg->http.max_body_size = 1024 * 1024;
     cfg->http.keepalive_requests = 10000;
@@ -231,6 +234,11 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
     case K_VERBOSE:
         cfg->verbose = 1;
         return 0;
+    case K_BACKLOG:
+        if (unit_count(v, 1, 65535, &n) < 0)
+            goto bad;
+        cfg->backlog = (int)n;
+        return 0;
     case K_ACCEPT_HERD:
         cfg->accept_herd = 1;
         return 0;
@@ -297,6 +305,10 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
             rc = -1;
             break;
         }
+    }
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno)); /* e.g. a directory */
+        rc = -1;
     }
     fclose(f);
     return rc;

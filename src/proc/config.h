@@ -37,6 +37,7 @@ struct serve_config {
     int64_t shutdown_timeout_ms;
     uint32_t max_connections;   /* 0: from RLIMIT_NOFILE */
     uint32_t workers;           /* 0: one per CPU */
+    int backlog;                /* listen(2) queue */
     char model[16];
     char access_log[1024];      /* "" when off */
     enum log_format access_log_format;

@@ -15,7 +15,9 @@
 struct channel {
     int fd;            /* master's end, -1 when unused */
     uint8_t blocked;   /* last send hit EAGAIN */
+    uint64_t sent;     /* connections passed; the worker counts what it took */
 };
+
 
 struct dispatch {
     struct loop *loop;
@@ -65,6 +67,7 @@ int dispatch_channel(struct dispatch *d, int slot)
     /* Every send uses MSG_DONTWAIT: the master never blocks on a worker. */
     d->ch[slot].fd = sv[0];
     d->ch[slot].blocked = 0;
+    d->ch[slot].sent = SB_GET(d->sb->slots[slot].accepted);
     if (loop_add(d->loop, sv[0], EPOLLOUT | EPOLLET, DISPATCH_TAG_CHANNEL | (uint64_t)slot) < 0)
         log_msg(LOG_ERROR, "epoll_ctl channel: %s", strerror(errno));
     return sv[1];
@@ -102,28 +105,50 @@ static int send_fd(int ch, int fd)
     }
 }
 
-/* The order to try workers in: rr from the cursor, or by fewest
- * connections (scoreboard). Fills order[], returns the count. */
+/* Connections passed to slot s that its worker has not taken yet. */
+static uint64_t unclaimed(struct dispatch *d, int s)
+{
+    uint64_t taken = SB_GET(d->sb->slots[s].accepted);
+    return d->ch[s].sent > taken ? d->ch[s].sent - taken : 0;
+}
+
+/* Sort key: with --dispatch least, open plus unclaimed connections; with
+ * rr, the unclaimed ones only, so rr order holds among workers that keep
+ * up (all at 0 in the normal case) and a stalled worker stops getting
+ * connections after the first few. */
+static uint64_t load_of(struct dispatch *d, int s)
+{
+    uint64_t u = unclaimed(d, s);
+    if (d->least)
+        return SB_GET(d->sb->slots[s].active) + u;
+    return u;
+}
+
+/* The order to try workers in: round-robin from the cursor, stably sorted
+ * by load_of. Fills order[], returns the count. */
 static int candidates(struct dispatch *d, int *order)
 {
     int n = 0;
     int total = (int)d->sb->nslots;
+    uint64_t key[SB_MAX_SLOTS];
     for (int k = 0; k < total; k++) {
         int s = (d->next + k) % total;
-        if (d->ch[s].fd >= 0 && !d->ch[s].blocked)
+        if (d->ch[s].fd >= 0 && !d->ch[s].blocked) {
+            key[n] = load_of(d, s);
             order[n++] = s;
-    }
-    if (d->least && n > 1) {
-        /* insertion sort by active connections; n is small */
-        for (int i = 1; i < n; i++) {
-            int s = order[i], j = i;
-            uint64_t a = SB_GET(d->sb->slots[s].active);
-            while (j > 0 && SB_GET(d->sb->slots[order[j - 1]].active) > a) {
-                order[j] = order[j - 1];
-                j--;
-            }
-            order[j] = s;
         }
+    }
+    /* insertion sort; n is the worker count, small */
+    for (int i = 1; i < n; i++) {
+        int s = order[i], j = i;
+        uint64_t k = key[i];
+        while (j > 0 && key[j - 1] > k) {
+            order[j] = order[j - 1];
+            key[j] = key[j - 1];
+            j--;
+        }
+        order[j] = s;
+        key[j] = k;
     }
     return n;
 }
@@ -137,6 +162,7 @@ static int pass(struct dispatch *d, int fd)
         int s = order[i];
         int rc = send_fd(d->ch[s].fd, fd);
         if (rc == 0) {
+            d->ch[s].sent++;
             d->next = (s + 1) % (int)d->sb->nslots;
             close(fd);
             return 0;
@@ -261,4 +287,14 @@ void dispatch_close_in_child(struct dispatch *d)
             close(d->ch[s].fd);
     for (int i = 0; i < d->nheld; i++)
         close(d->held[i]);
+}
+
+int dispatch_tick(struct dispatch *d)
+{
+    if (!d->nheld)
+        return -1;
+    for (int s = 0; s < SB_MAX_SLOTS; s++)
+        d->ch[s].blocked = 0;
+    flush_held(d);
+    return d->nheld ? 10 : -1;
 }

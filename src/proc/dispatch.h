@@ -32,6 +32,11 @@ void dispatch_drop(struct dispatch *d, int slot);
 void dispatch_close_in_child(struct dispatch *d);
 
 void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events);
+/* While connections are held (every channel was full), retries them:
+ * returns the ms until the next retry, or -1 when nothing is held. A
+ * channel's EPOLLOUT usually comes first; this is the safety net. */
+int dispatch_tick(struct dispatch *d);
+
 /* Stops accepting (graceful stop). */
 void dispatch_stop(struct dispatch *d);
 

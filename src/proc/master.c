@@ -79,7 +79,7 @@ static int open_listeners(struct master *m)
         int count = m->shared[l] ? 1 : m->nsockets;
         for (int i = 0; i < count; i++) {
             /* The first bind resolves port 0; the others reuse that port. */
-            int fd = listen_open(a, 4096, !m->shared[l]);
+            int fd = listen_open(a, m->cfg->backlog, !m->shared[l]);
             if (fd < 0) {
                 fprintf(stderr, "herd: cannot listen on %s: %s\n", a->text, strerror(-fd));
                 return -1;
@@ -182,7 +182,8 @@ static pid_t spawn_worker(struct master *m, int index)
         int keep[CONFIG_MAX_LISTEN][MAX_WORKERS] = {{0}};
         for (int l = 0; l < m->cfg->nlisten; l++) {
             for (int t = 0; t < m->nthreads; t++) {
-                int i = m->model->layout == LAYOUT_PER_THREAD ? t
+                int i = m->shared[l] ? 0
+                        : m->model->layout == LAYOUT_PER_THREAD ? t
                         : m->model->layout == LAYOUT_PER_WORKER ? index : 0;
                 fds[l * m->nthreads + t] = m->fds[l][i];
                 keep[l][i] = 1;
@@ -510,6 +511,9 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         }
         close(fd);
     }
+    /* Signals are blocked before anyone can learn our address: a HUP that
+     * follows "listening on" at once must find the signalfd, not kill us. */
+    m->sfd = signals_open();
     if (open_listeners(m) < 0)
         return 1;
     if (cfg->daemon && daemonize(err, sizeof err) < 0) {
@@ -517,7 +521,6 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         return 1;
     }
     m->pid = getpid();
-    m->sfd = signals_open();
     if (m->sfd < 0) {
         fprintf(stderr, "herd: signalfd: %s\n", strerror(-m->sfd));
         return 1;
@@ -560,7 +563,13 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     int status = 0;
     for (;;) {
         struct epoll_event ev[64];
-        int nev = loop_wait(l, ev, 64, next_timeout(m));
+        int timeout = next_timeout(m);
+        if (m->dispatch && !m->stopping) {
+            int t = dispatch_tick(m->dispatch);
+            if (t >= 0 && (timeout < 0 || t < timeout))
+                timeout = t;
+        }
+        int nev = loop_wait(l, ev, 64, timeout);
         clock_update();
         for (int i = 0; i < nev; i++) {
             if (ev[i].data.u64 == 0) {

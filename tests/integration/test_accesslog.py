@@ -1,0 +1,411 @@
+"""Access-log daemon (issue 3): Combined Log Format and JSON lines written by
+the herd-logger process, escaping (no log injection), reopen on USR1 for
+rotation, restart of a killed logger, no logger when the log is off.
+
+Records are batched: every check polls the file for a few seconds. Requests
+carry a unique query string so the lines of this test are found whatever
+else was logged (status requests, for instance)."""
+
+import datetime
+import json
+import os
+import re
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import HERD_ARGS, descendants, run_herd
+from herdtest import build_request, wait_for
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="drives the master/worker model itself")
+
+STATUS = "/herd-status"
+LOG_WAIT = 5.0
+
+COMBINED = re.compile(
+    r'^(?P<addr>\S+) (?P<ident>\S+) (?P<user>\S+) '
+    r'\[(?P<time>\d{2}/(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)/\d{4}'
+    r':\d{2}:\d{2}:\d{2} [+-]\d{4})\] '
+    r'"(?P<request>[^"]*)" (?P<status>\d{3}) (?P<bytes>\d+|-) '
+    r'"(?P<referer>[^"]*)" "(?P<ua>[^"]*)"$')
+JSON_KEYS = {"time", "remote_addr", "request", "status", "body_bytes_sent", "referer",
+             "user_agent"}
+
+
+# ------------------------------------------------------------ helpers
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def status_json(srv):
+    r = srv.get(STATUS)
+    assert r.status == 200, r
+    return json.loads(r.body)
+
+
+def read_lines(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    assert not data or data.endswith(b"\n"), f"partial last line in {path}: {data[-200:]!r}"
+    return data.decode("latin-1").splitlines()
+
+
+def wait_lines(path, pred, count, timeout=LOG_WAIT):
+    """Poll until `count` lines of path satisfy pred; return them. Fails on a
+    timeout or when more than `count` lines match."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = [l for l in read_lines(path) if pred(l)]
+        if len(got) >= count:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{len(got)} of {count} log lines after {timeout}s in "
+                                 f"{path}:\n" + "\n".join(read_lines(path)[-20:]))
+        time.sleep(0.05)
+    time.sleep(0.2)                  # nothing more should come
+    got = [l for l in read_lines(path) if pred(l)]
+    assert len(got) == count, f"expected {count} lines, got {len(got)}:\n" + "\n".join(got)
+    return got
+
+
+def marker():
+    return uuid.uuid4().hex[:12]
+
+
+def send_raw(srv, data, method="GET"):
+    with srv.connect() as c:
+        c.send(data)
+        return c.read_response(method)
+
+
+def check_time_combined(text):
+    t = datetime.datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert abs((now - t).total_seconds()) < 120, f"log time {text} is not now ({now})"
+
+
+# ------------------------------------------------------------ formats
+
+def test_combined_format_exact(server, site, tmp_path):
+    log = tmp_path / "access.log"
+    srv = server("--workers", "2", "--access-log", log)
+    m = marker()
+    r1 = srv.get(f"/small.txt?m={m}&n=1",
+                 headers=[("Referer", "http://ref.example/page"), ("User-Agent", "curl/7.88.1")])
+    assert r1.status == 200
+    r2 = srv.get(f"/missing.txt?m={m}&n=2")
+    assert r2.status == 404
+    r3 = srv.request(build_request("HEAD", f"/index.html?m={m}&n=3",
+                                   headers=[("User-Agent", "head-client/2")]), "HEAD")
+    assert r3.status == 200
+    r4 = srv.get(f"/index.html?m={m}&n=4", version="HTTP/1.0")
+    assert r4.status == 200
+
+    lines = wait_lines(log, lambda l: m in l, 4)
+    by_n = {}
+    for line in lines:
+        mo = COMBINED.match(line)
+        assert mo, f"not Combined Log Format: {line!r}"
+        n = re.search(r"&n=(\d)", line).group(1)
+        by_n[n] = mo
+        check_time_combined(mo["time"])
+        assert mo["addr"] == "127.0.0.1" and mo["ident"] == "-" and mo["user"] == "-", line
+    assert by_n["1"]["request"] == f"GET /small.txt?m={m}&n=1 HTTP/1.1"
+    assert by_n["1"]["status"] == "200"
+    assert by_n["1"]["bytes"] == str(len(site.files["small.txt"]))
+    assert by_n["1"]["referer"] == "http://ref.example/page"
+    assert by_n["1"]["ua"] == "curl/7.88.1"
+    assert by_n["2"]["request"] == f"GET /missing.txt?m={m}&n=2 HTTP/1.1"
+    assert by_n["2"]["status"] == "404"
+    assert by_n["2"]["bytes"] == str(len(r2.body))
+    assert by_n["2"]["referer"] == "-" and by_n["2"]["ua"] == "-"
+    assert by_n["3"]["request"] == f"HEAD /index.html?m={m}&n=3 HTTP/1.1"
+    assert by_n["3"]["bytes"] in ("0", "-"), "HEAD sends no body"
+    assert by_n["3"]["ua"] == "head-client/2"
+    assert by_n["4"]["request"] == f"GET /index.html?m={m}&n=4 HTTP/1.0"
+    assert by_n["4"]["bytes"] == str(len(site.files["index.html"]))
+
+
+def test_json_format_exact(server, site, tmp_path):
+    log = tmp_path / "access.json"
+    srv = server("--workers", "2", "--access-log", log, "--access-log-format", "json")
+    m = marker()
+    assert srv.get(f"/small.txt?m={m}&n=1",
+                   headers=[("Referer", "http://ref.example/"),
+                            ("User-Agent", "Mozilla/5.0 (X11)")]).status == 200
+    r2 = srv.get(f"/missing?m={m}&n=2")
+    assert r2.status == 404
+    lines = wait_lines(log, lambda l: m in l, 2)
+    recs = {}
+    for line in lines:
+        rec = json.loads(line)
+        assert isinstance(rec, dict)
+        assert set(rec) == JSON_KEYS, f"keys {sorted(rec)} in {line}"
+        recs[re.search(r"&n=(\d)", rec["request"]).group(1)] = rec
+    a, b = recs["1"], recs["2"]
+    for rec in (a, b):
+        assert rec["remote_addr"] == "127.0.0.1"
+        assert isinstance(rec["status"], int) and isinstance(rec["body_bytes_sent"], int)
+        t = datetime.datetime.fromisoformat(
+            re.sub(r"([+-]\d{2})(\d{2})$", r"\1:\2", rec["time"]))
+        assert t.tzinfo is not None, rec["time"]
+        now = datetime.datetime.now(datetime.timezone.utc)
+        assert abs((now - t).total_seconds()) < 120, rec["time"]
+    assert a["request"] == f"GET /small.txt?m={m}&n=1 HTTP/1.1"
+    assert a["status"] == 200 and a["body_bytes_sent"] == len(site.files["small.txt"])
+    assert a["referer"] == "http://ref.example/" and a["user_agent"] == "Mozilla/5.0 (X11)"
+    assert b["status"] == 404 and b["body_bytes_sent"] == len(r2.body)
+    assert b["referer"] == "-" and b["user_agent"] == "-"
+
+
+# ------------------------------------------------------------ escaping
+
+def hex_escaped(raw):
+    r"""The \xHH form of raw bytes (quote, backslash, controls, non-ASCII)."""
+    out = []
+    for ch in raw:
+        if ch in b'"\\' or ch < 0x20 or ch >= 0x7f:
+            out.append("\\x%02x" % ch)
+        else:
+            out.append(chr(ch))
+    return "".join(out)
+
+
+def test_combined_escapes_quotes_and_controls(server, tmp_path):
+    log = tmp_path / "access.log"
+    srv = server("--workers", "2", "--access-log", log)
+    m = marker()
+    ua = b'say "hi" \\ back \xe9\tend'
+    ref = b'http://x/"quoted"'
+    r = send_raw(srv, b"GET /small.txt?m=" + m.encode() + b" HTTP/1.1\r\nHost: t\r\n"
+                 b"User-Agent: " + ua + b"\r\nReferer: " + ref + b"\r\n\r\n")
+    assert r.status == 200
+    (line,) = wait_lines(log, lambda l: m in l, 1)
+    mo = COMBINED.match(line)
+    assert mo, f"a quote in a field broke the line format: {line!r}"
+    assert mo["ua"].lower() == hex_escaped(ua).lower(), line
+    assert mo["referer"].lower() == hex_escaped(ref).lower(), line
+    assert "\t" not in line
+
+
+def test_log_injection_impossible(server, tmp_path):
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--access-log", log)
+    m = marker()
+    forged = f'127.0.0.1 - - [01/Jan/2020:00:00:00 +0000] "GET /forged-{m} HTTP/1.1" 200 1 "-" "-'
+    attempts = [
+        # a bare LF inside the User-Agent value
+        b"GET /small.txt?m=" + m.encode() + b"&n=1 HTTP/1.1\r\nHost: t\r\nUser-Agent: evil\"\n"
+        + forged.encode() + b"\r\n\r\n",
+        # a CR inside the value
+        b"GET /small.txt?m=" + m.encode() + b"&n=2 HTTP/1.1\r\nHost: t\r\nUser-Agent: evil\"\r"
+        + forged.encode() + b"\r\n\r\n",
+        # quote games only: stays one line, fields intact
+        b"GET /small.txt?m=" + m.encode() + b"&n=3 HTTP/1.1\r\nHost: t\r\nUser-Agent: a\" 200 0 "
+        b"\"-\" \"b\r\n\r\n",
+    ]
+    for data in attempts:
+        r = send_raw(srv, data)
+        assert r.status in (200, 400), r
+    # every request gives exactly one line, even a refused one ("-" request)
+    deadline = time.monotonic() + LOG_WAIT
+    while len(read_lines(log)) < len(attempts) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    lines = read_lines(log)
+    assert len(lines) == len(attempts), "\n".join(lines)
+    for line in lines:
+        assert COMBINED.match(line), f"malformed (injected?) line: {line!r}"
+        assert not line.startswith("127.0.0.1 - - [01/Jan/2020"), f"forged line: {line!r}"
+        mo = COMBINED.match(line)
+        assert f"/forged-{m}" not in mo["request"], line
+    (third,) = [l for l in lines if f"m={m}&n=3" in l]
+    assert COMBINED.match(third)["status"] == "200"
+    assert COMBINED.match(third)["ua"].lower() == hex_escaped(b'a" 200 0 "-" "b').lower()
+
+
+def test_json_escaping_keeps_valid_json(server, tmp_path):
+    log = tmp_path / "access.json"
+    srv = server("--workers", "1", "--access-log", log, "--access-log-format", "json")
+    m = marker()
+    ua = b'say "hi" \\ back \xe9\tend'
+    r = send_raw(srv, b"GET /small.txt?m=" + m.encode() + b" HTTP/1.1\r\nHost: t\r\n"
+                 b"User-Agent: " + ua + b"\r\nReferer: r\"ef\r\n\r\n")
+    assert r.status == 200
+    (line,) = wait_lines(log, lambda l: m in l, 1)
+    try:
+        rec = json.loads(line)
+    except ValueError as e:
+        raise AssertionError(f"JSON access-log line is not valid JSON ({e}): {line}")
+    assert set(rec) == JSON_KEYS
+    # either proper JSON escapes (decodes to the header) or \xHH kept as text
+    assert rec["user_agent"] in (ua.decode("latin-1"), ua.decode("utf-8", "replace"),
+                                 hex_escaped(ua), hex_escaped(ua).upper().replace("\\X", "\\x")), rec
+    assert rec["referer"] in ('r"ef', hex_escaped(b'r"ef')), rec
+
+
+# ------------------------------------------------------------ rotation
+
+class LightLoad:
+    """One thread, sequential GETs with a unique id each, ~50/s."""
+
+    def __init__(self, srv, m):
+        self.srv, self.m = srv, m
+        self.done = []               # (id, t_sent)
+        self.failed = []
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.n = 0
+
+    def request(self):
+        self.n += 1
+        i = self.n
+        t = time.monotonic()
+        try:
+            r = self.srv.get(f"/small.txt?m={self.m}&i={i}", headers=[("Connection", "close")])
+            if r.status == 200:
+                self.done.append((i, t))
+            else:
+                self.failed.append((i, r.status))
+        except Exception as e:       # noqa: BLE001
+            self.failed.append((i, repr(e)))
+
+    def run(self):
+        while not self.stop.is_set():
+            self.request()
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.t.join(10)
+
+
+def ids_in(path, m):
+    out = []
+    for line in read_lines(path):
+        mo = re.search(rf"m={m}&i=(\d+)", line)
+        if mo:
+            out.append(int(mo.group(1)))
+    return out
+
+
+def test_rotation_on_usr1_loses_nothing(server, tmp_path):
+    log = tmp_path / "access.log"
+    rotated = tmp_path / "access.log.1"
+    srv = server("--workers", "2", "--access-log", log)
+    m = marker()
+    with LightLoad(srv, m) as load:
+        time.sleep(0.6)
+        os.rename(log, rotated)
+        srv.send_signal(signal.SIGUSR1)
+        wait_for(lambda: log.exists(), timeout=3, what="the logger to reopen the log")
+        t_new = time.monotonic()
+        time.sleep(0.8)
+    assert not load.failed, load.failed
+    sent = [i for i, _ in load.done]
+    after = [i for i, t in load.done if t > t_new]
+    assert len(after) >= 10, "too few requests after the reopen"
+
+    def complete():
+        return len(ids_in(log, m)) + len(ids_in(rotated, m)) >= len(sent)
+    try:
+        wait_for(complete, timeout=LOG_WAIT, what="all records")
+    except AssertionError:
+        pass
+    time.sleep(0.2)
+    old_ids, new_ids = ids_in(rotated, m), ids_in(log, m)
+    both = old_ids + new_ids
+    assert len(both) == len(set(both)), "a record was written twice"
+    missing = sorted(set(sent) - set(both))
+    assert not missing, f"{len(missing)} of {len(sent)} records lost: {missing[:20]}"
+    assert old_ids, "nothing went to the renamed file before USR1"
+    misplaced = sorted(set(after) & set(old_ids))
+    assert not misplaced, f"records sent after the reopen went to the old file: {misplaced}"
+    assert set(after) <= set(new_ids)
+
+    # and the old file is left alone from now on
+    n_old = len(read_lines(rotated))
+    m2 = marker()
+    for i in range(5):
+        assert srv.get(f"/index.html?m={m2}&i={i}").status == 200
+    wait_lines(log, lambda l: m2 in l, 5)
+    assert len(read_lines(rotated)) == n_old
+
+
+def test_killed_logger_is_restarted(server, tmp_path):
+    log = tmp_path / "access.log"
+    srv = server("--workers", "2", "--access-log", log, "--status-path", STATUS)
+    st = wait_for(lambda: (lambda s: s if s["logger_pid"] else None)(status_json(srv)),
+                  timeout=5, what="a logger pid")
+    old = st["logger_pid"]
+    assert comm(old) == "herd-logger"
+    assert old in descendants(srv.pid)
+    m = marker()
+    with LightLoad(srv, m) as load:
+        time.sleep(0.3)
+        os.kill(old, signal.SIGKILL)
+
+        def restarted():
+            s = status_json(srv)
+            return s if s["logger_restarts"] == 1 and s["logger_pid"] not in (0, old) else None
+        st = wait_for(restarted, timeout=3, interval=0.05, what="a new logger")
+        time.sleep(0.5)
+    new = st["logger_pid"]
+    assert comm(new) == "herd-logger", comm(new)
+    assert new in descendants(srv.pid)
+    wait_for(lambda: f"pid {old}" in srv.stderr_text(), timeout=3,
+             what="an error line about the logger's death")
+    # the master's note is expected here, not a crash (conftest's crash check)
+    if hasattr(srv, "crash_lines") and hasattr(srv, "stderr_mark"):
+        mark = srv.stderr_mark()
+        other = [l for l in srv.crash_lines(getattr(srv, "crash_seen", 0))
+                 if f"pid {old}" not in l]
+        assert not other, other
+        srv.crash_seen = mark
+    assert not load.failed, load.failed
+
+    # logging goes on
+    m2 = marker()
+    for i in range(10):
+        assert srv.get(f"/small.txt?m={m2}&i={i}").status == 200
+    wait_lines(log, lambda l: m2 in l, 10)
+    # any loss while the logger was down is explained by the drop counter
+    time.sleep(0.3)
+    logged = set(ids_in(log, m))
+    sent = {i for i, _ in load.done}
+    dropped = status_json(srv)["log_dropped"]
+    lost = sent - logged
+    assert len(lost) <= dropped, f"{len(lost)} records lost but log_dropped is {dropped}"
+
+
+def test_no_logger_without_access_log(server):
+    srv = server("--workers", "2", "--status-path", STATUS)
+    time.sleep(0.2)
+    kids = [comm(k) for k in descendants(srv.pid)]
+    assert "herd-logger" not in kids, kids
+    assert sorted(kids) == ["herd-w0", "herd-w1"], kids
+    assert status_json(srv)["logger_pid"] == 0
+
+
+def test_access_log_not_writable_is_a_clear_error(tmp_path):
+    bad = tmp_path / "no-such-dir" / "access.log"
+    r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0", "--workers", "1",
+                  "--access-log", str(bad)])
+    assert r.returncode != 0
+    assert str(bad) in r.stderr, r.stderr

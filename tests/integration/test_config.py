@@ -1,0 +1,308 @@
+"""Config file (issue 3): `name = value` lines, switches alone, # comments;
+--check-config validates (FILE: ok / FILE:LINE: reason, exit 2); a file's
+listen/workers/docroot are honoured; flags override the file."""
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import HERD_ARGS, descendants, herd_cmd, require_binary, run_herd
+from herdtest import RawConn, get_req, wait_for
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="drives the master/worker model itself")
+
+READY = re.compile(r"listening on (?:http://127\.0\.0\.1:(\d+)/|unix:(\S+))")
+
+
+# ------------------------------------------------------------ helpers
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def worker_comms(pid):
+    return sorted(c for c in (comm(k) for k in descendants(pid)) if c and c.startswith("herd-w"))
+
+
+class Proc:
+    """herd serve started with exactly the given args (no --listen added):
+    waits for the ready line, stops by PID with TERM (KILL as a last resort)."""
+
+    def __init__(self, args):
+        require_binary()
+        self.cmd = herd_cmd("serve", *[str(a) for a in args])
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.pid = self.proc.pid
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.ports = []
+        self.unix = []
+
+    def _read(self):
+        for raw in iter(self.proc.stderr.readline, b""):
+            self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def text(self):
+        return "\n".join(self.lines)
+
+    def wait_ready(self, n=1, timeout=10):
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"herd exited (rc={self.proc.returncode}):\n{self.text()}")
+            found = [READY.search(l) for l in list(self.lines)]
+            found = [m for m in found if m]
+            return found if len(found) >= n else None
+        found = wait_for(ready, timeout=timeout, what="the listening line")
+        self.ports = [int(m.group(1)) for m in found if m.group(1)]
+        self.unix = [m.group(2) for m in found if m.group(2)]
+        return self
+
+    def get(self, target, addr=None):
+        with RawConn.open(addr or ("127.0.0.1", self.ports[0]), timeout=5) as c:
+            c.send(get_req(target))
+            return c.read_response()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                return self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                kids = descendants(self.pid)
+                for p in [self.pid] + kids:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                self.proc.wait(5)
+                raise AssertionError("herd did not stop within 5s of SIGTERM")
+        return self.proc.returncode
+
+
+@pytest.fixture
+def herd_proc():
+    started = []
+
+    def start(*args):
+        p = Proc(args)
+        started.append(p)
+        return p
+    yield start
+    problems = []
+    for p in started:
+        if p.proc.poll() is not None:
+            continue                 # exited on its own: the test judged that
+        try:
+            rc = p.stop()
+            if rc != 0:
+                problems.append(f"exit {rc} after SIGTERM: {p.cmd}\n{p.text()[-2000:]}")
+        except AssertionError as e:
+            problems.append(str(e))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+def check(path):
+    return run_herd(["serve", "--check-config", str(path)], extra=False)
+
+
+# ------------------------------------------------------------ --check-config
+
+def test_check_config_ok(tmp_path, site):
+    cfg = tmp_path / "good.conf"
+    cfg.write_text(
+        "# herd settings\n"
+        "\n"
+        "listen = 127.0.0.1:0\n"
+        "listen = unix:/tmp/herd-check.sock\n"
+        f"docroot = {site.root}   # trailing comment\n"
+        "workers = 2\n"
+        "keepalive-timeout = 5s\n"
+        "header-timeout = 500ms\n"
+        "max-header-size = 16k\n"
+        "max-body-size = 2m\n"
+        "access-log-format = json\n"
+        "status-path = /herd-status\n"
+        "serve-dotfiles\n"
+        "   shutdown-timeout   =   3s   \n")
+    r = check(cfg)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"{cfg}: ok", r.stdout
+    assert not r.stderr.strip(), r.stderr
+
+
+def test_check_config_empty_file_is_ok(tmp_path):
+    cfg = tmp_path / "empty.conf"
+    cfg.write_text("# nothing but a comment\n\n")
+    r = check(cfg)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"{cfg}: ok"
+
+
+BAD_CASES = [
+    ("unknown setting", "workers = 2\n# ok so far\nfrobnicate = yes\n", 3, "frobnicate"),
+    ("bad workers", "listen = 127.0.0.1:0\nworkers = many\n", 2, "many"),
+    ("zero workers", "workers = 0\n", 1, "workers"),
+    ("bad duration", "\n\n\n\nkeepalive-timeout = 5 parsecs\n", 5, "keepalive-timeout"),
+    ("bad listen", "# a\nlisten = not-an-address\n", 2, "not-an-address"),
+    ("bad port", "listen = 127.0.0.1:99999\n", 1, "99999"),
+    ("switch with value", "workers = 1\nserve-dotfiles = yes\n", 2, "serve-dotfiles"),
+    ("value missing", "workers = 1\nworkers\n", 2, "workers"),
+    ("empty value", "docroot =\n", 1, "docroot"),
+    ("bad format", "access-log-format = xml\n", 1, "xml"),
+    ("bad size", "max-header-size = huge\n", 1, "huge"),
+    ("bad model", "model = threads-of-gold\n", 1, "threads-of-gold"),
+]
+
+
+@pytest.mark.parametrize("name,text,line,word", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_check_config_bad(tmp_path, name, text, line, word):
+    cfg = tmp_path / "bad.conf"
+    cfg.write_text(text)
+    r = check(cfg)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    err = r.stderr.strip()
+    assert err.startswith(f"{cfg}:{line}: "), f"want '{cfg}:{line}: reason', got {err!r}"
+    assert word in err, f"the reason should name {word!r}: {err!r}"
+    assert "ok" not in r.stdout
+
+
+def test_check_config_missing_file(tmp_path):
+    cfg = tmp_path / "nope.conf"
+    r = check(cfg)
+    assert r.returncode == 2
+    assert str(cfg) in r.stderr and "No such file" in r.stderr, r.stderr
+
+
+def test_check_config_directory_is_an_error(tmp_path):
+    """A directory is not a config file: reading it fails (EISDIR)."""
+    r = check(tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert str(tmp_path) in r.stderr, r.stderr
+
+
+def test_serve_with_unreadable_config_exits_2(tmp_path):
+    cfg = tmp_path / "absent.conf"
+    r = run_herd(["serve", "--config", str(cfg), "--listen", "127.0.0.1:0"], timeout=10)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert str(cfg) in r.stderr and "No such file" in r.stderr, r.stderr
+    assert "listening" not in r.stderr
+
+
+def test_serve_with_directory_as_config_exits_2(herd_proc, tmp_path):
+    p = herd_proc("--config", tmp_path, "--listen", "127.0.0.1:0", "--workers", "1")
+    try:
+        rc = p.proc.wait(3)
+    except subprocess.TimeoutExpired:
+        rc = None
+    if rc is None:
+        p.stop()
+        pytest.fail(f"herd serves with a directory as its config file:\n{p.text()}")
+    p.reader.join(2)
+    assert rc == 2, (rc, p.text())
+    assert str(tmp_path) in p.text(), p.text()
+
+
+def test_serve_with_bad_config_exits_2(tmp_path):
+    cfg = tmp_path / "bad.conf"
+    cfg.write_text("listen = 127.0.0.1:0\nworkers = 2\nbogus = 1\n")
+    r = run_herd(["serve", "--config", str(cfg)], timeout=10)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"{cfg}:3:" in r.stderr, r.stderr
+    assert "listening" not in r.stderr
+
+
+# ------------------------------------------------------------ serving from a file
+
+def test_config_listen_workers_docroot_honoured(herd_proc, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "index.html").write_bytes(b"from the config docroot\n")
+    (root / ".dot").write_bytes(b"dot\n")
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(
+        "# no --listen flag: the file's address is used\n"
+        "listen = 127.0.0.1:0\n"
+        "workers = 3\n"
+        f"docroot = {root}\n"
+        "serve-dotfiles\n"
+        "status-path = /st\n")
+    p = herd_proc("--config", cfg).wait_ready()
+    assert len(p.ports) == 1, p.text()
+    wait_for(lambda: worker_comms(p.pid) == ["herd-w0", "herd-w1", "herd-w2"], timeout=5,
+             what="3 workers")
+    for _ in range(12):              # new connections spread over the 3 workers
+        r = p.get("/")
+        assert r.status == 200 and r.body == b"from the config docroot\n"
+    assert p.get("/.dot").status == 200
+    assert p.get("/st").status == 200
+
+
+def test_config_unix_and_tcp_listeners_with_workers(herd_proc, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "index.html").write_bytes(b"two listeners\n")
+    sock = f"/tmp/herd-cfg-{os.getpid()}.sock"
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"listen = 127.0.0.1:0\nlisten = unix:{sock}\nworkers = 3\n"
+                   f"docroot = {root}\n")
+    p = herd_proc("--config", cfg).wait_ready(n=2)
+    try:
+        assert len(p.ports) == 1 and p.unix == [sock], p.text()
+        time.sleep(0.5)
+        dead = [l for l in p.lines if "respawning" in l or "[crit]" in l]
+        assert not dead, "workers die at start:\n" + "\n".join(dead[:6])
+        assert worker_comms(p.pid) == ["herd-w0", "herd-w1", "herd-w2"]
+        for _ in range(12):
+            assert p.get("/").body == b"two listeners\n"
+            assert p.get("/", addr=sock).body == b"two listeners\n"
+    finally:
+        p.stop()
+    assert not os.path.exists(sock), "the unix socket should be removed at exit"
+
+
+def test_flags_override_the_file(server, tmp_path):
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    for d, tag in ((a, b"A\n"), (b, b"B\n")):
+        d.mkdir()
+        (d / "index.html").write_bytes(tag)
+    cfg = tmp_path / "herd.conf"
+    # the file's listen address must be replaced by the flag's, not added to
+    sock = f"/tmp/herd-ovr-{os.getpid()}.sock"
+    cfg.write_text(f"listen = unix:{sock}\nworkers = 3\ndocroot = {a}\n"
+                   "keepalive-timeout = 1h\n")
+    srv = server("--config", cfg, "--workers", "1", "--keepalive-timeout", "300ms",
+                 docroot=b)
+    assert srv.get("/").body == b"B\n", "the docroot argument overrides the file"
+    ready = [l for l in srv.stderr_text().splitlines() if "listening on" in l]
+    assert len(ready) == 1, f"the --listen flag must replace the file's: {ready}"
+    assert not os.path.exists(sock)
+    wait_for(lambda: worker_comms(srv.pid) == ["herd-w0"], timeout=5, what="1 worker")
+    with srv.connect() as c:
+        c.send(get_req("/"))
+        assert c.read_response().status == 200
+        closed, elapsed, _ = c.closed_within(3)
+        assert closed and elapsed < 2, "keepalive-timeout flag (300ms) should win over 1h"
+
+
+def test_config_equals_form_and_file_settings_used(server, tmp_path):
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text("workers = 2\nstatus-path = /cfg-status\n")
+    srv = server(f"--config={cfg}")
+    r = srv.get("/cfg-status")
+    assert r.status == 200, "status-path from the file"
+    wait_for(lambda: worker_comms(srv.pid) == ["herd-w0", "herd-w1"], timeout=5,
+             what="2 workers")

@@ -1,0 +1,212 @@
+"""Behaviour specific to the concurrency models (issue: models).
+
+Every model serves the same HTTP (the whole suite runs per model through
+HERD_ARGS='--model X' in `make test`); these tests check what differs:
+the accept loop under a burst with a tiny backlog, dispatch surviving a
+worker that stops reading its channel, and prefork's thundering herd.
+"""
+
+import json
+import os
+import selectors
+import threading
+import signal
+import socket
+import time
+import urllib.request
+
+import pytest
+
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "iterative", "single"]
+REQ = b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+
+
+def status(srv, path="/herd-status"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}{path}", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def burst(port, n, deadline_s):
+    """Opens n connections at once (non-blocking), sends a request on each
+    as soon as it connects, and returns how many got a complete 200."""
+    sel = selectors.DefaultSelector()
+    socks = {}
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        socks[s] = {"sent": False, "data": b""}
+        sel.register(s, selectors.EVENT_WRITE)
+    ok = 0
+    end = time.monotonic() + deadline_s
+    while socks and time.monotonic() < end:
+        for key, ev in sel.select(timeout=0.5):
+            s = key.fileobj
+            st = socks[s]
+            if not st["sent"]:
+                try:
+                    s.send(REQ)
+                except OSError:
+                    sel.unregister(s); s.close(); del socks[s]
+                    continue
+                st["sent"] = True
+                sel.modify(s, selectors.EVENT_READ)
+                continue
+            try:
+                d = s.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                d = b""
+            if d:
+                st["data"] += d
+                continue
+            if st["data"].startswith(b"HTTP/1.1 200"):
+                ok += 1
+            sel.unregister(s); s.close(); del socks[s]
+    for s in socks:
+        s.close()
+    return ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS)
+def test_burst_with_small_backlog_all_answered(server, model):
+    """2000 connections opened at once against a backlog of 16: connections
+    the kernel could not queue are retried by TCP (SYN retransmit), and an
+    accept loop that stops before EAGAIN would leave some stuck forever."""
+    srv = server("--model", model, "--backlog", "16", "--workers", "2")
+    # The iterative baseline serves one connection at a time: while it waits
+    # for one slow client's request the backlog overflows, and the dropped
+    # SYNs return only after TCP's backoff (1, 3, 7, 15, 31 s). In 60 s it
+    # answers about 1100-1250 of a 2000 burst from this client (measured),
+    # which is the weakness the model exists to show; it gets a burst it can
+    # absorb.
+    n = 300 if model == "iterative" else 2000
+    # Connections whose handshake the full queue dropped come back on TCP's
+    # backoff, so under load the last ones take tens of seconds; an accept
+    # loop that stops early leaves them stuck for good instead.
+    ok = burst(srv.port, n, deadline_s=120)
+    assert ok == n, f"{model}: {ok} of {n} answered"
+    assert srv.alive()
+
+
+def _get(port, timeout):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(REQ)
+        data = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    return data.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("policy", ["rr", "least"])
+def test_dispatch_survives_a_stopped_worker(server, policy):
+    """SIGSTOP one dispatch worker: the master must not block on its full
+    channel and must route new connections to the others. The few passed to
+    the stopped worker before the master noticed wait for it (they are not
+    lost): they complete once it runs again."""
+    srv = server("--model", "dispatch", "--dispatch", policy, "--workers", "2",
+                 "--status-path", "/herd-status")
+    pids = [s["pid"] for s in status(srv)["slots"]]
+    assert len(pids) == 2
+    os.kill(pids[0], signal.SIGSTOP)
+    results = []
+    lock = threading.Lock()
+    resumed = threading.Event()
+
+    def client():
+        for _ in range(30):
+            t0 = time.monotonic()
+            ok = _get(srv.port, timeout=30)
+            with lock:
+                results.append((ok, resumed.is_set(), time.monotonic() - t0))
+
+    try:
+        threads = [threading.Thread(target=client) for _ in range(20)]
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        with lock:
+            done_while_stopped = len(results)
+    finally:
+        resumed.set()
+        os.kill(pids[0], signal.SIGCONT)
+    for t in threads:
+        t.join(60)
+    assert len(results) == 600 and all(ok for ok, _, _ in results)
+    # While the worker was stopped, the server kept serving through the other.
+    assert done_while_stopped >= 150, done_while_stopped
+    stuck = sum(1 for ok, after, took in results if took > 2.5)
+    assert stuck <= 20, f"{stuck} requests waited for the stopped worker"
+
+
+def _wakeups(model_args, server):
+    """Serves 300 spaced-out connections with 4 prefork workers; returns the
+    empty accept wakeups (status page) and the workers' voluntary context
+    switches, which count the wakeups the kernel hides (a woken worker
+    whose epoll_wait finds the event gone sleeps again)."""
+    srv = server("--model", "prefork", "--workers", "4", "--status-path", "/herd-status",
+                 *model_args)
+    pids = [s["pid"] for s in status(srv)["slots"]]
+
+    def switches():
+        total = 0
+        for pid in pids:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        total += int(line.split()[1])
+        return total
+
+    before = switches()
+    for _ in range(300):
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+            s.sendall(REQ)
+            while s.recv(65536):
+                pass
+        time.sleep(0.002)  # let every worker go idle between connections
+    return status(srv)["empty_accept_wakeups"], switches() - before
+
+
+@pytest.mark.slow
+def test_prefork_exclusive_wakes_one_worker(server):
+    """With EPOLLEXCLUSIVE a connection wakes one worker; with --accept-herd
+    every idle worker wakes, and the losers find an empty queue (measured
+    here: exclusive 0 empty wakeups and ~400 context switches for 300
+    connections, herd ~80 and ~1500)."""
+    ex_empty, ex_cs = _wakeups([], server)
+    herd_empty, herd_cs = _wakeups(["--accept-herd"], server)
+    assert ex_empty <= 5, f"exclusive: {ex_empty} empty wakeups"
+    assert herd_empty > 20, f"--accept-herd: only {herd_empty} empty wakeups"
+    assert herd_cs > 2 * ex_cs, f"context switches: herd {herd_cs}, exclusive {ex_cs}"
+
+
+def test_threads_model_has_one_worker_process_with_threads(server):
+    srv = server("--model", "threads", "--workers", "2", "--status-path", "/herd-status")
+    st = status(srv)
+    pids = {s["pid"] for s in st["slots"]}
+    assert len(pids) == 1 and len(st["slots"]) == 2
+    pid = pids.pop()
+    assert len(os.listdir(f"/proc/{pid}/task")) >= 3  # main + 2 loops
+
+
+def test_iterative_serves_one_connection_at_a_time(server):
+    """The baseline's weakness, made visible: while one client holds its
+    connection open, a second client waits."""
+    srv = server("--model", "iterative", "--keepalive-timeout", "2s")
+    a = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    a.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert a.recv(65536).startswith(b"HTTP/1.1 200")
+    b = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    b.sendall(REQ)
+    b.settimeout(1.0)
+    with pytest.raises(socket.timeout):
+        b.recv(65536)  # stuck behind a's keep-alive connection
+    a.close()
+    b.settimeout(10)
+    assert b.recv(65536).startswith(b"HTTP/1.1 200")
+    b.close()

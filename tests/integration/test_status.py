@@ -1,0 +1,300 @@
+"""Live status page (issue 3): --status-path serves the shared-memory counters
+as JSON, Prometheus text and a table; off by default.
+
+The counters come from the scoreboard every worker writes; whichever worker
+answers the status request sums all the slots, so the totals must equal what
+this test sent, whatever worker served each request.
+"""
+
+import json
+import re
+
+import pytest
+
+from conftest import HERD_ARGS, descendants
+from herdtest import build_request, get_req, wait_for
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="drives the master/worker model itself")
+
+STATUS = "/herd-status"
+
+
+# ------------------------------------------------------------ helpers
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def status_json(srv, path=STATUS):
+    r = srv.get(path)
+    assert r.status == 200, r
+    return json.loads(r.body)
+
+
+def wait_workers(srv, n, path=STATUS):
+    """Wait until the status page shows n running workers; return it."""
+    def ok():
+        st = status_json(srv, path)
+        running = [s for s in st["slots"] if s["state"] == "running"]
+        return st if st["workers"] == n and len(running) == n else None
+    return wait_for(ok, timeout=5, interval=0.05, what=f"{n} running workers")
+
+
+def wire_len(resp):
+    """Bytes the server wrote for this response (head, CRLFCRLF, body)."""
+    return len(resp.head) + 4 + len(resp.body)
+
+
+# ------------------------------------------------------------ tests
+
+def test_status_off_by_default(server):
+    srv = server("--workers", "2")
+    for target in (STATUS, STATUS + "?format=prometheus", STATUS + "?format=table"):
+        r = srv.get(target)
+        assert r.status == 404, (target, r)
+
+
+def test_status_only_at_its_own_path(server):
+    srv = server("--workers", "2", "--status-path", "/_stats")
+    assert srv.get(STATUS).status == 404
+    r = srv.get("/_stats")
+    assert r.status == 200, r
+    json.loads(r.body)
+
+
+def test_json_shape(server):
+    srv = server("--workers", "2", "--status-path", STATUS)
+    st = wait_workers(srv, 2)
+    r = srv.get(STATUS)
+    assert r.status == 200
+    assert r.get("content-type", "").startswith("application/json"), r
+    st = json.loads(r.body)
+
+    for key in ("master_pid", "logger_pid", "model", "generation", "workers",
+                "worker_restarts", "logger_restarts", "requests", "bytes_in",
+                "bytes_out", "responses", "accepted", "active", "idle",
+                "empty_accept_wakeups", "log_dropped", "slots"):
+        assert key in st, f"status JSON lacks {key!r}: {st}"
+    for key in ("master_pid", "logger_pid", "generation", "workers", "worker_restarts",
+                "logger_restarts", "requests", "bytes_in", "bytes_out", "accepted",
+                "active", "idle", "empty_accept_wakeups", "log_dropped"):
+        assert isinstance(st[key], int) and st[key] >= 0, (key, st[key])
+    assert st["master_pid"] == srv.pid
+    assert st["logger_pid"] == 0, "no access log, so no logger"
+    assert st["model"] == "reuseport"
+    assert st["generation"] == 1
+    assert st["workers"] == 2
+    assert st["worker_restarts"] == 0 and st["logger_restarts"] == 0
+    assert set(st["responses"]) == {"1xx", "2xx", "3xx", "4xx", "5xx"}, st["responses"]
+    assert all(isinstance(v, int) for v in st["responses"].values())
+    assert st["active"] >= 1, "the status request's own connection is open"
+
+    slots = st["slots"]
+    assert isinstance(slots, list) and len(slots) == 2, slots
+    kids = set(descendants(srv.pid))
+    for s in slots:
+        for key in ("slot", "worker", "pid", "generation", "state", "requests"):
+            assert key in s, f"slot lacks {key!r}: {s}"
+        assert s["state"] == "running", s
+        assert s["generation"] == 1, s
+        assert s["pid"] in kids, f"slot pid {s['pid']} is not a child of the master"
+        assert comm(s["pid"]) == f"herd-w{s['worker']}", (s, comm(s["pid"]))
+    assert sorted(s["worker"] for s in slots) == [0, 1]
+    assert len({s["slot"] for s in slots}) == 2
+
+
+def test_counters_match_what_was_sent(server, site):
+    srv = server("--workers", "2", "--status-path", STATUS)
+    wait_workers(srv, 2)
+    # A fresh server, but the wait above made status requests: take a baseline
+    # from a status request on its own, then send a known mix.
+    base_req = get_req(STATUS)
+    with srv.connect() as c:
+        c.send(base_req)
+        base_resp = c.read_response()
+    base = json.loads(base_resp.body)
+    sent_bytes = len(base_req)
+    got_bytes = wire_len(base_resp)
+    conns = 1
+    n_req, n2, n4 = 1, 1, 0          # the baseline status request, answered 200
+
+    # 10 GETs on one keep-alive connection
+    with srv.connect() as c:
+        conns += 1
+        for _ in range(10):
+            req = get_req("/small.txt")
+            c.send(req)
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"]
+            sent_bytes += len(req)
+            got_bytes += wire_len(r)
+            n_req += 1
+            n2 += 1
+    # 5 404s on new connections
+    for _ in range(5):
+        req = get_req("/missing.txt")
+        with srv.connect() as c:
+            conns += 1
+            c.send(req)
+            r = c.read_response()
+        assert r.status == 404
+        sent_bytes += len(req)
+        got_bytes += wire_len(r)
+        n_req += 1
+        n4 += 1
+    # 3 HEADs on new connections
+    for _ in range(3):
+        req = build_request("HEAD", "/index.html")
+        with srv.connect() as c:
+            conns += 1
+            c.send(req)
+            r = c.read_response("HEAD")
+        assert r.status == 200 and r.body == b""
+        sent_bytes += len(req)
+        got_bytes += wire_len(r)
+        n_req += 1
+        n2 += 1
+    # 4 pipelined in one send
+    reqs = [get_req("/small.txt"), get_req("/style.css"), get_req("/nope"),
+            get_req("/index.html")]
+    with srv.connect() as c:
+        conns += 1
+        c.send(b"".join(reqs))
+        for want in (200, 200, 404, 200):
+            r = c.read_response()
+            assert r.status == want, r
+            got_bytes += wire_len(r)
+    sent_bytes += sum(len(q) for q in reqs)
+    n_req += 4
+    n2 += 3
+    n4 += 1
+
+    status_req = get_req(STATUS)
+    with srv.connect() as c:
+        conns += 1
+        c.send(status_req)
+        r = c.read_response()
+    st = json.loads(r.body)
+    # The status request is counted once it is answered: not in its own body.
+    assert st["requests"] - base["requests"] == n_req, (base, st)
+    assert sum(s["requests"] for s in st["slots"]) == st["requests"], st
+    assert st["responses"]["2xx"] - base["responses"]["2xx"] == n2, st["responses"]
+    assert st["responses"]["4xx"] - base["responses"]["4xx"] == n4, st["responses"]
+    for k in ("1xx", "3xx", "5xx"):
+        assert st["responses"][k] == base["responses"][k], st["responses"]
+    # bytes_in includes the status request being answered (already read).
+    assert st["bytes_in"] - base["bytes_in"] == sent_bytes - len(base_req) + len(status_req), st
+    # bytes_out: every response written before this status page was rendered
+    # (the baseline status response included, since its counter moved after
+    # its own rendering).
+    assert st["bytes_out"] - base["bytes_out"] == got_bytes, (got_bytes, base, st)
+    assert st["accepted"] - base["accepted"] == conns - 1, (conns, base, st)
+
+    # The next status request sees the previous one.
+    st2 = status_json(srv)
+    assert st2["requests"] == st["requests"] + 1, (st, st2)
+    assert st2["responses"]["2xx"] == st["responses"]["2xx"] + 1
+
+
+PROM_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.eE+]+|NaN|[+-]Inf)$")
+
+
+def parse_prometheus(text):
+    helps, types, samples = {}, {}, []
+    for line in text.splitlines():
+        if not line:
+            continue
+        if line.startswith("# HELP "):
+            name, _, doc = line[7:].partition(" ")
+            assert doc, f"HELP without text: {line!r}"
+            helps[name] = doc
+        elif line.startswith("# TYPE "):
+            name, _, typ = line[7:].partition(" ")
+            assert typ in ("counter", "gauge", "histogram", "summary", "untyped"), line
+            assert name not in types, f"two TYPE lines for {name}"
+            types[name] = typ
+        elif line.startswith("#"):
+            continue
+        else:
+            m = PROM_SAMPLE.match(line)
+            assert m, f"bad Prometheus sample line: {line!r}"
+            assert m.group(1) in types, f"sample before its TYPE line: {line!r}"
+            samples.append((m.group(1), m.group(2) or "", float(m.group(3))))
+    return helps, types, samples
+
+
+def test_prometheus_format(server):
+    srv = server("--workers", "2", "--status-path", STATUS)
+    wait_workers(srv, 2)
+    before = status_json(srv)
+    for _ in range(7):
+        assert srv.get("/small.txt").status == 200
+    r = srv.get(STATUS + "?format=prometheus")
+    assert r.status == 200, r
+    ctype = r.get("content-type", "")
+    assert ctype.startswith("text/plain"), ctype
+    assert "version=0.0.4" in ctype, ctype
+    text = r.body.decode()
+    assert text.endswith("\n")
+    helps, types, samples = parse_prometheus(text)
+    for name, typ in types.items():
+        assert name in helps, f"{name} has a TYPE but no HELP line"
+        if typ == "counter":
+            assert name.endswith("_total"), f"counter {name} should end in _total"
+    values = {(n, l): v for n, l, v in samples}
+    # the status request that took `before` was answered; this one is not yet
+    assert values[("herd_requests_total", "")] == before["requests"] + 1 + 7, text
+    assert types["herd_requests_total"] == "counter"
+    assert re.search(r"^herd_requests_total \d+$", text, re.M)
+    assert values[("herd_responses_total", '{code="2xx"}')] == before["responses"]["2xx"] + 8
+    for k in ("1xx", "3xx", "4xx", "5xx"):
+        assert ("herd_responses_total", f'{{code="{k}"}}') in values, k
+    if "herd_workers" in types:
+        assert values[("herd_workers", "")] == 2
+    if "herd_generation" in types:
+        assert values[("herd_generation", "")] == 1
+
+
+def test_table_format(server):
+    srv = server("--workers", "2", "--status-path", STATUS)
+    st = wait_workers(srv, 2)
+    r = srv.get(STATUS + "?format=table")
+    assert r.status == 200, r
+    assert r.get("content-type", "").startswith("text/plain"), r
+    text = r.body.decode()
+    lines = text.splitlines()
+    header = [i for i, l in enumerate(lines)
+              if re.match(r"^\s*slot\s+worker\s+pid\s+gen\s+state\s+requests\b", l)]
+    assert header, f"no slot table header in:\n{text}"
+    rows = lines[header[0] + 1:]
+    for s in st["slots"]:
+        assert any(re.search(rf"\b{s['pid']}\b.*\brunning\b", row) for row in rows), \
+            f"no row for worker pid {s['pid']}:\n{text}"
+    assert str(srv.pid) in text, "table should name the master pid"
+
+
+def test_head_on_status_has_no_body(server, site):
+    srv = server("--workers", "1", "--status-path", STATUS)
+    with srv.connect() as c:
+        c.send(build_request("HEAD", STATUS))
+        r = c.read_response("HEAD")
+        assert r.status == 200, r
+        assert r.get("content-type", "").startswith("application/json")
+        assert int(r.get("content-length", "0")) > 0, r
+        # A body after the HEAD head would be read as the next response.
+        assert c.nothing_within(0.3), f"bytes after a HEAD response: {bytes(c.buf)[:200]!r}"
+        c.send(get_req("/small.txt"))
+        r2 = c.read_response()
+        assert r2.status == 200 and r2.body == site.files["small.txt"], r2
+
+
+def test_status_never_cached(server):
+    srv = server("--workers", "1", "--status-path", STATUS)
+    a = status_json(srv)
+    b = status_json(srv)
+    assert b["requests"] == a["requests"] + 1, "the second read must show the first"
