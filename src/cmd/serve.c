@@ -181,7 +181,7 @@ static int serve_single(struct serve_config *cfg)
     }
     int fds[CONFIG_MAX_LISTEN];
     for (int i = 0; i < cfg->nlisten; i++) {
-        fds[i] = listen_open(&cfg->listen[i], 4096, 0);
+        fds[i] = listen_open(&cfg->listen[i], cfg->backlog, 0);
         if (fds[i] < 0) {
             fprintf(stderr, "herd: cannot listen on %s: %s\n", cfg->listen[i].text,
                     strerror(-fds[i]));
