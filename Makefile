@@ -48,8 +48,9 @@ www/big.bin:
 	head -c 8388608 /dev/urandom > $@
 
 run: deps build
-	@echo "herd: serving www/ on http://$(LISTEN)/  (Ctrl-C stops)"
-	exec build/herd serve www --listen $(LISTEN)
+	@mkdir -p logs
+	@echo "herd: serving www/ on http://$(LISTEN)/  (status: http://$(LISTEN)/herd-status, log: logs/access.log; Ctrl-C stops)"
+	exec build/herd serve www --listen $(LISTEN) --access-log logs/access.log --status-path /herd-status
 
 deps:
 	@sh scripts/deps.sh build
