@@ -303,10 +303,6 @@ def test_large_bodies_are_framed_exactly(backend, tmp_path, mode, extra):
     assert j["transfer_bytes"] >= j["requests"] * 300 * 1024
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "herd serve worker crashes after a large sendfile response when the "
-    "connection has no input buffer: keep_input(data=NULL) calls "
-    "bufpool_put(NULL) (src/models/conn.c, from on_writable -> settle)"))
 def test_large_file_from_herd_serve(server, site, tmp_path):
     s = server()
     r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "1s", s.url("/big.bin"))
