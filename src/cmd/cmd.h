@@ -4,7 +4,9 @@
 #define HERD_CMD_H
 
 int cmd_serve(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_lat(int argc, char **argv);
+int cmd_lab(int argc, char **argv);
 
 #endif

@@ -10,8 +10,10 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  serve [DOCROOT]   serve static files over HTTP/1.1 (herd serve --help)\n"
+    "  status [URL]      live counters of a running server (herd status --help)\n"
     "  load URL          HTTP load generator: req/s, HDR latency, --rate (herd load --help)\n"
     "  lat HOST|-s       ping-pong round-trip latency and its echo server (herd lat --help)\n"
+    "  lab               compare the models (and other servers) under load (herd lab --help)\n"
     "\n"
     "  herd --version    print the version\n"
     "  herd --help       this text\n";
@@ -33,10 +35,14 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "serve"))
         return cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "status"))
+        return cmd_status(argc - 1, argv + 1);
     if (!strcmp(cmd, "load"))
         return cmd_load(argc - 1, argv + 1);
     if (!strcmp(cmd, "lat"))
         return cmd_lat(argc - 1, argv + 1);
+    if (!strcmp(cmd, "lab"))
+        return cmd_lab(argc - 1, argv + 1);
     fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", cmd);
     return 2;
 }
