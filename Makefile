@@ -73,14 +73,28 @@ build-asan/unit/%: tests/unit/%.c $(ASAN_LIB) tests/unit/unit.h
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do timeout 120 $$t || exit 1; done
 
+# The whole suite runs on the default model; the HTTP part of it runs again
+# on every other model (the process tests pick their model themselves).
+PART1 := $(addprefix tests/integration/,test_cli.py test_static.py \
+	test_keepalive_pipeline.py test_conditional_range.py test_parsing_errors.py \
+	test_paths.py test_timeouts.py test_robustness.py)
+OTHER_MODELS := prefork dispatch threads iterative single
+PYTEST := python3 -m pytest -q -p no:cacheprovider
+
 integration: build/herd demo
-	timeout 900 python3 -m pytest -q -x tests/integration
+	timeout 1500 $(PYTEST) tests/integration
+	@for m in $(OTHER_MODELS); do \
+	  echo "integration: --model $$m"; \
+	  if [ $$m = iterative ]; then sel="not concurrency"; else sel=""; fi; \
+	  HERD_ARGS="--model $$m" timeout 900 $(PYTEST) -m "$$sel" $(PART1) || exit 1; \
+	done
 
 asan: build-asan/herd
 
 asan-test: build-asan/herd $(ASAN_UNIT)
 	@for t in $(ASAN_UNIT); do timeout 300 $$t || exit 1; done
-	HERD_BIN=build-asan/herd timeout 1800 python3 -m pytest -q -x tests/integration
+	HERD_BIN=build-asan/herd timeout 2400 $(PYTEST) tests/integration
+	HERD_BIN=build-asan/herd HERD_ARGS="--model threads" timeout 1200 $(PYTEST) $(PART1)
 
 # libFuzzer targets, built with clang, run for FUZZ_SECONDS each on a copy
 # of the committed corpus (new inputs do not dirty the tree).

@@ -92,7 +92,14 @@ static void receive_connections(struct server *s)
     struct evloop *ev = &s->ev;
     int fds[64];
     for (;;) {
-        int n = dispatch_receive(s->env->channel_fd, fds, 64);
+        /* At --max-connections the rest wait in the channel (and the master
+         * routes new ones to other workers); a closing connection resumes us. */
+        uint32_t room = ev->max_conns > ev->nconns ? ev->max_conns - ev->nconns : 0;
+        if (!room) {
+            ev->accept_paused = 1;
+            return;
+        }
+        int n = dispatch_receive(s->env->channel_fd, fds, room < 64 ? (int)room : 64);
         if (n <= 0) {
             if (n == 0 && !ev->stopping) {
                 /* The master dropped us (reload or stop): serve what we have. */
@@ -112,7 +119,7 @@ static void receive_connections(struct server *s)
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
             conn_open(ev, fds[i], 1, have_peer ? &peer : NULL);
         }
-        if (n < 64)
+        if (n < 64 && (uint32_t)n < room)
             return;
     }
 }
@@ -122,6 +129,8 @@ static void accept_all(struct server *s)
     s->ev.accept_paused = 0;
     for (int i = 0; i < s->nls; i++)
         accept_from(s, &s->ls[i], 0);
+    if (s->env->channel_fd >= 0)
+        receive_connections(s);
 }
 
 static void close_idle(struct evloop *ev, struct timerq *q)

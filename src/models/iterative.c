@@ -193,9 +193,11 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
         len -= pos;
         /* Idle between requests: the keep-alive timeout; inside one: the header timeout. */
         int64_t now = clock_now_ms();
-        int64_t wait = len || body_skip_active(&skip) ? head_deadline - now
-                                                       : it->cfg->keepalive_timeout_ms;
-        if (!len && !body_skip_active(&skip)) {
+        /* The first request's head is due a header timeout after accept. */
+        int64_t wait = len || body_skip_active(&skip) || nreq == 0
+                           ? head_deadline - now
+                           : it->cfg->keepalive_timeout_ms;
+        if (!len && !body_skip_active(&skip) && nreq > 0) {
             if (it->stop)
                 return;
             head_deadline = now + it->cfg->keepalive_timeout_ms + it->cfg->header_timeout_ms;
@@ -208,7 +210,7 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
             continue;
         if (n <= 0)
             return;
-        if (!len && !body_skip_active(&skip))
+        if (!len && !body_skip_active(&skip) && nreq > 0)
             head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
         len += (size_t)n;
         SB_ADD(it->slot->bytes_in, (uint64_t)n);

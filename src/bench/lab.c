@@ -1,0 +1,861 @@
+/* herd lab: the orchestration. For each server: start it pinned to the
+ * server CPU, wait until it answers (and check it is ours and listens on
+ * 127.0.0.1 only), then for each keep-alive mode and concurrency run
+ * `herd load` as a child pinned to the load CPU, sampling /proc before and
+ * after; stop the server by PID. herd load runs as a child process so the
+ * lab measures exactly what users run, and a crash in one run cannot take
+ * the lab down. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/json.h"
+#include "bench/lab_internal.h"
+#include "bench/lab_proc.h"
+
+const char *const lab_lat_keys[LAT_N] = {"p50", "p90", "p99", "p999", "max", "mean"};
+
+#define READY_MS 10000
+#define STOP_GRACE_MS 5000
+#define SETTLE_MS 250
+
+enum { RUN_DONE, RUN_INTERRUPTED };
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static void slug(char *out, size_t n, const char *label)
+{
+    snprintf(out, n, "%s", label);
+    for (char *p = out; *p; p++)
+        if (*p == '/')
+            *p = '-';
+}
+
+static int write_bytes(const char *path, const char *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        off += (size_t)w;
+    }
+    fchmod(fd, 0644);
+    return close(fd) < 0 ? -errno : 0;
+}
+
+/* The docroot: a 64-byte index.html (the anchors' file), 4k.bin, 1m.bin. */
+static int make_docroot(struct lab *lab, char *err, size_t errlen)
+{
+    static const char index_html[] = "<html><body>anchor: 64-byte index.html, HTTP test</body></html>\n";
+    _Static_assert(sizeof index_html - 1 == 64, "index.html is 64 bytes");
+    int rc = mkdir_p(lab->docroot);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", lab->docroot, strerror(-rc));
+        return -1;
+    }
+    chmod(lab->docroot, 0755);
+    char path[700];
+    char *big = malloc(1 << 20);
+    if (!big) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint32_t x = 2463534242u; /* xorshift: incompressible, repeatable */
+    for (size_t i = 0; i < (1 << 20); i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        big[i] = (char)x;
+    }
+    struct { const char *name; const char *data; size_t len; } files[] = {
+        {"index.html", index_html, 64}, {"4k.bin", big, 4096}, {"1m.bin", big, 1 << 20},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", lab->docroot, files[i].name);
+        rc = write_bytes(path, files[i].data, files[i].len);
+        if (rc < 0) {
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(-rc));
+            free(big);
+            return -1;
+        }
+    }
+    free(big);
+    struct stat st;
+    snprintf(path, sizeof path, "%s%s", lab->docroot, lab->cfg->path);
+    lab->body_bytes = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (int)st.st_size : -1;
+    return 0;
+}
+
+/* Run as root, nginx and h2o serve from a worker running as nobody: every
+ * directory above the docroot must let others through. */
+static void check_docroot_reach(struct lab *lab)
+{
+    if (geteuid() != 0 || lab->nnotes >= 8)
+        return;
+    char buf[700];
+    snprintf(buf, sizeof buf, "%s", lab->docroot);
+    for (char *p = buf + strlen(buf); p > buf; p--) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        struct stat st;
+        if (*buf && stat(buf, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            snprintf(lab->notes[lab->nnotes++], sizeof lab->notes[0],
+                     "%s is not searchable by other users: servers whose workers drop "
+                     "to nobody (nginx, h2o) will answer 403; use an --out directory "
+                     "below /tmp", buf);
+            return;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- HTTP */
+
+/* One GET over a fresh connection to 127.0.0.1:port, Connection: close.
+ * Returns the status code (body and its length in *body, *blen, inside
+ * buf), or -errno. */
+static int http_get(int port, const char *path, int timeout_ms, char *buf, size_t cap,
+                    char **body, size_t *blen)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path,
+                     port);
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+        int e = errno ? errno : EIO;
+        close(fd);
+        return -e;
+    }
+    size_t got = 0;
+    for (;;) {
+        if (got + 1 >= cap)
+            break;
+        ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno == EAGAIN ? ETIMEDOUT : errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = 0;
+    int status;
+    if (sscanf(buf, "HTTP/1.%*1d %3d", &status) != 1)
+        return -EPROTO;
+    char *b = strstr(buf, "\r\n\r\n");
+    *body = b ? b + 4 : buf + got;
+    *blen = (size_t)(buf + got - *body);
+    return status;
+}
+
+/* herd's status page: empty accept wakeups and requests, summed over the
+ * workers. Returns 0, or -1 when it could not be read. */
+static int herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *master)
+{
+    char buf[65536], *body, err[128];
+    size_t blen;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int st = http_get(port, "/herd-status", 2000, buf, sizeof buf, &body, &blen);
+        if (st != 200)
+            continue;
+        struct json *j = json_parse(body, blen, err, sizeof err);
+        if (!j)
+            continue;
+        uint64_t w, r, m = 0;
+        int ok = json_get_u64(j, "empty_accept_wakeups", &w) == 0 &&
+                 json_get_u64(j, "requests", &r) == 0;
+        json_get_u64(j, "master_pid", &m);
+        json_free(j);
+        if (ok) {
+            *wakeups = (int64_t)w;
+            *requests = (int64_t)r;
+            if (master)
+                *master = (int64_t)m;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A port nobody listens on right now: the kernel's pick for a bind to 0. */
+static int pick_port(void)
+{
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -1;
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof sa;
+        int port = -1;
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+            getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+            port = ntohs(sa.sin_port);
+        close(fd);
+        if (port > 0) {
+            char buf[256], *b;
+            size_t bl;
+            if (http_get(port, "/", 200, buf, sizeof buf, &b, &bl) == -ECONNREFUSED)
+                return port;
+        }
+    }
+    return -1;
+}
+
+static void last_line(const char *path, char *out, size_t n)
+{
+    out[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        /* skip herd load's carriage-return progress and blank lines */
+        char *p = strrchr(line, '\r');
+        p = p ? p + 1 : line;
+        if (*p)
+            snprintf(out, n, "%s", p);
+    }
+    fclose(f);
+}
+
+static void describe_exit(int status, char *out, size_t n)
+{
+    if (WIFEXITED(status))
+        snprintf(out, n, "exit status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(out, n, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(out, n, "status 0x%x", status);
+}
+
+/* ---------------------------------------------------------------- servers */
+
+/* Waits until the server answers GET path with 200 on a socket it owns.
+ * Returns 0, or -1 with the reason in s->reason. */
+static int wait_ready(struct lab *lab, struct lab_server *s, pid_t pid, const char *log)
+{
+    int64_t end = now_ms() + READY_MS;
+    char buf[4096], *body, tail[256];
+    size_t blen;
+    for (;;) {
+        int status;
+        if (lproc_exited(pid, &status)) {
+            char how[64];
+            describe_exit(status, how, sizeof how);
+            last_line(log, tail, sizeof tail);
+            snprintf(s->reason, sizeof s->reason, "exited at start (%s)%s%s", how,
+                     *tail ? ": " : "", tail);
+            return -1;
+        }
+        int st = http_get(s->port, lab->cfg->path, 1000, buf, sizeof buf, &body, &blen);
+        if (st == 200)
+            break;
+        if (st >= 400) {
+            snprintf(s->reason, sizeof s->reason, "answered %d to GET %s%s", st, lab->cfg->path,
+                     st == 403 ? " (can its worker user read the docroot?)" : "");
+            return -1;
+        }
+        if (now_ms() >= end) {
+            snprintf(s->reason, sizeof s->reason, "did not answer on 127.0.0.1:%d within %d s",
+                     s->port, READY_MS / 1000);
+            return -1;
+        }
+        if (lproc_sleep_ms(50)) {
+            snprintf(s->reason, sizeof s->reason, "interrupted while starting");
+            return -1;
+        }
+    }
+    /* It answers: is it ours, and does it listen on 127.0.0.1 only? */
+    struct lproc_id tree[64];
+    int n = lproc_tree(pid, tree, 64);
+    struct lproc_listener ls[32];
+    int nl = lproc_listeners(tree, n, ls, 32);
+    int ours = 0;
+    for (int i = 0; i < nl; i++) {
+        if (!ls[i].loopback4) {
+            snprintf(s->reason, sizeof s->reason, "listens on %s port %d, not only on 127.0.0.1",
+                     ls[i].addr, ls[i].port);
+            return -1;
+        }
+        ours |= ls[i].port == s->port;
+    }
+    if (!ours) {
+        snprintf(s->reason, sizeof s->reason,
+                 "port %d answers, but not from a socket of the server's processes", s->port);
+        return -1;
+    }
+    if (!strcmp(s->kind, "herd")) {
+        int64_t w, r, master = 0;
+        if (herd_status(s->port, &w, &r, &master) < 0 || master != pid) {
+            snprintf(s->reason, sizeof s->reason, "its status page (/herd-status) %s",
+                     master ? "names another master" : "cannot be read");
+            return -1;
+        }
+    }
+    s->npids = 0;
+    for (int i = 0; i < n && s->npids < (int)(sizeof s->pids / sizeof s->pids[0]); i++)
+        s->pids[s->npids++] = tree[i].pid;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+struct sample {
+    struct lproc_usage u;
+    int have_u;
+    uint64_t overflows, drops;
+    int have_net;
+    uint64_t srv_task, srv_total, load_task, load_total;
+    int have_cores;
+    int64_t wakeups, requests;
+    int have_status;
+    double t;
+};
+
+static void take_sample(const struct lab *lab, const struct lab_server *s, pid_t pid,
+                        struct sample *x, int with_status)
+{
+    memset(x, 0, sizeof *x);
+    x->have_u = lproc_usage_tree(pid, &x->u) == 0;
+    x->have_net = lproc_netstat(&x->overflows, &x->drops) == 0;
+    x->have_cores = lproc_core_ticks(lab->cfg->server_cpu, &x->srv_task, &x->srv_total) == 0 &&
+                    lproc_core_ticks(lab->cfg->load_cpu, &x->load_task, &x->load_total) == 0;
+    if (with_status && !strcmp(s->kind, "herd"))
+        x->have_status = herd_status(s->port, &x->wakeups, &x->requests, NULL) == 0;
+    x->t = now_s();
+}
+
+/* Runs herd load once. Returns 0 when it finished (exit status in
+ * *status, usage in ru), 1 when it overran its deadline (and was
+ * stopped), 2 when a stop signal came (and it was stopped). */
+static int run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                    int64_t dur_ms, const char *json, const char *log, int *status,
+                    struct rusage *ru, char *err, size_t errlen)
+{
+    const struct lab_config *cfg = lab->cfg;
+    char url[700], c[16], d[32], t[32], cpu[16];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port, cfg->path);
+    snprintf(c, sizeof c, "%d", conc);
+    snprintf(d, sizeof d, "%lldms", (long long)dur_ms);
+    snprintf(t, sizeof t, "%lldms", (long long)cfg->timeout_ms);
+    snprintf(cpu, sizeof cpu, "%d", cfg->load_cpu);
+    char *argv[24];
+    int a = 0;
+    argv[a++] = (char *)lab->man.herd_bin;
+    argv[a++] = "load";
+    argv[a++] = url;
+    argv[a++] = "-c";
+    argv[a++] = c;
+    argv[a++] = "-t";
+    argv[a++] = "1";
+    argv[a++] = "-d";
+    argv[a++] = d;
+    argv[a++] = "--timeout";
+    argv[a++] = t;
+    argv[a++] = "--cpus";
+    argv[a++] = cpu;
+    if (!ka)
+        argv[a++] = "--no-keepalive";
+    if (json) {
+        argv[a++] = "--json";
+        argv[a++] = (char *)json;
+    }
+    argv[a] = NULL;
+    unlink(log);
+    pid_t pid = lproc_spawn(argv, cfg->load_cpu, log, err, errlen);
+    if (pid < 0)
+        return 1;
+    /* herd load stops itself after -d; connecting and the last timeouts
+     * take at most --timeout more. */
+    int64_t limit = dur_ms + 2 * cfg->timeout_ms + 10000;
+    int rc = lproc_wait(pid, limit, status, ru);
+    if (rc == 1) {
+        snprintf(err, errlen, "herd load did not finish within %lld s; stopped",
+                 (long long)(limit / 1000));
+        lproc_stop(pid, 2000);
+    } else if (rc == 2) {
+        snprintf(err, errlen, "interrupted");
+        lproc_stop(pid, 2000);
+    }
+    return rc;
+}
+
+static int read_load_json(const char *path, struct lab_point *p, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "herd load wrote no JSON (%s)", strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            char *t = realloc(buf, cap ? cap * 2 : 65536);
+            if (!t)
+                break;
+            buf = t;
+            cap = cap ? cap * 2 : 65536;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        if (!r)
+            break;
+        n += r;
+    }
+    fclose(f);
+    char jerr[160];
+    struct json *j = buf ? json_parse(buf, n, jerr, sizeof jerr) : NULL;
+    free(buf);
+    if (!j) {
+        snprintf(err, errlen, "herd load's JSON does not parse: %s", buf ? jerr : "no memory");
+        return -1;
+    }
+    int ok = json_get_double(j, "requests_per_sec", &p->rps) == 0 &&
+             json_get_u64(j, "requests", &p->requests) == 0 &&
+             json_get_double(j, "duration_s", &p->duration_s) == 0;
+    json_get_u64(j, "connects", &p->connects);
+    const struct json *lat = json_get(j, "latency_us");
+    for (int i = 0; i < LAT_N && ok; i++)
+        ok = lat && json_get_double(lat, lab_lat_keys[i], &p->lat_us[i]) == 0;
+    const struct json *e = json_get(j, "errors");
+    p->errors_total = 0;
+    for (int i = 0; i < LOAD_NERR && ok; i++) {
+        p->errors[i] = 0;
+        if (e)
+            json_get_u64(e, load_err_names[i], &p->errors[i]);
+        p->errors_total += p->errors[i];
+    }
+    json_free(j);
+    if (!ok) {
+        snprintf(err, errlen, "herd load's JSON lacks requests_per_sec, requests or latency_us");
+        return -1;
+    }
+    return 0;
+}
+
+static void print_point(const struct lab_server *s, int ka, int conc, const struct lab_point *p)
+{
+    if (!p->ok) {
+        fprintf(stderr, "lab: %-15s %-10s c=%-5d FAILED: %s\n", s->label,
+                ka ? "keep-alive" : "close", conc, p->reason);
+        return;
+    }
+    char rps[32], p99[32];
+    lab_fmt_num(rps, sizeof rps, p->rps);
+    lab_fmt_us(p99, sizeof p99, p->lat_us[LAT_P99]);
+    double cpu = p->user_s + p->sys_s;
+    fprintf(stderr,
+            "lab: %-15s %-10s c=%-5d %10s req/s  p99 %9s  server CPU %3.0f%% (%.1f us/req)  "
+            "errors %llu\n",
+            s->label, ka ? "keep-alive" : "close", conc, rps, p99,
+            p->wall_s > 0 ? 100 * cpu / p->wall_s : 0,
+            p->requests ? 1e6 * cpu / (double)p->requests : 0,
+            (unsigned long long)p->errors_total);
+}
+
+static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int ci)
+{
+    const struct lab_config *cfg = lab->cfg;
+    struct lab_point *p = lab_point(lab, s, ki, ci);
+    int ka = cfg->ka[ki], conc = cfg->conc[ci];
+    char name[160], json[900], log[900], err[256];
+    slug(name, sizeof name, s->label);
+    snprintf(p->raw, sizeof p->raw, "raw/%s-%s-c%d.json", name, ka ? "keepalive" : "close", conc);
+    snprintf(json, sizeof json, "%s/%s", cfg->out_dir, p->raw);
+    snprintf(log, sizeof log, "%s/raw/%s-%s-c%d.txt", cfg->out_dir, name,
+             ka ? "keepalive" : "close", conc);
+    unlink(json);
+    int status;
+    struct rusage ru;
+
+    if (cfg->warmup_ms > 0) {
+        char wlog[900];
+        snprintf(wlog, sizeof wlog, "%s/raw/%s-%s-c%d.warmup.txt", cfg->out_dir, name,
+                 ka ? "keepalive" : "close", conc);
+        int rc = run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
+                          sizeof err);
+        if (rc == 2)
+            return RUN_INTERRUPTED;
+    }
+
+    struct sample a, b;
+    take_sample(lab, s, pid, &a, 1);
+    memset(&ru, 0, sizeof ru);
+    int rc = run_load(lab, s, ka, conc, cfg->duration_ms, json, log, &status, &ru, err,
+                      sizeof err);
+    take_sample(lab, s, pid, &b, 0);
+    if (rc == 2)
+        return RUN_INTERRUPTED;
+    /* The status page last: its own request must not land in the window. */
+    if (!strcmp(s->kind, "herd"))
+        b.have_status = herd_status(s->port, &b.wakeups, &b.requests, NULL) == 0;
+
+    p->done = 1;
+    p->ok = 0;
+    int exited;
+    if (rc != 0) {
+        snprintf(p->reason, sizeof p->reason, "%s", err);
+    } else if (lproc_exited(pid, &exited)) {
+        char how[64];
+        describe_exit(exited, how, sizeof how);
+        snprintf(p->reason, sizeof p->reason, "the server exited during the run (%s)", how);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char how[64], tail[200];
+        describe_exit(status, how, sizeof how);
+        last_line(log, tail, sizeof tail);
+        snprintf(p->reason, sizeof p->reason, "herd load: %s%s%s", how, *tail ? ": " : "",
+                 *tail ? tail : "");
+    } else if (read_load_json(json, p, err, sizeof err) < 0) {
+        snprintf(p->reason, sizeof p->reason, "%s", err);
+    } else if (p->requests <= p->errors[LERR_STATUS] || !(p->rps > 0)) {
+        snprintf(p->reason, sizeof p->reason, "no successful response (%llu requests, %llu errors)",
+                 (unsigned long long)p->requests, (unsigned long long)p->errors_total);
+    } else if (!a.have_u || !b.have_u) {
+        snprintf(p->reason, sizeof p->reason, "cannot read the server's /proc counters");
+    } else {
+        p->ok = 1;
+    }
+    if (!p->ok) {
+        print_point(s, ka, conc, p);
+        return RUN_DONE;
+    }
+
+    double hz = (double)lproc_hz();
+    p->wall_s = b.t - a.t;
+    p->user_s = (double)(b.u.utime - a.u.utime) / hz;
+    p->sys_s = (double)(b.u.stime - a.u.stime) / hz;
+    p->vcsw = b.u.vcsw >= a.u.vcsw ? b.u.vcsw - a.u.vcsw : 0;
+    p->ivcsw = b.u.ivcsw >= a.u.ivcsw ? b.u.ivcsw - a.u.ivcsw : 0;
+    p->nproc = b.u.nproc;
+    p->nthreads = b.u.nthreads;
+    if (a.have_net && b.have_net) {
+        p->overflows = b.overflows - a.overflows;
+        p->drops = b.drops - a.drops;
+    }
+    p->empty_wakeups = a.have_status && b.have_status ? b.wakeups - a.wakeups : -1;
+    p->srv_requests = a.have_status && b.have_status ? b.requests - a.requests : -1;
+    p->load_user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+    p->load_sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    p->foreign_pct = -1;
+    if (a.have_cores && b.have_cores && b.srv_total > a.srv_total && b.load_total > a.load_total) {
+        double srv = (double)(b.srv_task - a.srv_task) - (p->user_s + p->sys_s) * hz;
+        double load = (double)(b.load_task - a.load_task) - (p->load_user_s + p->load_sys_s) * hz;
+        double fs = 100 * srv / (double)(b.srv_total - a.srv_total);
+        double fl = 100 * load / (double)(b.load_total - a.load_total);
+        p->foreign_pct = fs > fl ? fs : fl;
+        if (p->foreign_pct < 0)
+            p->foreign_pct = 0;
+    }
+    print_point(s, ka, conc, p);
+    return RUN_DONE;
+}
+
+/* Starts s, runs every point, stops it. Returns RUN_INTERRUPTED when a
+ * stop signal came. */
+static int run_server(struct lab *lab, struct lab_server *s)
+{
+    const struct lab_config *cfg = lab->cfg;
+    char name[160], dir[900], log[1000], err[256];
+    slug(name, sizeof name, s->label);
+    snprintf(dir, sizeof dir, "%s/servers/%s", cfg->out_dir, name);
+    int rc = mkdir_p(dir);
+    if (rc < 0) {
+        s->state = SRV_FAILED;
+        snprintf(s->reason, sizeof s->reason, "cannot create %s: %s", dir, strerror(-rc));
+        return RUN_DONE;
+    }
+    lab_server_version(s, dir, cfg->server_cpu);
+    s->port = pick_port();
+    if (s->port < 0) {
+        s->state = SRV_FAILED;
+        snprintf(s->reason, sizeof s->reason, "no free port on 127.0.0.1");
+        return RUN_DONE;
+    }
+    char store[4096], *argv[32];
+    if (lab_server_command(s, lab->man.herd_bin, lab->docroot, dir, s->port,
+                           lab->man.nofile_soft, store, sizeof store, argv, 32, err,
+                           sizeof err) < 0) {
+        s->state = SRV_FAILED;
+        snprintf(s->reason, sizeof s->reason, "%s", err);
+        return RUN_DONE;
+    }
+    snprintf(log, sizeof log, "%s/server.log", dir);
+    unlink(log);
+    pid_t pid = lproc_spawn(argv, cfg->server_cpu, log, err, sizeof err);
+    if (pid < 0) {
+        s->state = SRV_FAILED;
+        snprintf(s->reason, sizeof s->reason, "%s", err);
+        fprintf(stderr, "lab: %s: %s\n", s->label, s->reason);
+        return RUN_DONE;
+    }
+    fprintf(stderr, "lab: %s: started pid %d on 127.0.0.1:%d (CPU %d)\n", s->label, (int)pid,
+            s->port, cfg->server_cpu);
+    s->pids[0] = pid;
+    s->npids = 1;
+    int result = RUN_DONE;
+    if (wait_ready(lab, s, pid, log) < 0) {
+        s->state = SRV_FAILED;
+        fprintf(stderr, "lab: %s: failed: %s\n", s->label, s->reason);
+        if (lproc_stop_requested())
+            result = RUN_INTERRUPTED;
+    } else {
+        s->state = SRV_OK;
+        char pids[200] = "";
+        for (int i = 0, used = 0; i < s->npids; i++)
+            used += snprintf(pids + used, sizeof pids - (size_t)used, "%s%d", i ? " " : "",
+                             (int)s->pids[i]);
+        fprintf(stderr, "lab: %s: ready, pids %s\n", s->label, pids);
+        for (int ki = 0; ki < cfg->nka && result == RUN_DONE; ki++)
+            for (int ci = 0; ci < cfg->nconc && result == RUN_DONE; ci++) {
+                int status;
+                if (lproc_exited(pid, &status)) {
+                    char how[64];
+                    describe_exit(status, how, sizeof how);
+                    struct lab_point *p = lab_point(lab, s, ki, ci);
+                    p->done = 1;
+                    snprintf(p->reason, sizeof p->reason, "the server had exited (%s)", how);
+                    continue;
+                }
+                result = measure(lab, s, pid, ki, ci);
+                if (result == RUN_DONE && lproc_sleep_ms(SETTLE_MS))
+                    result = RUN_INTERRUPTED;
+            }
+    }
+    int killed = lproc_stop(pid, STOP_GRACE_MS);
+    fprintf(stderr, "lab: %s: stopped pid %d%s\n", s->label, (int)pid,
+            killed ? " (some processes needed SIGKILL)" : "");
+    return result;
+}
+
+/* ---------------------------------------------------------------- lab */
+
+static int write_reports(struct lab *lab)
+{
+    const char *out = lab->cfg->out_dir;
+    char path[900];
+    int rc = 0;
+    snprintf(path, sizeof path, "%s/report.json", out);
+    rc |= lab_write_json(lab, path);
+    snprintf(path, sizeof path, "%s/report.md", out);
+    rc |= lab_write_md(lab, path);
+    snprintf(path, sizeof path, "%s/reqs.svg", out);
+    rc |= lab_write_svg(lab, CHART_RPS, path);
+    snprintf(path, sizeof path, "%s/p99.svg", out);
+    rc |= lab_write_svg(lab, CHART_P99, path);
+    return rc ? -1 : 0;
+}
+
+static void stamp(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%d %H:%M:%S %Z", &tm);
+}
+
+static void add_server(struct lab *lab, const char *kind, const char *model)
+{
+    struct lab_server *s = &lab->servers[lab->nservers++];
+    s->kind = kind;
+    s->model = model;
+    s->state = SRV_PENDING;
+    if (model)
+        snprintf(s->label, sizeof s->label, "herd/%s", model);
+    else
+        snprintf(s->label, sizeof s->label, "%s", kind);
+    if (!model && lab_server_find(kind, s->bin, sizeof s->bin) < 0) {
+        s->state = SRV_NOT_INSTALLED;
+        snprintf(s->reason, sizeof s->reason, "not installed");
+        if (lab->nnotes < 8)
+            snprintf(lab->notes[lab->nnotes++], sizeof lab->notes[0],
+                     "%s is not installed (looked in PATH and the sbin directories; "
+                     "set %s_BIN to point at it): skipped", kind,
+                     !strcmp(kind, "nginx") ? "NGINX" : !strcmp(kind, "h2o") ? "H2O" : "LIGHTTPD");
+        fprintf(stderr, "lab: %s is not installed; skipped\n", kind);
+    }
+}
+
+int lab_run(const struct lab_config *cfg)
+{
+    struct lab *lab = calloc(1, sizeof *lab);
+    if (!lab) {
+        fprintf(stderr, "herd lab: out of memory\n");
+        return 1;
+    }
+    lab->cfg = cfg;
+    int rc = lproc_signals_init();
+    if (rc < 0) {
+        fprintf(stderr, "herd lab: cannot set up signals: %s\n", strerror(-rc));
+        free(lab);
+        return 1;
+    }
+    /* Servers and herd load inherit the limit: use the whole hard limit. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    char herd_bin[512];
+    ssize_t n = readlink("/proc/self/exe", herd_bin, sizeof herd_bin - 1);
+    if (n <= 0) {
+        fprintf(stderr, "herd lab: cannot find my own binary: %s\n", strerror(errno));
+        free(lab);
+        return 1;
+    }
+    herd_bin[n] = 0;
+    lab_manifest_fill(&lab->man, herd_bin);
+    stamp(lab->man.started, sizeof lab->man.started);
+
+    char err[320];
+    rc = mkdir_p(cfg->out_dir);
+    char sub[900];
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        snprintf(sub, sizeof sub, "%s/%s", cfg->out_dir, i ? "servers" : "raw");
+        rc = mkdir_p(sub);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "herd lab: cannot create %s: %s\n", cfg->out_dir, strerror(-rc));
+        free(lab);
+        return 1;
+    }
+    chmod(cfg->out_dir, 0755);
+    char abs[600];
+    if (!realpath(cfg->out_dir, abs)) {
+        fprintf(stderr, "herd lab: %s: %s\n", cfg->out_dir, strerror(errno));
+        free(lab);
+        return 1;
+    }
+    snprintf(lab->docroot, sizeof lab->docroot, "%s/www", abs);
+    if (make_docroot(lab, err, sizeof err) < 0) {
+        fprintf(stderr, "herd lab: %s\n", err);
+        free(lab);
+        return 1;
+    }
+    check_docroot_reach(lab);
+    if (lab->body_bytes < 0 && lab->nnotes < 8)
+        snprintf(lab->notes[lab->nnotes++], sizeof lab->notes[0],
+                 "%s is not one of the lab's files (index.html, 4k.bin, 1m.bin): expect 404s",
+                 cfg->path);
+
+    for (int i = 0; i < cfg->nmodels; i++)
+        add_server(lab, "herd", cfg->models[i]);
+    for (int i = 0; i < cfg->ncompare; i++)
+        add_server(lab, cfg->compare[i], NULL);
+    for (int i = 0; i < lab->nservers; i++) {
+        lab->servers[i].points = calloc((size_t)(cfg->nka * cfg->nconc), sizeof(struct lab_point));
+        if (!lab->servers[i].points) {
+            fprintf(stderr, "herd lab: out of memory\n");
+            for (int j = 0; j < i; j++)
+                free(lab->servers[j].points);
+            free(lab);
+            return 1;
+        }
+    }
+
+    int runs = 0;
+    fprintf(stderr, "lab: %d server%s x %d concurrency level%s x %d keep-alive mode%s, %lld ms "
+                    "each; server on CPU %d, load on CPU %d; writing %s\n",
+            lab->nservers, lab->nservers == 1 ? "" : "s", cfg->nconc, cfg->nconc == 1 ? "" : "s",
+            cfg->nka, cfg->nka == 1 ? "" : "s", (long long)cfg->duration_ms, cfg->server_cpu,
+            cfg->load_cpu, cfg->out_dir);
+    for (int i = 0; i < lab->nservers && !lab->interrupted; i++) {
+        struct lab_server *s = &lab->servers[i];
+        if (s->state != SRV_PENDING)
+            continue;
+        if (lproc_stop_requested() || run_server(lab, s) == RUN_INTERRUPTED)
+            lab->interrupted = 1;
+        stamp(lab->man.finished, sizeof lab->man.finished);
+        write_reports(lab);
+    }
+    for (int i = 0; i < lab->nservers; i++) {
+        struct lab_server *s = &lab->servers[i];
+        if (s->state == SRV_PENDING) {
+            s->state = SRV_SKIPPED;
+            snprintf(s->reason, sizeof s->reason, "not run: the lab was interrupted");
+        }
+        for (int k = 0; k < cfg->nka * cfg->nconc; k++)
+            runs += s->points[k].ok;
+    }
+    stamp(lab->man.finished, sizeof lab->man.finished);
+    int wrc = write_reports(lab);
+    if (wrc < 0)
+        fprintf(stderr, "herd lab: cannot write the report in %s\n", cfg->out_dir);
+    else
+        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg)\n",
+                cfg->out_dir);
+    int status = lab->interrupted ? 130 : wrc < 0 ? 1 : runs ? 0 : 1;
+    if (lab->interrupted)
+        fprintf(stderr, "lab: interrupted; every server the lab started is stopped\n");
+    else if (!runs)
+        fprintf(stderr, "herd lab: no run succeeded (see the report for the reasons)\n");
+    for (int i = 0; i < lab->nservers; i++)
+        free(lab->servers[i].points);
+    free(lab);
+    return status;
+}

@@ -1,0 +1,43 @@
+/* herd lab: runs herd serve in each concurrency model (and nginx, h2o,
+ * lighttpd when installed) under herd load at each concurrency level, with
+ * server and load pinned to separate CPUs, and writes a lab notebook:
+ * report.md, report.json, reqs.svg and p99.svg in one directory. */
+#ifndef HERD_BENCH_LAB_H
+#define HERD_BENCH_LAB_H
+
+#include <stdint.h>
+
+#define LAB_MAX_SERVERS 32
+#define LAB_MAX_CONC 64
+
+struct lab_config {
+    const char *models[LAB_MAX_SERVERS];   /* herd models, report order */
+    int nmodels;
+    const char *compare[LAB_MAX_SERVERS];  /* other servers: "nginx", ... */
+    int ncompare;
+    int conc[LAB_MAX_CONC];                /* connections, ascending */
+    int nconc;
+    int ka[2];                             /* keep-alive modes in order: 1 on, 0 off */
+    int nka;
+    int64_t duration_ms, warmup_ms, timeout_ms;
+    int server_cpu, load_cpu;
+    const char *out_dir;
+    const char *path;                      /* request target, e.g. /index.html */
+};
+
+/* herd's concurrency models, in report order: "all" means these. This
+ * list is the one place the lab learns about a new model. */
+extern const char *const lab_herd_models[];
+extern const int lab_nherd_models;
+
+/* The other servers the lab knows how to configure. */
+extern const char *const lab_compare_servers[];
+extern const int lab_ncompare_servers;
+
+/* Runs the lab and writes the report. Progress goes to stderr. Returns
+ * the exit status: 0 when the report is written and at least one run
+ * succeeded, 1 when none did or the report cannot be written, 130 when a
+ * signal stopped it (the report then holds what was measured). */
+int lab_run(const struct lab_config *cfg);
+
+#endif

@@ -1,0 +1,117 @@
+/* What the lab files share: the measurements of one lab, the servers and
+ * the report writers. Not for use outside src/bench/lab*.c. */
+#ifndef HERD_BENCH_LAB_INTERNAL_H
+#define HERD_BENCH_LAB_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bench/lab.h"
+#include "bench/load.h"
+
+enum lab_lat { LAT_P50, LAT_P90, LAT_P99, LAT_P999, LAT_MAX, LAT_MEAN, LAT_N };
+extern const char *const lab_lat_keys[LAT_N];   /* "p50", ..., the keys of herd load's JSON */
+
+/* One run: one server, one keep-alive mode, one concurrency. */
+struct lab_point {
+    int done;                 /* measured, successfully or not */
+    int ok;                   /* figures below are valid */
+    char reason[256];         /* why it failed */
+    uint64_t requests, connects, errors[LOAD_NERR], errors_total;
+    double duration_s, rps;
+    double lat_us[LAT_N];
+    double wall_s;            /* the sampling window around herd load */
+    double user_s, sys_s;     /* server CPU over the window, whole process tree */
+    uint64_t vcsw, ivcsw;     /* server context switches, every thread */
+    int nproc, nthreads;      /* server processes and threads seen */
+    uint64_t overflows, drops; /* TcpExt ListenOverflows / ListenDrops, machine-wide */
+    int64_t empty_wakeups;    /* herd only (scoreboard); -1: not herd or unreadable */
+    int64_t srv_requests;     /* requests the server counted; -1: unknown */
+    double load_user_s, load_sys_s;
+    double foreign_pct;       /* CPU that neither server nor load used on their cores, % */
+    char raw[160];            /* herd load's JSON, relative to the out dir */
+};
+
+enum lab_srv_state { SRV_PENDING, SRV_OK, SRV_NOT_INSTALLED, SRV_FAILED, SRV_SKIPPED };
+
+struct lab_server {
+    char label[48];           /* "herd/reuseport", "nginx" */
+    const char *kind;         /* "herd", "nginx", "h2o", "lighttpd" */
+    const char *model;        /* herd's model, else NULL */
+    enum lab_srv_state state;
+    char reason[320];
+    char bin[512];
+    char version[160];
+    char command[1024];       /* the command line, for the report */
+    char config[256];         /* its config file, relative to the out dir; "" for herd */
+    int port;
+    pid_t pids[16];           /* the process tree as first seen */
+    int npids;
+    struct lab_point *points; /* [ka index * nconc + concurrency index] */
+};
+
+struct lab_manifest {
+    char cpu_model[160];
+    int cpus_online;
+    char affinity[64];
+    char kernel[256];
+    char hostname[128];
+    char started[40], finished[40];
+    char loadavg[64];
+    char governor[64];
+    char herd_version[32];
+    char herd_bin[512];
+    struct { const char *name; char value[96]; } sysctl[12];
+    int nsysctl;
+    long nofile_soft, nofile_hard;
+};
+
+struct lab {
+    const struct lab_config *cfg;
+    struct lab_manifest man;
+    struct lab_server servers[LAB_MAX_SERVERS * 2];
+    int nservers;
+    char notes[8][320];
+    int nnotes;
+    int interrupted;
+    char docroot[600];
+    int body_bytes;           /* size of the file at cfg->path, -1 if not ours */
+};
+
+static inline struct lab_point *lab_point(const struct lab *lab, const struct lab_server *s,
+                                          int ka_index, int conc_index)
+{
+    return &s->points[ka_index * lab->cfg->nconc + conc_index];
+}
+
+/* lab_servers.c: binaries, configs and command lines. */
+
+/* Finds the binary of a compare server: $NGINX_BIN etc., else PATH and the
+ * sbin directories. Returns 0 with the path, or -1. */
+int lab_server_find(const char *kind, char *path, size_t n);
+
+/* Writes the config files under dir (for the compare servers) and fills
+ * argv (pointers into store) with the command line serving docroot on
+ * 127.0.0.1:port. Returns argc, or -1 with a reason in err. */
+int lab_server_command(struct lab_server *s, const char *herd_bin, const char *docroot,
+                       const char *dir, int port, long nofile, char *store, size_t storelen,
+                       char **argv, int maxargs, char *err, size_t errlen);
+
+/* The version line of a compare server (its -v output), "" if unknown. */
+void lab_server_version(struct lab_server *s, const char *dir, int cpu);
+
+/* lab_report.c */
+void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);
+int lab_write_md(const struct lab *lab, const char *path);
+int lab_write_json(const struct lab *lab, const char *path);
+
+/* lab_svg.c: metric 0 is req/s (linear), 1 is p99 in us (log scale). */
+enum lab_chart { CHART_RPS, CHART_P99 };
+int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path);
+
+/* Formats for tables and charts. */
+void lab_fmt_num(char *buf, size_t n, double v);    /* 123,456 */
+void lab_fmt_us(char *buf, size_t n, double us);    /* 45 us, 1.2 ms, 2.00 s */
+
+#endif

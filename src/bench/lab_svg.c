@@ -1,0 +1,288 @@
+/* herd lab's charts: req/s (linear) and p99 (log scale) against
+ * concurrency (log scale), one panel per keep-alive mode, one polyline per
+ * server/model, standalone SVG 1.1 that a browser opens as it is. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/lab_internal.h"
+
+#define PANEL_W 560
+#define PANEL_H 420
+#define MARGIN_L 78
+#define MARGIN_R 22
+#define MARGIN_T 58
+#define MARGIN_B 56
+#define LEGEND_W 200
+#define TITLE_H 34
+
+static const char *const palette[] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+};
+#define NPALETTE (int)(sizeof palette / sizeof palette[0])
+
+static void esc(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static int charted(const struct lab_server *s)
+{
+    return s->state == SRV_OK || s->state == SRV_FAILED || s->state == SRV_SKIPPED;
+}
+
+static double value(enum lab_chart which, const struct lab_point *p)
+{
+    return which == CHART_RPS ? p->rps : p->lat_us[LAT_P99];
+}
+
+/* A round step giving about n ticks up to max. */
+static double nice_step(double max, int n)
+{
+    double raw = max / n, mag = pow(10, floor(log10(raw)));
+    double r = raw / mag;
+    return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
+}
+
+static void fmt_rps(char *buf, size_t n, double v)
+{
+    if (v >= 1e6)
+        snprintf(buf, n, "%gM", v / 1e6);
+    else if (v >= 1e3)
+        snprintf(buf, n, "%gk", v / 1e3);
+    else
+        snprintf(buf, n, "%g", v);
+}
+
+struct scale {
+    double lo, hi;      /* in axis units (log10 for log axes) */
+    int log;
+    double p0, p1;      /* pixels for lo and hi */
+};
+
+static double map(const struct scale *s, double v)
+{
+    double x = s->log ? log10(v) : v;
+    return s->p0 + (x - s->lo) / (s->hi - s->lo) * (s->p1 - s->p0);
+}
+
+static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, double ox,
+                  double oy)
+{
+    const struct lab_config *cfg = lab->cfg;
+    double x0 = ox + MARGIN_L, x1 = ox + PANEL_W - MARGIN_R;
+    double y0 = oy + MARGIN_T, y1 = oy + PANEL_H - MARGIN_B;
+    int ka = cfg->ka[ki];
+
+    fprintf(f, "  <g class=\"panel\">\n");
+    fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"14\" "
+               "font-weight=\"bold\">%s</text>\n",
+            (x0 + x1) / 2, oy + 24, ka ? "keep-alive on" : "keep-alive off (connection per request)");
+
+    double vmin = INFINITY, vmax = 0;
+    for (int i = 0; i < lab->nservers; i++) {
+        const struct lab_server *s = &lab->servers[i];
+        if (!charted(s))
+            continue;
+        for (int c = 0; c < cfg->nconc; c++) {
+            const struct lab_point *p = lab_point(lab, s, ki, c);
+            double v = p->ok ? value(which, p) : NAN;
+            if (!(v > 0) || !isfinite(v))
+                continue;
+            vmin = v < vmin ? v : vmin;
+            vmax = v > vmax ? v : vmax;
+        }
+    }
+
+    /* x: concurrency, log scale, a little room on both sides */
+    double cmin = cfg->conc[0], cmax = cfg->conc[cfg->nconc - 1];
+    if (cmax <= cmin)
+        cmin /= 2, cmax *= 2;
+    double pad = (log10(cmax) - log10(cmin)) * 0.05;
+    struct scale xs = {log10(cmin) - pad, log10(cmax) + pad, 1, x0, x1};
+    struct scale ys;
+    if (which == CHART_RPS) {
+        double top = vmax > 0 ? vmax * 1.08 : 1;
+        double step = nice_step(top, 5);
+        ys = (struct scale){0, ceil(top / step) * step, 0, y1, y0};
+    } else {
+        double lo = vmax > 0 ? floor(log10(vmin)) : 0, hi = vmax > 0 ? ceil(log10(vmax)) : 1;
+        if (hi <= lo)
+            hi = lo + 1;
+        ys = (struct scale){lo, hi, 1, y1, y0};
+    }
+
+    fprintf(f, "    <rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ffffff\" "
+               "stroke=\"#333333\" stroke-width=\"1\"/>\n",
+            x0, y0, x1 - x0, y1 - y0);
+
+    /* x ticks: every concurrency measured */
+    for (int c = 0; c < cfg->nconc; c++) {
+        double x = map(&xs, cfg->conc[c]);
+        fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n",
+                x, y0, x, y1);
+        fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n",
+                x, y1, x, y1 + 5);
+        fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", x, y1 + 19,
+                cfg->conc[c]);
+    }
+    fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">connections "
+               "(log scale)</text>\n",
+            (x0 + x1) / 2, y1 + 40);
+
+    /* y ticks */
+    char lbl[32];
+    if (which == CHART_RPS) {
+        double step = nice_step(ys.hi, 5);
+        for (double v = 0; v <= ys.hi + step / 2; v += step) {
+            double y = map(&ys, v);
+            fmt_rps(lbl, sizeof lbl, v);
+            fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                       "stroke=\"#dddddd\"/>\n", x0, y, x1, y);
+            fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", x0 - 7,
+                    y + 4, lbl);
+        }
+    } else {
+        int decades = (int)(ys.hi - ys.lo);
+        for (int d = (int)ys.lo; d <= (int)ys.hi; d++)
+            for (int m = 1; m <= 5; m += m == 1 ? 1 : 3) { /* 1, 2, 5 */
+                if (m > 1 && (decades > 3 || d == (int)ys.hi))
+                    continue;
+                double v = m * pow(10, d);
+                double y = map(&ys, v);
+                lab_fmt_us(lbl, sizeof lbl, v);
+                fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                           "stroke=\"%s\"/>\n", x0, y, x1, y, m == 1 ? "#cccccc" : "#eeeeee");
+                fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                        x0 - 7, y + 4, lbl);
+            }
+    }
+    fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 "
+               "%.1f %.1f)\">%s</text>\n",
+            ox + 16, (y0 + y1) / 2, ox + 16, (y0 + y1) / 2,
+            which == CHART_RPS ? "requests per second" : "p99 latency (log scale)");
+
+    if (vmax <= 0)
+        fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999999\">"
+                   "no successful runs</text>\n",
+                (x0 + x1) / 2, (y0 + y1) / 2);
+
+    /* one polyline per server/model through its successful points */
+    int color = 0;
+    for (int i = 0; i < lab->nservers; i++) {
+        const struct lab_server *s = &lab->servers[i];
+        if (!charted(s))
+            continue;
+        const char *col = palette[color++ % NPALETTE];
+        int nok = 0;
+        for (int c = 0; c < cfg->nconc; c++)
+            nok += lab_point(lab, s, ki, c)->ok && value(which, lab_point(lab, s, ki, c)) > 0;
+        if (nok) {
+            fprintf(f, "    <polyline class=\"series\" fill=\"none\" stroke=\"%s\" "
+                       "stroke-width=\"2\" points=\"", col);
+            for (int c = 0, first = 1; c < cfg->nconc; c++) {
+                const struct lab_point *p = lab_point(lab, s, ki, c);
+                if (!p->ok || !(value(which, p) > 0))
+                    continue;
+                fprintf(f, "%s%.1f,%.1f", first ? "" : " ", map(&xs, cfg->conc[c]),
+                        map(&ys, value(which, p)));
+                first = 0;
+            }
+            fprintf(f, "\"><title>");
+            esc(f, s->label);
+            fprintf(f, ", keep-alive %s</title></polyline>\n", ka ? "on" : "off");
+        }
+        for (int c = 0; c < cfg->nconc; c++) {
+            const struct lab_point *p = lab_point(lab, s, ki, c);
+            double x = map(&xs, cfg->conc[c]);
+            if (p->ok && value(which, p) > 0) {
+                char v[32];
+                if (which == CHART_RPS)
+                    lab_fmt_num(v, sizeof v, p->rps);
+                else
+                    lab_fmt_us(v, sizeof v, p->lat_us[LAT_P99]);
+                fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
+                        x, map(&ys, value(which, p)), col);
+                esc(f, s->label);
+                fprintf(f, ", c=%d: %s%s</title></circle>\n", cfg->conc[c], v,
+                        which == CHART_RPS ? " req/s" : "");
+            } else if (p->done) {
+                fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"%s\" "
+                           "font-weight=\"bold\">×<title>", x, y1 - 4, col);
+                esc(f, s->label);
+                fprintf(f, ", c=%d failed: ", cfg->conc[c]);
+                esc(f, p->reason);
+                fprintf(f, "</title></text>\n");
+            }
+        }
+    }
+    fprintf(f, "  </g>\n");
+}
+
+int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
+{
+    const struct lab_config *cfg = lab->cfg;
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int nseries = 0;
+    for (int i = 0; i < lab->nservers; i++)
+        nseries += charted(&lab->servers[i]);
+    int w = cfg->nka * PANEL_W + LEGEND_W;
+    int legend_h = 40 + 20 * nseries;
+    int h = TITLE_H + (PANEL_H > legend_h ? PANEL_H : legend_h) + 10;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+               "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n", w, h, w, h);
+    fprintf(f, "  <title>herd lab: %s</title>\n",
+            which == CHART_RPS ? "requests per second" : "p99 latency");
+    fprintf(f, "  <rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
+    fprintf(f, "  <text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\" "
+               "font-weight=\"bold\">",
+            (w - LEGEND_W) / 2);
+    fprintf(f, "%s against connections, ", which == CHART_RPS ? "Requests per second"
+                                                            : "p99 latency");
+    esc(f, lab->man.started);
+    fprintf(f, "</text>\n");
+    for (int ki = 0; ki < cfg->nka; ki++)
+        panel(f, lab, which, ki, ki * PANEL_W, TITLE_H);
+
+    double lx = cfg->nka * PANEL_W + 10, ly = TITLE_H + MARGIN_T;
+    fprintf(f, "  <g class=\"legend\">\n    <text x=\"%.1f\" y=\"%.1f\" "
+               "font-weight=\"bold\">server/model</text>\n", lx, ly);
+    int color = 0;
+    for (int i = 0; i < lab->nservers; i++) {
+        const struct lab_server *s = &lab->servers[i];
+        if (!charted(s))
+            continue;
+        double y = ly + 20 * (color + 1);
+        const char *col = palette[color++ % NPALETTE];
+        fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                   "stroke-width=\"3\"/>\n", lx, y - 4, lx + 24, y - 4, col);
+        fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\">", lx + 30, y);
+        esc(f, s->label);
+        if (s->state == SRV_FAILED)
+            fputs(" (failed)", f);
+        fprintf(f, "</text>\n");
+    }
+    fprintf(f, "  </g>\n</svg>\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

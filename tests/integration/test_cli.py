@@ -1,0 +1,349 @@
+"""CLI contract: help/version, flag parsing and exit codes, listeners, signals."""
+
+import re
+import signal
+import socket
+import subprocess
+import time
+import hashlib
+
+import pytest
+
+from conftest import HERD_ARGS, ipv6_available, run_herd, require_binary, herd_cmd
+from herdtest import RawConn, build_request, check_common, get_req, wait_for
+
+READY_LINE = re.compile(
+    r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} \[notice\] listening on http://127\.0\.0\.1:(\d+)/$")
+
+
+# ------------------------------------------------------------ help / version
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_exits_0_with_usage_on_stdout(flag):
+    r = run_herd([flag], extra=False)
+    assert r.returncode == 0, r.stderr
+    assert "serve" in r.stdout, r.stdout
+    assert r.stdout.strip(), "usage must go to stdout"
+
+
+def test_version():
+    r = run_herd(["--version"], extra=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "herd 0.1.0"
+
+
+def test_serve_help():
+    r = run_herd(["serve", "--help"], extra=False)
+    assert r.returncode == 0, r.stderr
+    assert "--listen" in r.stdout, r.stdout
+    assert "--keepalive-timeout" in r.stdout, r.stdout
+
+
+# ------------------------------------------------------------ bad flags
+
+def assert_usage_error(r):
+    assert r.returncode == 2, f"rc={r.returncode} stderr={r.stderr!r}"
+    lines = r.stderr.strip("\n").splitlines()
+    assert len(lines) == 1, f"want exactly one stderr line, got {r.stderr!r}"
+    assert lines[0].startswith("herd: "), lines[0]
+
+
+@pytest.mark.parametrize("bad", [
+    ["--bogus"],
+    ["--no-such-flag=1"],
+    ["-x"],
+    ["--keepalive-requests", "abc"],
+    ["--keepalive-requests=abc"],
+    ["--keepalive-requests", "-1"],
+    ["--keepalive-requests", "12abc"],
+    ["--max-header-size", "10x"],
+    ["--max-header-size", "k"],
+    ["--max-body-size", "abc"],
+    ["--header-timeout", "5x"],
+    ["--header-timeout", "abc"],
+    ["--keepalive-timeout", "ms"],
+    ["--send-timeout", "1y"],
+    ["--shutdown-timeout", "soon"],
+    ["--max-connections", "many"],
+    ["--listen", "127.0.0.1:70000"],
+    ["--listen", "127.0.0.1:http-ish"],
+    ["--keepalive-requests"],             # missing value at the end
+], ids=lambda a: " ".join(a))
+def test_bad_flag_or_value_exits_2_one_line(site, bad):
+    r = run_herd(["serve", str(site.root), "--listen", "127.0.0.1:0", *bad])
+    assert_usage_error(r)
+
+
+def test_port_in_use_exits_1(site):
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        r = run_herd(["serve", str(site.root), "--listen", f"127.0.0.1:{port}"])
+    finally:
+        holder.close()
+    assert r.returncode == 1, f"rc={r.returncode} stderr={r.stderr!r}"
+    assert "already in use" in r.stderr, r.stderr
+    assert f"herd: cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_bad_docroot_exits_1(site, tmp_path, kind):
+    if kind == "missing":
+        root = tmp_path / "does-not-exist"
+    else:
+        root = tmp_path / "a-file"
+        root.write_text("x")
+    r = run_herd(["serve", str(root), "--listen", "127.0.0.1:0"])
+    assert r.returncode == 1, f"rc={r.returncode} stderr={r.stderr!r}"
+    assert len(r.stderr.strip("\n").splitlines()) == 1, r.stderr
+
+
+# ------------------------------------------------------------ startup line, listeners
+
+def test_ready_line_format(server):
+    srv = server()
+    lines = [l for l in srv.stderr_text().splitlines() if "listening on" in l]
+    assert len(lines) == 1, lines
+    m = READY_LINE.match(lines[0])
+    assert m, lines[0]
+    port = int(m.group(1))
+    assert port != 0, "must print the real port, not 0"
+    assert port == srv.port
+    r = srv.get("/index.html")
+    assert r.status == 200
+
+
+def test_docroot_defaults_to_cwd(server, site):
+    srv = server(docroot=None, cwd=site.root)
+    r = srv.get("/small.txt")
+    assert r.status == 200
+    assert r.body == site.files["small.txt"]
+
+
+def test_equals_form_of_options(server):
+    srv = server("--keepalive-requests=2", "--max-header-size=1k")
+    with srv.connect() as c:
+        c.send(get_req("/small.txt"))
+        assert "close" not in c.read_response().conn_tokens()
+        c.send(get_req("/small.txt"))
+        r = c.read_response()
+        assert "close" in r.conn_tokens(), "--keepalive-requests=2 not applied"
+        c.expect_close()
+    r = srv.request(get_req("/small.txt", headers=[("X-Big", "a" * 1500)]))
+    assert r.status == 431, "--max-header-size=1k not applied"
+
+
+def test_two_listeners(server):
+    srv = server(listen=["127.0.0.1:0", "127.0.0.1:0"])
+    assert len(srv.listeners) == 2
+    ports = {l[1][1] for l in srv.listeners}
+    assert len(ports) == 2, srv.listeners
+    for fam, addr in srv.listeners:
+        r = srv.request(get_req("/small.txt"), addr=addr)
+        assert r.status == 200
+
+
+def test_unix_socket_listener(server, short_tmp, site):
+    path = str(short_tmp / "h.sock")
+    srv = server(listen=[f"unix:{path}"])
+    assert srv.listeners == [("unix", path)], srv.listeners
+    with RawConn.open(path) as c:
+        assert c.sock.family == socket.AF_UNIX
+        for _ in range(3):               # keep-alive over AF_UNIX too
+            c.send(get_req("/small.txt"))
+            r = c.read_response()
+            assert r.status == 200
+            assert r.body == site.files["small.txt"]
+            check_common(r)
+
+
+def test_unix_and_tcp_listeners_together(server, short_tmp):
+    path = str(short_tmp / "both.sock")
+    srv = server(listen=["127.0.0.1:0", f"unix:{path}"])
+    kinds = sorted(l[0] for l in srv.listeners)
+    assert kinds == ["inet", "unix"], srv.listeners
+    assert srv.request(get_req("/index.html")).status == 200
+    assert srv.request(get_req("/index.html"), addr=path).status == 200
+
+
+@pytest.mark.skipif(not ipv6_available(), reason="no IPv6 loopback")
+def test_ipv6_listener(server, site):
+    srv = server(listen=["[::1]:0"])
+    fam, addr = srv.listeners[0]
+    assert fam == "inet6" and addr[0] == "::1" and addr[1] != 0, srv.listeners
+    with RawConn.open(addr) as c:
+        assert c.sock.family == socket.AF_INET6
+        c.send(get_req("/small.txt", host="[::1]"))
+        r = c.read_response()
+    assert r.status == 200 and r.body == site.files["small.txt"]
+    out = subprocess.run(["curl", "-sS", "-g", "--max-time", "10",
+                          f"http://[::1]:{addr[1]}/small.txt"],
+                         capture_output=True, timeout=20)
+    assert out.returncode == 0 and out.stdout == site.files["small.txt"], out.stderr
+
+
+@pytest.mark.parametrize("dur", ["15", "15s", "500ms", "2m", "1h"])
+def test_duration_forms_accepted(server, dur):
+    srv = server("--keepalive-timeout", dur, "--header-timeout", dur,
+                 "--send-timeout", dur, "--shutdown-timeout", dur)
+    assert srv.get("/small.txt").status == 200
+
+
+def test_500ms_duration_is_milliseconds(server):
+    srv = server("--keepalive-timeout", "500ms")
+    with srv.connect() as c:
+        c.send(get_req("/small.txt"))
+        assert c.read_response().status == 200
+        closed, elapsed, extra = c.closed_within(5)
+    assert closed, "500ms keepalive timeout never fired"
+    assert elapsed < 3.0, f"500ms keep-alive timeout took {elapsed:.2f}s"
+
+
+@pytest.mark.parametrize("size", ["8k", "4096", "64k", "1m"])
+def test_header_size_forms_accepted(server, size):
+    srv = server("--max-header-size", size)
+    assert srv.get("/small.txt").status == 200
+
+
+@pytest.mark.parametrize("size", ["1m", "2m", "100k", "1024"])
+def test_body_size_forms_accepted(server, size):
+    srv = server("--max-body-size", size)
+    assert srv.get("/small.txt").status == 200
+
+
+def test_plain_number_size_is_bytes(server):
+    srv = server("--max-header-size", "2048")
+    assert srv.request(get_req("/small.txt", headers=[("X-Pad", "a" * 1400)])).status == 200
+    assert srv.request(get_req("/small.txt", headers=[("X-Pad", "a" * 2500)])).status == 431
+
+
+def test_verbose_flag(server):
+    for flag in ("-v", "--verbose"):
+        srv = server(flag)
+        assert srv.get("/small.txt").status == 200
+
+
+# ------------------------------------------------------------ signals
+
+def _start_stalled_download(srv, site):
+    """A client that requests big.bin and reads only the first 1 MiB."""
+    c = srv.connect(rcvbuf=65536)
+    c.send(get_req("/big.bin"))
+    head = c.read_until(b"\r\n\r\n")
+    assert b" 200 " in head.split(b"\r\n")[0], head
+    got = c.read_exact(1 << 20)
+    return c, got
+
+
+@pytest.mark.concurrency
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_graceful_stop(server, site, sig):
+    srv = server()
+    idle = srv.connect()
+    idle.send(get_req("/small.txt"))
+    assert idle.read_response().status == 200
+    dl, first = _start_stalled_download(srv, site)
+
+    srv.send_signal(sig)
+    # idle keep-alive connection: closed
+    idle.expect_close(timeout=5)
+
+    # listener closed: new connections refused (while the download is in flight)
+    def refused():
+        try:
+            socket.create_connection(srv.addr, timeout=2).close()
+            return False
+        except (ConnectionRefusedError, ConnectionResetError):
+            return True
+    wait_for(refused, timeout=5, what="listener closed after signal")
+
+    # the in-flight response is finished
+    h = hashlib.sha256(first)
+    dl.read_exact(site.big_size - len(first), sink=h.update)
+    assert h.hexdigest() == site.big_sha
+    dl.close()
+    rc = srv.wait(5)
+    assert rc == 0, f"exit code {rc} after {sig!r}"
+
+
+@pytest.mark.slow
+def test_shutdown_timeout_bounds_graceful_stop(server, site):
+    srv = server("--shutdown-timeout", "1s")
+    dl, _ = _start_stalled_download(srv, site)
+    t0 = time.monotonic()
+    srv.send_signal(signal.SIGTERM)
+    rc = srv.wait(8)
+    elapsed = time.monotonic() - t0
+    dl.close()
+    assert rc is not None, "did not exit although the shutdown deadline passed"
+    assert elapsed < 5, f"took {elapsed:.1f}s with --shutdown-timeout 1s"
+    assert rc == 0
+
+
+@pytest.mark.slow
+def test_graceful_stop_waits_for_in_flight(server, site):
+    """Default shutdown timeout (10s): a stalled client keeps the server up for
+    a while after SIGTERM (it is not killed at once)."""
+    srv = server()
+    dl, _ = _start_stalled_download(srv, site)
+    srv.send_signal(signal.SIGTERM)
+    assert srv.wait(1.0) is None, "exited at once although a response was in flight"
+    dl.close()
+    assert srv.wait(5) == 0
+
+
+@pytest.mark.slow
+def test_sigquit_exits_at_once(server, site):
+    srv = server()          # default --shutdown-timeout 10s
+    dl, _ = _start_stalled_download(srv, site)
+    t0 = time.monotonic()
+    srv.send_signal(signal.SIGQUIT)
+    rc = srv.wait(5)
+    elapsed = time.monotonic() - t0
+    dl.close()
+    assert rc is not None, "SIGQUIT did not stop the server"
+    assert elapsed < 3, f"SIGQUIT took {elapsed:.1f}s"
+
+
+# ------------------------------------------------------------ max-connections
+
+@pytest.mark.concurrency
+@pytest.mark.slow
+def test_max_connections_queues_extra(server, site):
+    """--max-connections 2: extra connections wait in the backlog (not served,
+    not closed) until a slot frees. With several worker processes the limit
+    may apply per process, so 12 connections are used: fewer than all of them
+    may be served at once, and all are served once the first ones close."""
+    srv = server("--max-connections", "2")
+    conns = [srv.connect() for _ in range(12)]
+    try:
+        for c in conns:
+            c.send(get_req("/small.txt"))
+        time.sleep(1.0)       # give the server every chance to (wrongly) serve all
+        served = [c for c in conns if not c.nothing_within(0)]
+        waiting = [c for c in conns if c not in served]
+        assert len(served) >= 2, "not even --max-connections connections served"
+        assert waiting, "all 12 connections served at once with --max-connections 2"
+        for c in served:
+            assert c.read_response().status == 200
+        for c in waiting:
+            assert c.is_open(), "a connection above the limit was closed, not queued"
+        for c in served:
+            c.close()
+        # freed slots: the queued connections are served, in one or more waves
+        deadline = time.monotonic() + 15
+        pending = list(waiting)
+        while pending and time.monotonic() < deadline:
+            ready = [c for c in pending if not c.nothing_within(0.05)]
+            for c in ready:
+                r = c.read_response()
+                assert r.status == 200 and r.body == site.files["small.txt"]
+                c.close()
+                pending.remove(c)
+        assert not pending, f"{len(pending)} queued connections never served"
+    finally:
+        for c in conns:
+            c.close()

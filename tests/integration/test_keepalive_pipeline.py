@@ -1,0 +1,296 @@
+"""Keep-alive, Connection handling, HTTP/1.0, pipelining, many connections."""
+
+import selectors
+import socket
+import time
+
+import pytest
+
+from herdtest import (OP_TIMEOUT, RawConn, build_request, check_common, etag_for, get_req,
+                      parse_head)
+
+
+def test_keepalive_is_default_for_11(shared, site):
+    with shared.connect() as c:
+        for _ in range(5):
+            c.send(get_req("/small.txt"))
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"]
+            assert "close" not in r.conn_tokens()
+        assert c.is_open()
+
+
+@pytest.mark.parametrize("value", ["close", "Close", "keep-alive, close"])
+def test_connection_close_honoured(shared, site, value):
+    with shared.connect() as c:
+        c.send(get_req("/small.txt", headers=[("Connection", value)]))
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        assert "close" in r.conn_tokens(), r
+        c.expect_close()
+
+
+def test_http10_closes_by_default(shared, site):
+    with shared.connect() as c:
+        c.send(get_req("/small.txt", version="HTTP/1.0", host=None))
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        assert "keep-alive" not in r.conn_tokens()
+        c.expect_close()
+
+
+def test_http10_keepalive_on_request(shared, site):
+    with shared.connect() as c:
+        for i in range(3):
+            c.send(get_req("/small.txt", version="HTTP/1.0", host=None,
+                           headers=[("Connection", "keep-alive")]))
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"]
+            assert "keep-alive" in r.conn_tokens(), f"request {i}: {r}"
+            check_common(r)
+        # without the header again: the server closes after this one
+        c.send(get_req("/index.html", version="HTTP/1.0", host=None))
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["index.html"]
+        c.expect_close()
+
+
+def test_http10_head_and_404(shared):
+    with shared.connect() as c:
+        c.send(build_request("HEAD", "/index.html", version="HTTP/1.0", host=None,
+                             headers=[("Connection", "keep-alive")]))
+        r = c.read_response("HEAD")
+        assert r.status == 200 and r.body == b""
+        c.send(get_req("/missing", version="HTTP/1.0", host=None))
+        r = c.read_response()
+        assert r.status == 404
+        c.expect_close()
+
+
+def test_http10_with_host_is_fine(shared, site):
+    r = shared.request(get_req("/small.txt", version="HTTP/1.0"))
+    assert r.status == 200 and r.body == site.files["small.txt"]
+
+
+def test_pipeline_20_gets_in_one_send(shared, site):
+    names = ["index.html", "style.css", "pixel.png", "small.txt", "sub/page.txt",
+             "empty.txt", "mime/a.json", "sub/index.html", "mime/a.js", "with space.txt"] * 2
+    data = b"".join(get_req("/" + n.replace(" ", "%20")) for n in names)
+    with shared.connect() as c:
+        c.send(data)                       # one send, 20 requests
+        for n in names:
+            r = c.read_response()
+            assert r.status == 200, (n, r)
+            assert r.body == site.files[n], n
+            check_common(r)
+        assert c.nothing_within(0.2), "extra bytes after the 20 responses"
+
+
+def test_pipeline_mixed_in_order(shared, site):
+    etag = etag_for(site.root / "small.txt")
+    reqs = [
+        ("GET", get_req("/index.html"), 200, site.files["index.html"]),
+        ("HEAD", build_request("HEAD", "/style.css"), 200, b""),
+        ("GET", get_req("/missing.txt"), 404, None),
+        ("GET", get_req("/sub"), 301, None),
+        ("GET", get_req("/sub/"), 200, site.files["sub/index.html"]),
+        ("GET", get_req("/small.txt", headers=[("Range", "bytes=0-4")]), 206, b"01234"),
+        ("GET", get_req("/small.txt", headers=[("If-None-Match", etag)]), 304, b""),
+        ("HEAD", build_request("HEAD", "/missing"), 404, b""),
+        ("GET", get_req("/small.txt", headers=[("Range", "bytes=-3")]), 206, b"xyz"),
+        ("GET", get_req("/empty/"), 403, None),
+        ("GET", get_req("/.hidden"), 404, None),
+        ("GET", get_req("/%69ndex.html"), 200, site.files["index.html"]),
+        ("GET", get_req("/small.txt", body=b"abc", headers=[("Content-Length", "3")]),
+         200, site.files["small.txt"]),
+        ("GET", get_req("/pixel.png"), 200, site.files["pixel.png"]),
+        ("HEAD", build_request("HEAD", "/big.bin"), 200, b""),
+        ("GET", get_req("/small.txt", headers=[("Connection", "close")]), 200,
+         site.files["small.txt"]),
+    ]
+    with shared.connect() as c:
+        c.send(b"".join(r[1] for r in reqs))
+        for i, (method, _, status, body) in enumerate(reqs):
+            r = c.read_response(method)
+            assert r.status == status, (i, r)
+            if body is not None:
+                assert r.body == body, (i, r.body[:100])
+        c.expect_close()
+
+
+def test_pipeline_with_error_methods_keepalive(shared, site):
+    """501 and 405 keep the connection: pipelined requests after them work."""
+    data = (build_request("FOO", "/") + get_req("/small.txt")
+            + build_request("POST", "/index.html", body=b"hello",
+                            headers=[("Content-Length", "5")])
+            + get_req("/style.css")
+            + build_request("DELETE", "/index.html") + get_req("/index.html"))
+    with shared.connect() as c:
+        c.send(data)
+        expect = [(501, None), (200, site.files["small.txt"]), (405, None),
+                  (200, site.files["style.css"]), (405, None), (200, site.files["index.html"])]
+        for status, body in expect:
+            r = c.read_response()
+            assert r.status == status, r
+            if body is not None:
+                assert r.body == body
+        assert c.is_open()
+
+
+@pytest.mark.slow
+def test_pipeline_1000_requests(shared, site):
+    """Far more pipelined requests than fit in one read: output backpressure
+    while input keeps coming."""
+    n = 1000
+    data = get_req("/index.html") * (n - 1) + get_req("/small.txt")
+    with shared.connect() as c:
+        c.send(data)
+        for i in range(n - 1):
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["index.html"], i
+        r = c.read_response()
+        assert r.body == site.files["small.txt"]
+
+
+def test_request_one_byte_at_a_time(shared, site):
+    req = get_req("/index.html", headers=[("User-Agent", "trickle/1"), ("Accept", "*/*")])
+    with shared.connect() as c:
+        for i, b in enumerate(req):
+            c.send(bytes([b]))
+            time.sleep(0.001)           # pacing so bytes travel in separate segments
+            if i == len(req) - 2:
+                assert c.nothing_within(0.2), "responded before the head was complete"
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["index.html"]
+        # and a second request on the same connection, also byte by byte
+        req2 = get_req("/small.txt", headers=[("Content-Length", "4")], body=b"abcd")
+        for b in req2:
+            c.send(bytes([b]))
+            time.sleep(0.001)
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        assert c.nothing_within(0.2)
+
+
+def test_request_split_across_sends_at_crlf(shared, site):
+    """Splits right inside the CRLFCRLF terminator."""
+    req = get_req("/small.txt")
+    with shared.connect() as c:
+        for part in (req[:-3], req[-3:-2], req[-2:-1], req[-1:]):
+            c.send(part)
+            time.sleep(0.02)
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+
+
+# ------------------------------------------------------------ keepalive-requests
+
+def test_keepalive_requests_limit(server, site):
+    srv = server("--keepalive-requests", "3")
+    with srv.connect() as c:
+        for i in range(3):
+            c.send(get_req("/small.txt"))
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"]
+            if i < 2:
+                assert "close" not in r.conn_tokens(), f"response {i + 1} closes early"
+            else:
+                assert "close" in r.conn_tokens(), "3rd response lacks Connection: close"
+        c.expect_close()
+
+
+def test_keepalive_requests_limit_pipelined(server, site):
+    srv = server("--keepalive-requests", "3")
+    with srv.connect() as c:
+        c.send(get_req("/small.txt") * 5)
+        for i in range(3):
+            r = c.read_response()
+            assert r.status == 200
+        assert "close" in r.conn_tokens()
+        rest = c.read_to_close()
+        assert b"HTTP/1." not in rest, "answered more than --keepalive-requests requests"
+
+
+def test_keepalive_requests_1(server):
+    srv = server("--keepalive-requests", "1")
+    with srv.connect() as c:
+        c.send(get_req("/small.txt"))
+        r = c.read_response()
+        assert "close" in r.conn_tokens()
+        c.expect_close()
+
+
+# ------------------------------------------------------------ many connections
+
+@pytest.mark.concurrency
+@pytest.mark.slow
+def test_1000_concurrent_keepalive_connections(shared, site):
+    n = 1000
+    req = get_req("/index.html")
+    body = site.files["index.html"]
+    base_fds = shared.tree_fd_count()
+    sel = selectors.DefaultSelector()
+    state = {}
+    socks = []
+    try:
+        for i in range(n):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(shared.addr)
+            socks.append(s)
+            state[s] = {"out": req, "in": bytearray(), "round": 0, "done": False}
+            sel.register(s, selectors.EVENT_WRITE)
+
+        def run_round(rnd, deadline):
+            pending = n
+            while pending:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"round {rnd}: {pending} of {n} connections "
+                                         f"not served in time")
+                for key, ev in sel.select(timeout=1.0):
+                    s = key.fileobj
+                    st = state[s]
+                    if ev & selectors.EVENT_WRITE:
+                        try:
+                            k = s.send(st["out"])
+                        except (BlockingIOError, InterruptedError):
+                            continue
+                        st["out"] = st["out"][k:]
+                        if not st["out"]:
+                            sel.modify(s, selectors.EVENT_READ)
+                    elif ev & selectors.EVENT_READ:
+                        try:
+                            data = s.recv(65536)
+                        except BlockingIOError:
+                            continue
+                        assert data, f"round {rnd}: server closed a keep-alive connection"
+                        st["in"] += data
+                        i = st["in"].find(b"\r\n\r\n")
+                        if i < 0:
+                            continue
+                        ver, status, _, hdrs = parse_head(bytes(st["in"][:i]))
+                        cl = int(dict((k.lower(), v) for k, v in hdrs)["content-length"])
+                        if len(st["in"]) < i + 4 + cl:
+                            continue
+                        assert status == 200
+                        assert bytes(st["in"][i + 4:]) == body
+                        st["in"] = bytearray()
+                        sel.unregister(s)
+                        pending -= 1
+
+        t0 = time.monotonic()
+        run_round(1, t0 + 25)
+        # all 1000 are still open on the server side at the same time
+        fds = shared.tree_fd_count()
+        assert fds >= base_fds + n - 5, f"server holds {fds} fds, base {base_fds}"
+        for s in socks:
+            state[s]["out"] = req
+            sel.register(s, selectors.EVENT_WRITE)
+        run_round(2, time.monotonic() + 15)
+        assert time.monotonic() - t0 < 30
+    finally:
+        for s in socks:
+            s.close()
+        sel.close()
+    r = shared.get("/small.txt")
+    assert r.status == 200

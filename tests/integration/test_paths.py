@@ -1,0 +1,161 @@
+"""Path resolution: traversal tricks never leave the docroot."""
+
+import subprocess
+
+import pytest
+
+from herdtest import build_request, check_error, get_req
+
+# base/secret.txt sits next to the docroot (base/www): one '..' away.
+TRAVERSALS = [
+    "/../secret.txt",
+    "/../../../../../../../../etc/passwd",
+    "/sub/../../secret.txt",
+    "/sub/../sub/../../secret.txt",
+    "/./../secret.txt",
+    "/%2e%2e/secret.txt",
+    "/%2E%2E/secret.txt",
+    "/.%2e/secret.txt",
+    "/%2e./secret.txt",
+    "/sub/%2e%2e/%2e%2e/secret.txt",
+    "/%2e%2e%2fsecret.txt",
+    "/..%2fsecret.txt",
+    "/..%2Fsecret.txt",
+    "/sub%2f..%2f..%2fsecret.txt",
+    "/%2f..%2fsecret.txt",
+    "/%252e%252e/secret.txt",
+    "/%252e%252e%252fsecret.txt",
+    "/..%252fsecret.txt",
+    "/..\\secret.txt",
+    "/sub\\..\\..\\secret.txt",
+    "/%5c..%5csecret.txt",
+    "/..%5csecret.txt",
+    "/%c0%ae%c0%ae/secret.txt",
+    "/..;/secret.txt",
+    "//../secret.txt",
+    "/sub//../../secret.txt",
+    "/escape_link",
+    "/escape_dir_link/inner.txt",
+    "/sub/../escape_link",
+    "/../www/../secret.txt",
+]
+
+
+def assert_not_served(r, site):
+    assert r.status in (400, 404), r
+    assert site.secret not in r.body
+    assert site.outside_secret not in r.body
+    assert b"root:" not in r.body
+
+
+@pytest.mark.parametrize("target", TRAVERSALS)
+def test_traversal_not_served(shared, site, target):
+    with shared.connect() as c:
+        c.send(build_request("GET", target))
+        r = c.read_response()
+    assert_not_served(r, site)
+
+
+@pytest.mark.parametrize("target", ["/..", "/../", "/%2e%2e/", "/sub/../..", "/../sub/"])
+def test_dotdot_to_root_never_shows_parent(shared, site, target):
+    """'..' above the root may be rejected or clamped to the root, but never
+    reaches the parent directory."""
+    r = shared.get(target)
+    assert site.secret not in r.body and b"secret.txt" not in r.body
+    assert r.status in (200, 301, 400, 404), r
+    if r.status == 200:
+        assert r.body in (site.files["index.html"], site.files["sub/index.html"])
+
+
+def test_symlinked_dir_outside_not_listed(shared, site):
+    r = shared.get("/escape_dir_link/")
+    assert r.status in (400, 403, 404), r
+    assert b"inner.txt" not in r.body and site.outside_secret not in r.body
+
+
+@pytest.mark.parametrize("target", ["/../secret.txt", "/%2e%2e/secret.txt", "/escape_link"])
+def test_traversal_head(shared, site, target):
+    with shared.connect() as c:
+        c.send(build_request("HEAD", target))
+        r = c.read_response("HEAD")
+    assert r.status in (400, 404)
+    assert r.get("content-length") != str(len(site.secret))
+
+
+@pytest.mark.parametrize("target", [
+    "http://127.0.0.1/../secret.txt",
+    "http://127.0.0.1/%2e%2e/secret.txt",
+    "http://evil.example/../../etc/passwd",
+    "http://127.0.0.1/escape_link",
+    "http://127.0.0.1/..%2fsecret.txt",
+])
+def test_absolute_form_traversal_not_served(shared, site, target):
+    with shared.connect() as c:
+        c.send(build_request("GET", target))
+        r = c.read_response()
+    assert_not_served(r, site)
+
+
+@pytest.mark.parametrize("target", ["/%00", "/small.txt%00", "/small.txt%00.html",
+                                    "/sub/%00/../index.html", "/..%00/secret.txt"])
+def test_nul_in_path_is_400(shared, site, target):
+    with shared.connect() as c:
+        c.send(build_request("GET", target))
+        r = c.read_response()
+        check_error(r, 400)
+        c.expect_close()
+
+
+def test_symlink_escape_not_served_even_with_dotfiles(server, site):
+    srv = server("--serve-dotfiles")
+    for target in ("/escape_link", "/escape_dir_link/inner.txt", "/../secret.txt",
+                   "/%2e%2e/secret.txt"):
+        assert_not_served(srv.get(target), site)
+
+
+def test_symlink_inside_docroot_served(shared, site):
+    r = shared.get("/inside_link.txt")
+    assert r.status == 200 and r.body == site.files["small.txt"]
+
+
+def test_docroot_itself_via_symlink(server, site, tmp_path):
+    """A DOCROOT given through a symlink still serves (the check is against the
+    resolved root), and still blocks escapes."""
+    link = tmp_path / "rootlink"
+    link.symlink_to(site.root)
+    srv = server(docroot=link)
+    r = srv.get("/small.txt")
+    assert r.status == 200 and r.body == site.files["small.txt"]
+    assert_not_served(srv.get("/../secret.txt"), site)
+    assert_not_served(srv.get("/escape_link"), site)
+
+
+@pytest.mark.parametrize("target", ["/sub/.%2e/.hidden", "/%2ehidden",
+                                    "/sub/..%2f.hidden", "/.git%2fconfig", "/.%67it/config"])
+def test_encoded_dotfile_tricks(shared, site, target):
+    r = shared.get(target)
+    assert r.status in (400, 404), (target, r)
+    assert site.files[".hidden"] not in r.body
+    assert site.files[".git/config"] not in r.body
+
+
+def test_curl_path_as_is(shared, site):
+    out = subprocess.run(["curl", "-sS", "--path-as-is", "--max-time", "10",
+                          "-w", "|%{http_code}", shared.url("/../secret.txt")],
+                         capture_output=True, timeout=20)
+    assert site.secret not in out.stdout
+    assert out.stdout.endswith(b"|404") or out.stdout.endswith(b"|400"), out.stdout[-200:]
+
+
+def test_traversal_does_not_break_connection_for_404(shared, site):
+    """A 404 traversal answer keeps the connection usable (a 400 closes it)."""
+    with shared.connect() as c:
+        c.send(get_req("/escape_link"))
+        r = c.read_response()
+        assert_not_served(r, site)
+        if r.status == 404:
+            c.send(get_req("/small.txt"))
+            r2 = c.read_response()
+            assert r2.status == 200 and r2.body == site.files["small.txt"]
+        else:
+            c.expect_close()
