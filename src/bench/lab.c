@@ -97,7 +97,7 @@ static int make_docroot(struct lab *lab, char *err, size_t errlen)
     _Static_assert(sizeof index_html - 1 == 64, "index.html is 64 bytes");
     int rc = mkdir_p(lab->docroot);
     if (rc < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", lab->docroot, strerror(-rc));
+        snprintf(err, errlen, "cannot create %.200s: %s", lab->docroot, strerror(-rc));
         return -1;
     }
     chmod(lab->docroot, 0755);
@@ -119,7 +119,7 @@ static int make_docroot(struct lab *lab, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s/%s", lab->docroot, files[i].name);
         rc = write_bytes(path, files[i].data, files[i].len);
         if (rc < 0) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(-rc));
+            snprintf(err, errlen, "cannot write %.200s: %s", path, strerror(-rc));
             free(big);
             return -1;
         }
@@ -145,10 +145,11 @@ static void check_docroot_reach(struct lab *lab)
         *p = 0;
         struct stat st;
         if (*buf && stat(buf, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            lab->docroot_private = 1;
             snprintf(lab->notes[lab->nnotes++], sizeof lab->notes[0],
-                     "%s is not searchable by other users: servers whose workers drop "
-                     "to nobody (nginx, h2o) will answer 403; use an --out directory "
-                     "below /tmp", buf);
+                     "%.150s is not searchable by other users, so nginx and h2o run their "
+                     "worker as root (`user root`) instead of dropping to nobody; no effect "
+                     "on speed", buf);
             return;
         }
     }
@@ -278,7 +279,7 @@ static void last_line(const char *path, char *out, size_t n)
         char *p = strrchr(line, '\r');
         p = p ? p + 1 : line;
         if (*p)
-            snprintf(out, n, "%s", p);
+            snprintf(out, n, "%.*s", (int)(n - 1), p);
     }
     fclose(f);
 }
@@ -308,7 +309,7 @@ static int wait_ready(struct lab *lab, struct lab_server *s, pid_t pid, const ch
             char how[64];
             describe_exit(status, how, sizeof how);
             last_line(log, tail, sizeof tail);
-            snprintf(s->reason, sizeof s->reason, "exited at start (%s)%s%s", how,
+            snprintf(s->reason, sizeof s->reason, "exited at start (%s)%s%.200s", how,
                      *tail ? ": " : "", tail);
             return -1;
         }
@@ -525,7 +526,7 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
     int ka = cfg->ka[ki], conc = cfg->conc[ci];
     char name[160], json[900], log[900], err[256];
     slug(name, sizeof name, s->label);
-    snprintf(p->raw, sizeof p->raw, "raw/%s-%s-c%d.json", name, ka ? "keepalive" : "close", conc);
+    snprintf(p->raw, sizeof p->raw, "raw/%.100s-%s-c%d.json", name, ka ? "keepalive" : "close", conc);
     snprintf(json, sizeof json, "%s/%s", cfg->out_dir, p->raw);
     snprintf(log, sizeof log, "%s/raw/%s-%s-c%d.txt", cfg->out_dir, name,
              ka ? "keepalive" : "close", conc);
@@ -568,7 +569,7 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
         char how[64], tail[200];
         describe_exit(status, how, sizeof how);
         last_line(log, tail, sizeof tail);
-        snprintf(p->reason, sizeof p->reason, "herd load: %s%s%s", how, *tail ? ": " : "",
+        snprintf(p->reason, sizeof p->reason, "herd load: %.60s%s%.180s", how, *tail ? ": " : "",
                  *tail ? tail : "");
     } else if (read_load_json(json, p, err, sizeof err) < 0) {
         snprintf(p->reason, sizeof p->reason, "%s", err);
@@ -626,10 +627,11 @@ static int run_server(struct lab *lab, struct lab_server *s)
     int rc = mkdir_p(dir);
     if (rc < 0) {
         s->state = SRV_FAILED;
-        snprintf(s->reason, sizeof s->reason, "cannot create %s: %s", dir, strerror(-rc));
+        snprintf(s->reason, sizeof s->reason, "cannot create %.200s: %s", dir, strerror(-rc));
         return RUN_DONE;
     }
     lab_server_version(s, dir, cfg->server_cpu);
+    s->workers_as_root = lab->docroot_private;
     s->port = pick_port();
     if (s->port < 0) {
         s->state = SRV_FAILED;
@@ -791,7 +793,7 @@ int lab_run(const struct lab_config *cfg)
         free(lab);
         return 1;
     }
-    snprintf(lab->docroot, sizeof lab->docroot, "%s/www", abs);
+    snprintf(lab->docroot, sizeof lab->docroot, "%.590s/www", abs);
     if (make_docroot(lab, err, sizeof err) < 0) {
         fprintf(stderr, "herd lab: %s\n", err);
         free(lab);

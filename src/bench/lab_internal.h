@@ -30,7 +30,7 @@ struct lab_point {
     int64_t srv_requests;     /* requests the server counted; -1: unknown */
     double load_user_s, load_sys_s;
     double foreign_pct;       /* CPU that neither server nor load used on their cores, % */
-    char raw[160];            /* herd load's JSON, relative to the out dir */
+    char raw[256];            /* herd load's JSON, relative to the out dir */
 };
 
 enum lab_srv_state { SRV_PENDING, SRV_OK, SRV_NOT_INSTALLED, SRV_FAILED, SRV_SKIPPED };
@@ -46,6 +46,7 @@ struct lab_server {
     char command[1024];       /* the command line, for the report */
     char config[256];         /* its config file, relative to the out dir; "" for herd */
     int port;
+    int workers_as_root;      /* the docroot is private: nginx and h2o workers stay root */
     pid_t pids[16];           /* the process tree as first seen */
     int npids;
     struct lab_point *points; /* [ka index * nconc + concurrency index] */
@@ -55,7 +56,7 @@ struct lab_manifest {
     char cpu_model[160];
     int cpus_online;
     char affinity[64];
-    char kernel[256];
+    char kernel[300];
     char hostname[128];
     char started[40], finished[40];
     char loadavg[64];
@@ -77,6 +78,7 @@ struct lab {
     int interrupted;
     char docroot[600];
     int body_bytes;           /* size of the file at cfg->path, -1 if not ours */
+    int docroot_private;      /* run as root, and others cannot reach the docroot */
 };
 
 static inline struct lab_point *lab_point(const struct lab *lab, const struct lab_server *s,

@@ -383,7 +383,7 @@ int lproc_usage_tree(pid_t root, struct lproc_usage *u)
         while ((e = readdir(d))) {
             if (!isdigit((unsigned char)e->d_name[0]))
                 continue;
-            char sp[160], buf[4096];
+            char sp[512], buf[4096];
             snprintf(sp, sizeof sp, "%s/%s/status", path, e->d_name);
             int fd = open(sp, O_RDONLY | O_CLOEXEC);
             if (fd < 0)
@@ -566,7 +566,7 @@ int lproc_listeners(const struct lproc_id *tree, int n, struct lproc_listener *o
             continue;
         struct dirent *e;
         while ((e = readdir(d))) {
-            char lp[128], target[64];
+            char lp[384], target[64];
             if (e->d_name[0] == '.')
                 continue;
             snprintf(lp, sizeof lp, "%s/%s", path, e->d_name);

@@ -125,7 +125,7 @@ void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin)
             *p = 0;
             break;
         }
-    snprintf(m->loadavg, sizeof m->loadavg, "%s", la);
+    snprintf(m->loadavg, sizeof m->loadavg, "%.63s", la);
     read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", m->governor,
               sizeof m->governor);
     if (!m->governor[0])
@@ -179,7 +179,7 @@ enum metric {
 static const struct {
     const char *title, *note;
 } metrics[M_N] = {
-    [M_RPS] = {"Requests per second", "* marks a run where other work took more than 10% of "
+    [M_RPS] = {"Requests per second", "An asterisk marks a run where other work took more than 10% of "
                                       "a measured core (see the last table)."},
     [M_P50] = {"Latency p50", NULL},
     [M_P90] = {"Latency p90", NULL},
@@ -325,12 +325,13 @@ static const char *state_word(enum lab_srv_state st)
     }
 }
 
-static void fmt_dur(char *buf, size_t n, int64_t ms)
+/* "3s", "500ms" as a flag takes them; spaced ("3 s") for prose. */
+static void fmt_dur(char *buf, size_t n, int64_t ms, int prose)
 {
     if (ms % 1000)
-        snprintf(buf, n, "%lld ms", (long long)ms);
+        snprintf(buf, n, "%lld%sms", (long long)ms, prose ? " " : "");
     else
-        snprintf(buf, n, "%lld s", (long long)(ms / 1000));
+        snprintf(buf, n, "%lld%ss", (long long)(ms / 1000), prose ? " " : "");
 }
 
 int lab_write_md(const struct lab *lab, const char *path)
@@ -360,9 +361,9 @@ int lab_write_md(const struct lab *lab, const char *path)
     fprintf(f, "| started / finished | %s / %s |\n\n", m->started, m->finished);
 
     char dur[32], warm[32], tmo[32];
-    fmt_dur(dur, sizeof dur, cfg->duration_ms);
-    fmt_dur(warm, sizeof warm, cfg->warmup_ms);
-    fmt_dur(tmo, sizeof tmo, cfg->timeout_ms);
+    fmt_dur(dur, sizeof dur, cfg->duration_ms, 0);
+    fmt_dur(warm, sizeof warm, cfg->warmup_ms, 1);
+    fmt_dur(tmo, sizeof tmo, cfg->timeout_ms, 0);
     fprintf(f, "## Setup\n\n");
     fprintf(f, "- Each server runs pinned to CPU %d (sched_setaffinity, inherited by its "
                "processes and threads); herd load runs pinned to CPU %d with one thread.\n",

@@ -126,6 +126,7 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
             return -1;
         }
         if (write_file(conf, err, errlen,
+                       "%s"
                        "worker_processes 1;\n"
                        "daemon off;\n"
                        "pid %s/nginx.pid;\n"
@@ -149,7 +150,8 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
                        "        location / { }\n"
                        "    }\n"
                        "}\n",
-                       dir, errlog, nofile, maxconn, port, docroot) < 0)
+                       s->workers_as_root ? "user root;\n" : "", dir, errlog, nofile, maxconn,
+                       port, docroot) < 0)
             return -1;
         const char *a[] = {s->bin, "-p", prefix, "-e", errlog, "-c", conf};
         for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
@@ -158,6 +160,7 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
     } else if (!strcmp(s->kind, "h2o")) {
         snprintf(conf, sizeof conf, "%s/h2o.conf", dir);
         if (write_file(conf, err, errlen,
+                       "%s"
                        "num-threads: 1\n"
                        "max-connections: %ld\n"
                        "http1-request-timeout: 65\n"
@@ -170,7 +173,8 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
                        "    paths:\n"
                        "      /:\n"
                        "        file.dir: %s\n",
-                       maxconn, errlog, port, docroot) < 0)
+                       s->workers_as_root ? "user: root\n" : "", maxconn, errlog, port,
+                       docroot) < 0)
             return -1;
         const char *a[] = {s->bin, "-m", "worker", "-c", conf};
         for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)

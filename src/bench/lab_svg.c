@@ -160,7 +160,12 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
                     continue;
                 double v = m * pow(10, d);
                 double y = map(&ys, v);
-                lab_fmt_us(lbl, sizeof lbl, v);
+                if (v < 1e3)
+                    snprintf(lbl, sizeof lbl, "%g µs", v);
+                else if (v < 1e6)
+                    snprintf(lbl, sizeof lbl, "%g ms", v / 1e3);
+                else
+                    snprintf(lbl, sizeof lbl, "%g s", v / 1e6);
                 fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                            "stroke=\"%s\"/>\n", x0, y, x1, y, m == 1 ? "#cccccc" : "#eeeeee");
                 fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",

@@ -1,0 +1,317 @@
+"""herd lab: a short lab run writes report.md with the manifest and one
+table per metric, report.json with real figures, and SVG charts with one
+polyline per model and keep-alive mode; bad flags exit 2 with one line;
+a signal stops every server the lab started; a --compare server that is
+not installed is a note, not a failure.
+
+Every run of herd lab here is bounded by a subprocess timeout, and the lab
+itself runs each herd load for a fixed duration. Servers listen on
+127.0.0.1 only (the lab refuses anything else)."""
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HERD_BIN = os.environ.get("HERD_BIN") or str(REPO_ROOT / "build" / "herd")
+if not os.path.isabs(HERD_BIN):
+    HERD_BIN = str((REPO_ROOT / HERD_BIN).resolve())
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+MODELS = ["reuseport", "iterative"]
+CONCURRENCY = [1, 4]
+RUN_TIMEOUT = 90
+# Each metric gets a table per keep-alive mode.
+TABLES = ["Requests per second", "Latency p50", "Latency p90", "Latency p99",
+          "Latency p99.9", "Latency max", "Errors", "Server CPU, % of one core",
+          "Server CPU per request", "Voluntary context switches",
+          "Involuntary context switches", "ListenOverflows / ListenDrops",
+          "Empty accept wakeups"]
+
+
+def require_binary():
+    if not (os.path.isfile(HERD_BIN) and os.access(HERD_BIN, os.X_OK)):
+        pytest.fail(f"herd binary not found: {HERD_BIN} (run `make build`)", pytrace=False)
+
+
+def lab_cmd(out, *args):
+    return [HERD_BIN, "lab", "--out", str(out), *[str(a) for a in args]]
+
+
+def run_lab(out, *args, timeout=RUN_TIMEOUT, env=None):
+    require_binary()
+    return subprocess.run(lab_cmd(out, *args), stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, errors="replace", timeout=timeout, env=env)
+
+
+def processes_mentioning(text):
+    """PIDs of live processes whose command line contains text."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{d}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != "Z":
+            found.append((int(d), cmd))
+    return found
+
+
+def alive(pid, text):
+    """pid is a live process whose command line mentions text (not a reused pid)."""
+    return any(p == pid for p, _ in processes_mentioning(text))
+
+
+def md_table(md, section, title):
+    """Rows of the table headed '#### title...' inside '## section...': {row label: [cells]}."""
+    part = md.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0]
+    block = part.split(f"\n#### {title}", 1)[1].split("\n#### ", 1)[0]
+    lines = [l for l in block.splitlines() if l.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for l in lines[2:]:
+        cells = [c.strip() for c in l.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return head, rows
+
+
+@pytest.fixture(scope="module")
+def short_lab(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lab") / "out"
+    t0 = time.monotonic()
+    r = run_lab(out, "--models", ",".join(MODELS), "--concurrency", "1,4", "--duration", "1s",
+                "--warmup", "0", "--keepalive", "both", "--compare", "none")
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    return out, r, elapsed
+
+
+def test_short_lab_report_md(short_lab):
+    out, r, elapsed = short_lab
+    assert elapsed < 60, f"the short lab took {elapsed:.0f} s"
+    md = (out / "report.md").read_text()
+    # the machine manifest comes first
+    manifest = md.split("\n## ", 2)[1]
+    assert manifest.startswith("Machine")
+    for key in ("| CPU |", "| cores online |", "| kernel |", "| net.core.somaxconn |",
+                "| net.ipv4.tcp_max_syn_backlog |", "| fs.file-max |"):
+        assert key in manifest, key
+    assert "## How to read this" in md
+    assert "CPU per request" in md
+    for section in ("Keep-alive on", "Keep-alive off"):
+        for title in TABLES:
+            head, rows = md_table(md, section, title)
+            assert head == ["server/model", "c=1", "c=4"], (section, title, head)
+            assert set(rows) == {f"herd/{m}" for m in MODELS}, (section, title, rows)
+        _, rps = md_table(md, section, "Requests per second")
+        for model in MODELS:
+            for cell in rps[f"herd/{model}"]:
+                assert float(cell.rstrip("*").replace(",", "")) > 0, (section, model, cell)
+    assert "## Failed runs" not in md
+    # progress on stderr names each run
+    assert len(re.findall(r"^lab: herd/\w+ .* req/s", r.stderr, re.M)) == 8, r.stderr
+
+
+def test_short_lab_report_json(short_lab):
+    out, _, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["interrupted"] is False
+    assert rep["config"]["concurrency"] == CONCURRENCY
+    assert rep["config"]["keepalive"] == [True, False]
+    assert rep["machine"]["sysctl"]["net.core.somaxconn"]
+    assert [s["label"] for s in rep["servers"]] == [f"herd/{m}" for m in MODELS]
+    runs = rep["runs"]
+    assert len(runs) == len(MODELS) * 2 * len(CONCURRENCY)
+    seen = set()
+    for run in runs:
+        key = (run["server"], run["keepalive"], run["concurrency"])
+        seen.add(key)
+        assert run["ok"] is True, run
+        assert run["requests_per_sec"] > 0, run
+        assert run["requests"] > 0
+        lat = run["latency_us"]
+        assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"], lat
+        use = run["server_usage"]
+        assert use["wall_s"] >= 0.9
+        assert use["user_s"] + use["sys_s"] > 0, use
+        assert use["voluntary_ctxt_switches"] + use["involuntary_ctxt_switches"] > 0, use
+        assert isinstance(use["empty_accept_wakeups"], int)
+        # the server's own count can include the odd status-page request
+        assert use["requests_counted"] >= run["requests"] - run["errors_total"]
+        assert isinstance(run["listen_overflows"], int)
+        assert isinstance(run["listen_drops"], int)
+        assert (out / run["raw"]).is_file()
+    assert len(seen) == len(runs)
+    # keep-alive off opens a connection per request
+    for run in runs:
+        if not run["keepalive"]:
+            assert run["connects"] >= run["requests"], run
+
+
+@pytest.mark.parametrize("name", ["reqs.svg", "p99.svg"])
+def test_short_lab_svg(short_lab, name):
+    out, _, _ = short_lab
+    root = ET.parse(out / name).getroot()
+    assert root.tag == SVG_NS + "svg"
+    assert root.get("version") == "1.1"
+    assert float(root.get("width")) > 0 and float(root.get("height")) > 0
+    lines = root.findall(f".//{SVG_NS}polyline")
+    titles = sorted(l.find(SVG_NS + "title").text for l in lines)
+    want = sorted(f"herd/{m}, keep-alive {ka}" for m in MODELS for ka in ("on", "off"))
+    assert titles == want
+    for l in lines:
+        points = l.get("points").split()
+        assert len(points) == len(CONCURRENCY)
+        for p in points:
+            x, y = map(float, p.split(","))
+            assert 0 <= x <= float(root.get("width")) and 0 <= y <= float(root.get("height"))
+
+
+def test_short_lab_left_nothing_running(short_lab):
+    out, _, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    pids = [p for s in rep["servers"] for p in s["pids"]]
+    assert pids, rep["servers"]
+    for pid in pids:
+        assert not alive(pid, str(out)), pid
+    assert processes_mentioning(str(out)) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["--bogus"],
+    ["--keepalive", "sometimes"],
+    ["--concurrency", "0"],
+    ["--concurrency", "1,,2"],
+    ["--models", "nosuch"],
+    ["--compare", "apache"],
+    ["--duration", "soon"],
+    ["--duration"],
+    ["--path", "index.html"],
+    ["--server-cpu", "1", "--load-cpu", "1"],
+    ["--load-cpu", "4095"],
+    ["--models", "none", "--compare", "none"],
+    ["stray"],
+])
+def test_bad_flags_exit_2(tmp_path, args):
+    require_binary()
+    out = tmp_path / "out"
+    r = subprocess.run([HERD_BIN, "lab", *args, "--out", str(out)] if args != ["--duration"]
+                       else [HERD_BIN, "lab", "--out", str(out), *args],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("herd lab: "), r.stderr
+    assert r.stdout == ""
+    assert not out.exists()
+
+
+def test_help():
+    require_binary()
+    r = subprocess.run([HERD_BIN, "lab", "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    assert "--concurrency" in r.stdout and "--keepalive" in r.stdout
+
+
+def read_until(proc, pattern, timeout):
+    """stderr lines of proc until one matches pattern; returns (match, text so far)."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.2)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stderr.readline()
+        if not line:
+            break
+        text += line
+        m = re.search(pattern, line)
+        if m:
+            return m, text
+    raise AssertionError(f"no line matching {pattern!r} within {timeout}s:\n{text}")
+
+
+@pytest.mark.parametrize("sig,when", [(signal.SIGINT, "running"), (signal.SIGTERM, "starting")])
+def test_signal_stops_every_server(tmp_path, sig, when):
+    require_binary()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(lab_cmd(out, "--models", "prefork,threads", "--concurrency", "1,2",
+                                    "--duration", "3s", "--warmup", "0", "--compare", "none"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        if when == "running":
+            m, text = read_until(proc, r"ready, pids ([\d ]+)", 20)
+            pids = [int(p) for p in m.group(1).split()]
+            assert len(pids) >= 2, text  # master and worker
+            time.sleep(1.0)  # inside the first run of herd load
+        else:
+            m, text = read_until(proc, r"started pid (\d+)", 20)
+            pids = [int(m.group(1))]
+        os.kill(proc.pid, sig)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, text + rest
+    for pid in pids:
+        assert not alive(pid, str(out)), (pid, text + rest)
+    assert processes_mentioning(str(out)) == [], text + rest
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["interrupted"] is True
+    assert "Interrupted" in (out / "report.md").read_text()
+    # the second model never started
+    assert rep["servers"][1]["state"] == "not run"
+
+
+def test_compare_not_installed_is_a_note(tmp_path):
+    env = dict(os.environ, NGINX_BIN=str(tmp_path / "no-such-nginx"))
+    out = tmp_path / "out"
+    r = run_lab(out, "--models", "single", "--compare", "nginx", "--concurrency", "2",
+                "--duration", "500ms", "--warmup", "0", env=env)
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    assert "nginx is not installed" in md
+    _, rows = md_table(md, "Keep-alive on", "Requests per second")
+    assert list(rows) == ["herd/single"]
+    rep = json.loads((out / "report.json").read_text())
+    states = {s["label"]: s["state"] for s in rep["servers"]}
+    assert states == {"herd/single": "ran", "nginx": "not installed"}
+
+
+COMPARE = [s for s in ("nginx", "h2o", "lighttpd")
+           if shutil.which(s, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")]
+
+
+@pytest.mark.skipif(not COMPARE, reason="none of nginx, h2o, lighttpd is installed")
+def test_compare_servers_run(tmp_path):
+    out = tmp_path / "out"
+    r = run_lab(out, "--models", "none", "--compare", ",".join(COMPARE), "--concurrency", "2",
+                "--duration", "500ms", "--warmup", "0", "--keepalive", "both")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((out / "report.json").read_text())
+    for s in rep["servers"]:
+        assert s["state"] == "ran", s
+        assert s["version"], s
+        assert s["pids"], s
+    assert len(rep["runs"]) == 2 * len(COMPARE)
+    for run in rep["runs"]:
+        assert run["ok"] and run["requests_per_sec"] > 0, run
+        assert run["server_usage"]["empty_accept_wakeups"] is None
+    assert processes_mentioning(str(out)) == []
