@@ -28,7 +28,10 @@ const char *const lab_lat_keys[LAT_N] = {"p50", "p90", "p99", "p999", "max", "me
 
 #define READY_MS 10000
 #define STOP_GRACE_MS 5000
-#define SETTLE_MS 250
+#define QUIET_STEP_MS 250    /* the pause between runs doubles as the quiet check */
+#define QUIET_WAIT_MS 5000
+#define QUIET_MAX_PCT 10.0
+#define FOREIGN_MAX_PCT 10.0
 
 enum { RUN_DONE, RUN_INTERRUPTED };
 
@@ -519,31 +522,46 @@ static void print_point(const struct lab_server *s, int ka, int conc, const stru
             (unsigned long long)p->errors_total);
 }
 
-static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int ci)
+/* Waits (up to QUIET_WAIT_MS) until neither measured core is busier than
+ * QUIET_MAX_PCT over a QUIET_STEP_MS window; this also lets the last run's
+ * connections settle. Returns 1 when a stop signal came. */
+static int wait_quiet(const struct lab *lab)
+{
+    int64_t end = now_ms() + QUIET_WAIT_MS;
+    for (;;) {
+        uint64_t st0, sa0, lt0, la0, st1, sa1, lt1, la1;
+        int ok = lproc_core_ticks(lab->cfg->server_cpu, &st0, &sa0) == 0 &&
+                 lproc_core_ticks(lab->cfg->load_cpu, &lt0, &la0) == 0;
+        if (lproc_sleep_ms(QUIET_STEP_MS))
+            return 1;
+        ok = ok && lproc_core_ticks(lab->cfg->server_cpu, &st1, &sa1) == 0 &&
+             lproc_core_ticks(lab->cfg->load_cpu, &lt1, &la1) == 0;
+        if (!ok || sa1 <= sa0 || la1 <= la0)
+            return 0;
+        double bs = 100.0 * (double)(st1 - st0) / (double)(sa1 - sa0);
+        double bl = 100.0 * (double)(lt1 - lt0) / (double)(la1 - la0);
+        if ((bs <= QUIET_MAX_PCT && bl <= QUIET_MAX_PCT) || now_ms() >= end)
+            return 0;
+    }
+}
+
+/* One measured run of herd load into p (attempt counts from 1). */
+static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka, int conc,
+                        int attempt, struct lab_point *p)
 {
     const struct lab_config *cfg = lab->cfg;
-    struct lab_point *p = lab_point(lab, s, ki, ci);
-    int ka = cfg->ka[ki], conc = cfg->conc[ci];
-    char name[160], json[900], log[900], err[256];
+    char name[160], json[900], log[900], err[256], try[16] = "";
     slug(name, sizeof name, s->label);
-    snprintf(p->raw, sizeof p->raw, "raw/%.100s-%s-c%d.json", name, ka ? "keepalive" : "close", conc);
+    if (attempt > 1)
+        snprintf(try, sizeof try, ".try%d", attempt);
+    snprintf(p->raw, sizeof p->raw, "raw/%.100s-%s-c%d%s.json", name,
+             ka ? "keepalive" : "close", conc, try);
     snprintf(json, sizeof json, "%s/%s", cfg->out_dir, p->raw);
-    snprintf(log, sizeof log, "%s/raw/%s-%s-c%d.txt", cfg->out_dir, name,
-             ka ? "keepalive" : "close", conc);
+    snprintf(log, sizeof log, "%s/raw/%.100s-%s-c%d%s.txt", cfg->out_dir, name,
+             ka ? "keepalive" : "close", conc, try);
     unlink(json);
     int status;
     struct rusage ru;
-
-    if (cfg->warmup_ms > 0) {
-        char wlog[900];
-        snprintf(wlog, sizeof wlog, "%s/raw/%s-%s-c%d.warmup.txt", cfg->out_dir, name,
-                 ka ? "keepalive" : "close", conc);
-        int rc = run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
-                          sizeof err);
-        if (rc == 2)
-            return RUN_INTERRUPTED;
-    }
-
     struct sample a, b;
     take_sample(lab, s, pid, &a, 1);
     memset(&ru, 0, sizeof ru);
@@ -581,10 +599,8 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
     } else {
         p->ok = 1;
     }
-    if (!p->ok) {
-        print_point(s, ka, conc, p);
+    if (!p->ok)
         return RUN_DONE;
-    }
 
     double hz = (double)lproc_hz();
     p->wall_s = b.t - a.t;
@@ -612,8 +628,65 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
         if (p->foreign_pct < 0)
             p->foreign_pct = 0;
     }
-    print_point(s, ka, conc, p);
     return RUN_DONE;
+}
+
+/* Measures one point: a warm-up, then runs until one is undisturbed
+ * (foreign CPU at most FOREIGN_MAX_PCT) or --retries more attempts are
+ * used up; the least disturbed attempt is kept. A failed run is not
+ * repeated: failing is a result. */
+static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int ci)
+{
+    const struct lab_config *cfg = lab->cfg;
+    struct lab_point *p = lab_point(lab, s, ki, ci);
+    int ka = cfg->ka[ki], conc = cfg->conc[ci];
+    char name[160], err[256];
+    slug(name, sizeof name, s->label);
+    if (wait_quiet(lab))
+        return RUN_INTERRUPTED;
+    if (cfg->warmup_ms > 0) {
+        char wlog[900];
+        int status;
+        struct rusage ru;
+        snprintf(wlog, sizeof wlog, "%s/raw/%.100s-%s-c%d.warmup.txt", cfg->out_dir, name,
+                 ka ? "keepalive" : "close", conc);
+        if (run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
+                     sizeof err) == 2)
+            return RUN_INTERRUPTED;
+    }
+    struct lab_point *try = malloc(sizeof *try);
+    if (!try) {
+        p->done = 1;
+        snprintf(p->reason, sizeof p->reason, "out of memory");
+        return RUN_DONE;
+    }
+    int attempts = 0, result = RUN_DONE;
+    for (int attempt = 1; attempt <= 1 + cfg->retries; attempt++) {
+        if (attempt > 1) {
+            fprintf(stderr, "lab: %-15s %-10s c=%-5d disturbed (foreign CPU %.0f%%): again\n",
+                    s->label, ka ? "keep-alive" : "close", conc, try->foreign_pct);
+            if (wait_quiet(lab)) {
+                result = RUN_INTERRUPTED;
+                break;
+            }
+        }
+        memset(try, 0, sizeof *try);
+        if (measure_once(lab, s, pid, ka, conc, attempt, try) == RUN_INTERRUPTED) {
+            result = RUN_INTERRUPTED;
+            break;
+        }
+        attempts = attempt;
+        int better = !p->done || (try->ok && (!p->ok || try->foreign_pct < p->foreign_pct));
+        if (better)
+            *p = *try;
+        if (!try->ok || try->foreign_pct <= FOREIGN_MAX_PCT)
+            break;
+    }
+    free(try);
+    p->attempts = attempts;
+    if (p->done)
+        print_point(s, ka, conc, p);
+    return result;
 }
 
 /* Starts s, runs every point, stops it. Returns RUN_INTERRUPTED when a
@@ -684,8 +757,6 @@ static int run_server(struct lab *lab, struct lab_server *s)
                     continue;
                 }
                 result = measure(lab, s, pid, ki, ci);
-                if (result == RUN_DONE && lproc_sleep_ms(SETTLE_MS))
-                    result = RUN_INTERRUPTED;
             }
     }
     int killed = lproc_stop(pid, STOP_GRACE_MS);

@@ -20,6 +20,7 @@ struct lab_config {
     int ka[2];                             /* keep-alive modes in order: 1 on, 0 off */
     int nka;
     int64_t duration_ms, warmup_ms, timeout_ms;
+    int retries;                           /* more runs when other work disturbed one */
     int server_cpu, load_cpu;
     const char *out_dir;
     const char *path;                      /* request target, e.g. /index.html */

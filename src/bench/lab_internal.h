@@ -30,6 +30,7 @@ struct lab_point {
     int64_t srv_requests;     /* requests the server counted; -1: unknown */
     double load_user_s, load_sys_s;
     double foreign_pct;       /* CPU that neither server nor load used on their cores, % */
+    int attempts;             /* runs made for this point (disturbed ones are repeated) */
     char raw[256];            /* herd load's JSON, relative to the out dir */
 };
 

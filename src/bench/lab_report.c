@@ -179,8 +179,9 @@ enum metric {
 static const struct {
     const char *title, *note;
 } metrics[M_N] = {
-    [M_RPS] = {"Requests per second", "An asterisk marks a run where other work took more than 10% of "
-                                      "a measured core (see the last table)."},
+    [M_RPS] = {"Requests per second", "An asterisk marks a run where other work took more than "
+                                      "10% of a measured core in every attempt (see the last "
+                                      "table)."},
     [M_P50] = {"Latency p50", NULL},
     [M_P90] = {"Latency p90", NULL},
     [M_P99] = {"Latency p99", NULL},
@@ -206,7 +207,7 @@ static const struct {
                                                            "(near 100% = the load generator is "
                                                            "the limit). Foreign: CPU used by "
                                                            "anything else on either measured "
-                                                           "core."},
+                                                           "core. A disturbed run is repeated (--retries) and the least disturbed kept."},
 };
 
 static void cell(const struct lab_server *s, const struct lab_point *p, enum metric m, char *buf,
@@ -267,10 +268,13 @@ static void cell(const struct lab_server *s, const struct lab_point *p, enum met
         break;
     case M_QUALITY: {
         double load = 100 * (p->load_user_s + p->load_sys_s) / p->wall_s;
+        char runs[24] = "";
+        if (p->attempts > 1)
+            snprintf(runs, sizeof runs, " (%d runs)", p->attempts);
         if (p->foreign_pct < 0)
-            snprintf(buf, n, "%.0f / n/a", load);
+            snprintf(buf, n, "%.0f / n/a%s", load, runs);
         else
-            snprintf(buf, n, "%.0f / %.0f", load, p->foreign_pct);
+            snprintf(buf, n, "%.0f / %.0f%s", load, p->foreign_pct, runs);
         break;
     }
     case M_N:
@@ -373,7 +377,10 @@ int lab_write_md(const struct lab *lab, const char *path)
             cfg->path, dur, tmo, cfg->warmup_ms ? warm : "0 s (none)", cfg->path,
             lab->body_bytes);
     fprintf(f, "- Server counters are read from /proc just before and just after each run of "
-               "herd load.\n");
+               "herd load. Before each run the lab waits (up to 5 s) until both cores are "
+               "below 10%% busy; a run in which other work took more than 10%% of either core "
+               "is repeated up to %d more time%s and the least disturbed one is kept.\n",
+            cfg->retries, cfg->retries == 1 ? "" : "s");
     fprintf(f, "- herd: `herd serve DOCROOT --model M --workers 1 --keepalive-requests "
                "100000000 --status-path /herd-status --listen 127.0.0.1:PORT`.\n");
     fprintf(f, "- nginx, h2o, lighttpd: one worker, access log off, sendfile on, keep-alive "
@@ -520,6 +527,8 @@ static void jpoint(FILE *f, const struct lab *lab, const struct lab_server *s, i
     jnum(f, p->wall_s > 0 ? 100 * (p->load_user_s + p->load_sys_s) / p->wall_s : NAN);
     fprintf(f, "}, \"foreign_cpu_pct\": ");
     jnum(f, p->foreign_pct >= 0 ? p->foreign_pct : NAN);
+    fprintf(f, ", \"attempts\": %d, \"disturbed\": %s", p->attempts,
+            p->foreign_pct > FOREIGN_FLAG_PCT ? "true" : "false");
     fprintf(f, ", \"raw\": ");
     json_write_str(f, p->raw);
     fprintf(f, "}");
@@ -569,9 +578,9 @@ int lab_write_json(const struct lab *lab, const char *path)
     for (int k = 0; k < cfg->nka; k++)
         fprintf(f, "%s%s", k ? ", " : "", cfg->ka[k] ? "true" : "false");
     fprintf(f, "], \"duration_ms\": %lld, \"warmup_ms\": %lld, \"timeout_ms\": %lld, "
-               "\"server_cpu\": %d, \"load_cpu\": %d, \"path\": ",
+               "\"retries\": %d, \"server_cpu\": %d, \"load_cpu\": %d, \"path\": ",
             (long long)cfg->duration_ms, (long long)cfg->warmup_ms, (long long)cfg->timeout_ms,
-            cfg->server_cpu, cfg->load_cpu);
+            cfg->retries, cfg->server_cpu, cfg->load_cpu);
     json_write_str(f, cfg->path);
     fprintf(f, ", \"body_bytes\": %d, \"docroot\": ", lab->body_bytes);
     json_write_str(f, lab->docroot);

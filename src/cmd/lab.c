@@ -27,6 +27,8 @@ static const char lab_usage[] =
     "  --duration DUR             each measured run (default 5s)\n"
     "  --warmup DUR               unmeasured load before each run (default 1s; 0: none)\n"
     "  --timeout DUR              herd load's connect and response timeout (default 2s)\n"
+    "  --retries N                repeat a run that other work disturbed (more than 10%% of\n"
+    "                             a measured core) up to N more times (default 2)\n"
     "  --keepalive on|off|both    keep-alive, a connection per request, or both (default on)\n"
     "  --compare none|LIST        other servers, when installed (default nginx,h2o,lighttpd;\n"
     "                             NGINX_BIN, H2O_BIN, LIGHTTPD_BIN override where they are)\n"
@@ -167,8 +169,8 @@ static int valid_path(const char *p)
     return 1;
 }
 
-enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_KEEPALIVE, O_COMPARE, O_OUT,
-           O_SCPU, O_LCPU, O_PATH, O_HELP };
+enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_RETRIES, O_KEEPALIVE,
+           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_HELP };
 
 static const struct {
     const char *name;
@@ -177,7 +179,8 @@ static const struct {
 } opts[] = {
     {"--models", O_MODELS, 1},        {"--concurrency", O_CONC, 1},
     {"--duration", O_DURATION, 1},    {"--warmup", O_WARMUP, 1},
-    {"--timeout", O_TIMEOUT, 1},      {"--keepalive", O_KEEPALIVE, 1},
+    {"--timeout", O_TIMEOUT, 1},      {"--retries", O_RETRIES, 1},
+    {"--keepalive", O_KEEPALIVE, 1},
     {"--compare", O_COMPARE, 1},      {"--out", O_OUT, 1},
     {"--server-cpu", O_SCPU, 1},      {"--load-cpu", O_LCPU, 1},
     {"--path", O_PATH, 1},            {"-h", O_HELP, 0},
@@ -235,6 +238,13 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
                 cfg->timeout_ms > 600000)
                 return bad("invalid value '%s' for --timeout", v);
             break;
+        case O_RETRIES: {
+            uint64_t n;
+            if (flag_count(v, 0, 10, &n) < 0)
+                return bad("invalid value '%s' for --retries (0 to 10)", v);
+            cfg->retries = (int)n;
+            break;
+        }
         case O_KEEPALIVE:
             if (!strcmp(v, "on"))
                 cfg->nka = 1, cfg->ka[0] = 1;
@@ -293,6 +303,7 @@ int cmd_lab(int argc, char **argv)
     cfg.duration_ms = 5000;
     cfg.warmup_ms = 1000;
     cfg.timeout_ms = 2000;
+    cfg.retries = 2;
     cfg.nka = 1;
     cfg.ka[0] = 1;
     cfg.server_cpu = 0;
