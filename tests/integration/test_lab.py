@@ -72,8 +72,16 @@ def processes_mentioning(text):
 
 
 def alive(pid, text):
-    """pid is a live process whose command line mentions text (not a reused pid)."""
-    return any(p == pid for p, _ in processes_mentioning(text))
+    """pid is a live process that is still one of the lab's servers: its command line
+    mentions text, or it is a server worker whose title does not (nginx: worker process)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z" and (text in cmd or re.search(r"herd|nginx|h2o|lighttpd", cmd))
 
 
 def md_table(md, section, title):
@@ -314,4 +322,7 @@ def test_compare_servers_run(tmp_path):
     for run in rep["runs"]:
         assert run["ok"] and run["requests_per_sec"] > 0, run
         assert run["server_usage"]["empty_accept_wakeups"] is None
+    for s in rep["servers"]:
+        for pid in s["pids"]:
+            assert not alive(pid, str(out)), (s["label"], pid)
     assert processes_mentioning(str(out)) == []
