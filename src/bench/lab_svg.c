@@ -216,11 +216,20 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
                     lab_fmt_num(v, sizeof v, p->rps);
                 else
                     lab_fmt_us(v, sizeof v, p->lat_us[LAT_P99]);
-                fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
-                        x, map(&ys, value(which, p)), col);
+                /* Requests that never completed are errors, not latency: a
+                 * hollow point says the figure leaves them out. */
+                if (p->errors_total)
+                    fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#ffffff\" "
+                               "stroke=\"%s\" stroke-width=\"2\"><title>",
+                            x, map(&ys, value(which, p)), col);
+                else
+                    fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
+                            x, map(&ys, value(which, p)), col);
                 esc(f, s->label);
-                fprintf(f, ", c=%d: %s%s</title></circle>\n", cfg->conc[c], v,
-                        which == CHART_RPS ? " req/s" : "");
+                fprintf(f, ", c=%d: %s%s", cfg->conc[c], v, which == CHART_RPS ? " req/s" : "");
+                if (p->errors_total)
+                    fprintf(f, ", %llu errors", (unsigned long long)p->errors_total);
+                fprintf(f, "</title></circle>\n");
             } else if (p->done) {
                 fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"%s\" "
                            "font-weight=\"bold\">×<title>", x, y1 - 4, col);
@@ -246,7 +255,7 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
     for (int i = 0; i < lab->nservers; i++)
         nseries += charted(&lab->servers[i]);
     int w = cfg->nka * PANEL_W + LEGEND_W;
-    int legend_h = 40 + 20 * nseries;
+    int legend_h = MARGIN_T + 20 * (nseries + 4);
     int h = TITLE_H + (PANEL_H > legend_h ? PANEL_H : legend_h) + 10;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
@@ -283,6 +292,13 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
             fputs(" (failed)", f);
         fprintf(f, "</text>\n");
     }
+    double ny = ly + 20 * (color + 2);
+    fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#ffffff\" stroke=\"#333333\" "
+               "stroke-width=\"2\"/>\n", lx + 12, ny - 4);
+    fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\">run with errors</text>\n", lx + 30, ny);
+    fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\" fill=\"#d62728\">×</text>\n",
+            lx + 8, ny + 20);
+    fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\">failed run</text>\n", lx + 30, ny + 20);
     fprintf(f, "  </g>\n</svg>\n");
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
