@@ -7,6 +7,13 @@
 
 int flag_size(const char *s, uint64_t *out);        /* bytes; k, m, g suffixes (1024) */
 int flag_duration_ms(const char *s, int64_t *out);  /* ms, s (default), m, h */
+/* One line "herd CMD: <fmt with a>  (see herd CMD --help)" on stderr;
+ * returns 2, the usage-error exit status. */
+int flag_usage_error(const char *cmd, const char *fmt, const char *a)
+    __attribute__((format(printf, 2, 0)));
+/* "herd CMD: invalid value 'V' for OPT (see herd CMD --help)"; returns 2. */
+int flag_bad_value(const char *cmd, const char *opt, const char *v);
+
 int flag_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif

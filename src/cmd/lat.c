@@ -86,16 +86,12 @@ struct lat_flags {
 
 static int usage_error(const char *fmt, const char *a)
 {
-    fprintf(stderr, "herd lat: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (see herd lat --help)\n");
-    return 2;
+    return flag_usage_error("lat", fmt, a);
 }
 
 static int bad_value(const char *opt, const char *v)
 {
-    fprintf(stderr, "herd lat: invalid value '%s' for %s (see herd lat --help)\n", v, opt);
-    return 2;
+    return flag_bad_value("lat", opt, v);
 }
 
 static int parse_sizes(const char *v, struct lat_flags *f)

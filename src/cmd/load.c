@@ -88,16 +88,12 @@ struct load_flags {
 
 static int usage_error(const char *fmt, const char *a)
 {
-    fprintf(stderr, "herd load: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (see herd load --help)\n");
-    return 2;
+    return flag_usage_error("load", fmt, a);
 }
 
 static int bad_value(const char *opt, const char *v)
 {
-    fprintf(stderr, "herd load: invalid value '%s' for %s (see herd load --help)\n", v, opt);
-    return 2;
+    return flag_bad_value("load", opt, v);
 }
 
 static int valid_header(const char *h)
