@@ -180,13 +180,15 @@ def _wakeups(model_args, server):
 def test_prefork_exclusive_wakes_one_worker(server):
     """With EPOLLEXCLUSIVE a connection wakes one worker; with --accept-herd
     every idle worker wakes, and the losers find an empty queue (measured
-    here: exclusive 0 empty wakeups and ~400 context switches for 300
-    connections, herd ~80 and ~1500)."""
+    here: exclusive 0 empty wakeups for 300 connections, herd ~80)."""
     ex_empty, ex_cs = _wakeups([], server)
     herd_empty, herd_cs = _wakeups(["--accept-herd"], server)
     assert ex_empty <= 5, f"exclusive: {ex_empty} empty wakeups"
     assert herd_empty > 20, f"--accept-herd: only {herd_empty} empty wakeups"
-    assert herd_cs > 2 * ex_cs, f"context switches: herd {herd_cs}, exclusive {ex_cs}"
+    # Context switches usually show the hidden wakeups too (~1,500 vs ~400),
+    # but not on every machine (a fresh-root run saw 374 vs 411): reported,
+    # not asserted.
+    print(f"context switches for 300 connections: herd {herd_cs}, exclusive {ex_cs}")
 
 
 def test_threads_model_has_one_worker_process_with_threads(server):
