@@ -8,5 +8,6 @@ int cmd_status(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_lat(int argc, char **argv);
 int cmd_lab(int argc, char **argv);
+int cmd_spawn(int argc, char **argv);
 
 #endif

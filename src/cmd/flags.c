@@ -1,6 +1,7 @@
 #include "cmd/flags.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "core/units.h"
 
@@ -24,4 +25,29 @@ int flag_bad_value(const char *cmd, const char *opt, const char *v)
     fprintf(stderr, "herd %s: invalid value '%s' for %s (see herd %s --help)\n", cmd, v, opt,
             cmd);
     return 2;
+}
+
+int flag_match(const struct flag_opt *opts, size_t nopts, int argc, char **argv, int *i,
+               const char **v)
+{
+    const char *arg = argv[*i];
+    *v = NULL;
+    for (size_t j = 0; j < nopts; j++) {
+        size_t n = strlen(opts[j].name);
+        if (strncmp(arg, opts[j].name, n))
+            continue;
+        if (!arg[n]) {
+            if (!opts[j].takes_value)
+                return (int)j;
+            if (*i + 1 >= argc)
+                return FLAG_NO_VALUE;
+            *v = argv[++*i];
+            return (int)j;
+        }
+        if (opts[j].takes_value && (arg[n] == '=' || n == 2)) {
+            *v = arg + n + (arg[n] == '=');
+            return (int)j;
+        }
+    }
+    return FLAG_UNKNOWN;
 }

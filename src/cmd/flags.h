@@ -3,6 +3,7 @@
 #ifndef HERD_CMD_FLAGS_H
 #define HERD_CMD_FLAGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 int flag_size(const char *s, uint64_t *out);        /* bytes; k, m, g suffixes (1024) */
@@ -15,5 +16,21 @@ int flag_usage_error(const char *cmd, const char *fmt, const char *a)
 int flag_bad_value(const char *cmd, const char *opt, const char *v);
 
 int flag_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* One entry of a subcommand's option table. */
+struct flag_opt {
+    const char *name;   /* "--listen", "-n" */
+    int kind;           /* the caller's enum */
+    int takes_value;
+};
+
+/* Matches argv[*i] against opts: "--name", "--name=V", "--name V", and
+ * "-nV" for two-letter names. Returns the table index with *v set (NULL
+ * for a flag without a value; *i moves past a value taken from the next
+ * argument), FLAG_UNKNOWN, or FLAG_NO_VALUE when the value is missing. */
+#define FLAG_UNKNOWN (-1)
+#define FLAG_NO_VALUE (-2)
+int flag_match(const struct flag_opt *opts, size_t nopts, int argc, char **argv, int *i,
+               const char **v);
 
 #endif

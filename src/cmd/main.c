@@ -14,6 +14,7 @@ static const char usage[] =
     "  load URL          HTTP load generator: req/s, HDR latency, --rate (herd load --help)\n"
     "  lat HOST|-s       ping-pong round-trip latency and its echo server (herd lat --help)\n"
     "  lab               compare the models (and other servers) under load (herd lab --help)\n"
+    "  spawn -- COMMAND  bind once, run N backends on the socket (herd spawn --help)\n"
     "\n"
     "  herd --version    print the version\n"
     "  herd --help       this text\n";
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
         return cmd_lat(argc - 1, argv + 1);
     if (!strcmp(cmd, "lab"))
         return cmd_lab(argc - 1, argv + 1);
+    if (!strcmp(cmd, "spawn"))
+        return cmd_spawn(argc - 1, argv + 1);
     fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", cmd);
     return 2;
 }

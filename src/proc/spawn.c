@@ -1,0 +1,365 @@
+#include "proc/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/signals.h"
+#include "net/listen.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 30000
+
+struct child {
+    pid_t pid;          /* 0: not running */
+    int64_t started_ms;
+    int64_t respawn_at; /* 0: none pending */
+    int quick_deaths;   /* in a row */
+};
+
+struct spawner {
+    const struct spawn_config *cfg;
+    struct listen_addr addr;
+    char path[4096];    /* the command, resolved through PATH */
+    int lfd;
+    struct child *kids;
+    int stopping;       /* a stop signal came: no more respawns */
+    int64_t kill_at;    /* when stopping: SIGKILL whoever is left */
+    int failed;         /* exit status 1 once everything has stopped */
+    int nonzero_exits;  /* children that exited with a failure status */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Finds the command as execvp would, so a typo fails before any socket or
+ * child exists. Returns 0, or -1 with the reason logged. */
+static int resolve_command(const char *cmd, char *out, size_t n)
+{
+    if (strchr(cmd, '/')) {
+        if (!executable(cmd)) {
+            log_msg(LOG_ERROR, "herd spawn: cannot run '%s': %s", cmd,
+                    access(cmd, F_OK) ? strerror(errno) : "not an executable file");
+            return -1;
+        }
+        snprintf(out, n, "%s", cmd);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > 0 && (size_t)snprintf(out, n, "%.*s/%s", (int)len, p, cmd) < n &&
+            executable(out))
+            return 0;
+        p += len + (end != NULL);
+    }
+    log_msg(LOG_ERROR, "herd spawn: command not found: '%s' (searched PATH)", cmd);
+    return -1;
+}
+
+/* In the child, between fork and exec: undo what the supervisor set for
+ * itself (blocked signals, ignored SIGPIPE) and put the socket where the
+ * chosen convention expects it. Never returns. */
+static void exec_child(struct spawner *s, int report_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int target = s->cfg->fd_style == SPAWN_FD_STDIN ? 0 : 3;
+    int err = 0;
+    if (s->lfd == target) {
+        if (fcntl(target, F_SETFD, 0) < 0)
+            err = errno;
+    } else if (dup2(s->lfd, target) < 0) {
+        err = errno;
+    }
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDNAMES");
+    if (!err && s->cfg->fd_style == SPAWN_FD_SYSTEMD) {
+        char pid[24];
+        snprintf(pid, sizeof pid, "%ld", (long)getpid());
+        setenv("LISTEN_FDS", "1", 1);
+        setenv("LISTEN_PID", pid, 1);
+    }
+    if (!err) {
+        execv(s->path, s->cfg->argv);
+        err = errno;
+    }
+    ssize_t w = write(report_fd, &err, sizeof err);
+    (void)w;
+    _exit(127);
+}
+
+/* Starts the child for one slot. A child whose exec fails reports errno
+ * through a close-on-exec pipe (EOF means the exec happened), so "cannot
+ * run" is told apart from "ran and died". Returns 0 or -1. */
+static int start_child(struct spawner *s, int i)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        log_msg(LOG_ERROR, "herd spawn: pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_msg(LOG_ERROR, "herd spawn: fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        exec_child(s, pfd[1]);
+    }
+    close(pfd[1]);
+    int err = 0;
+    ssize_t r;
+    do
+        r = read(pfd[0], &err, sizeof err);
+    while (r < 0 && errno == EINTR);
+    close(pfd[0]);
+    struct child *c = &s->kids[i];
+    c->respawn_at = 0;
+    if (r == (ssize_t)sizeof err) {
+        waitpid(pid, NULL, 0);
+        log_msg(LOG_ERROR, "herd spawn: cannot run '%s': %s", s->path, strerror(err));
+        return -1;
+    }
+    c->pid = pid;
+    c->started_ms = now_ms();
+    log_msg(LOG_INFO, "herd spawn: child %d started (pid %ld)", i, (long)pid);
+    return 0;
+}
+
+static void signal_children(struct spawner *s, int sig)
+{
+    for (int i = 0; i < s->cfg->children; i++)
+        if (s->kids[i].pid > 0)
+            kill(s->kids[i].pid, sig);
+}
+
+static void begin_stop(struct spawner *s, int sig)
+{
+    if (!s->stopping) {
+        s->stopping = 1;
+        s->kill_at = now_ms() + s->cfg->stop_timeout_ms;
+    }
+    signal_children(s, sig);
+}
+
+static int running(const struct spawner *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->cfg->children; i++)
+        n += s->kids[i].pid > 0;
+    return n;
+}
+
+static void describe_status(int status, char *buf, size_t n)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, n, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, n, "stopped (status 0x%x)", status);
+}
+
+/* A child is gone: decide between respawn (with backoff), leaving the
+ * slot empty, and giving up. */
+static void child_died(struct spawner *s, int i, int status)
+{
+    struct child *c = &s->kids[i];
+    int64_t now = now_ms(), lived = now - c->started_ms;
+    char what[96];
+    describe_status(status, what, sizeof what);
+    c->pid = 0;
+    if (s->stopping) {
+        log_msg(LOG_INFO, "herd spawn: child %d %s", i, what);
+        return;
+    }
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        s->nonzero_exits++;
+    int quick = lived < SPAWN_QUICK_DEATH_MS;
+    c->quick_deaths = quick ? c->quick_deaths + 1 : 0;
+    if (quick && (!s->cfg->respawn || c->quick_deaths >= SPAWN_GIVE_UP_AFTER)) {
+        log_msg(LOG_ERROR, "herd spawn: child %d (%s) %s, %.2f s after it started%s; stopping",
+                i, s->path, what, (double)lived / 1000,
+                s->cfg->respawn ? ", again and again" : "");
+        s->failed = 1;
+        begin_stop(s, SIGTERM);
+        return;
+    }
+    if (!s->cfg->respawn) {
+        log_msg(LOG_WARN, "herd spawn: child %d %s (no --respawn: not restarted)", i, what);
+        return;
+    }
+    int64_t delay = 0;
+    if (quick) {
+        delay = BACKOFF_MIN_MS;
+        for (int k = 1; k < c->quick_deaths && delay < BACKOFF_MAX_MS; k++)
+            delay *= 2;
+        if (delay > BACKOFF_MAX_MS)
+            delay = BACKOFF_MAX_MS;
+    }
+    c->respawn_at = now + delay;
+    log_msg(LOG_WARN, "herd spawn: child %d %s; restarting it%s", i, what,
+            delay ? " after a backoff" : "");
+}
+
+static void reap(struct spawner *s)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        for (int i = 0; i < s->cfg->children; i++)
+            if (s->kids[i].pid == pid) {
+                child_died(s, i, status);
+                break;
+            }
+}
+
+static void handle_signal(struct spawner *s, int sig)
+{
+    switch (sig) {
+    case SIGCHLD:
+        reap(s);
+        break;
+    case SIGTERM: case SIGINT: case SIGQUIT:
+        log_msg(LOG_NOTICE, "herd spawn: %s: stopping %d children", strsignal(sig), running(s));
+        begin_stop(s, sig == SIGINT ? SIGTERM : sig);
+        break;
+    default: /* HUP, USR1, USR2: the children's business (reload, reopen logs) */
+        signal_children(s, sig);
+        break;
+    }
+}
+
+/* Milliseconds until the next respawn or the stop deadline, -1 for none. */
+static int next_timeout(const struct spawner *s)
+{
+    int64_t when = 0;
+    if (s->stopping)
+        when = s->kill_at;
+    else
+        for (int i = 0; i < s->cfg->children; i++)
+            if (s->kids[i].respawn_at && (!when || s->kids[i].respawn_at < when))
+                when = s->kids[i].respawn_at;
+    if (!when)
+        return -1;
+    int64_t d = when - now_ms();
+    return d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+}
+
+static void run_timers(struct spawner *s)
+{
+    int64_t now = now_ms();
+    if (s->stopping) {
+        if (now >= s->kill_at && running(s)) {
+            log_msg(LOG_WARN, "herd spawn: %d children still running after the stop "
+                    "timeout: killing them", running(s));
+            signal_children(s, SIGKILL);
+            s->kill_at = now + 60000;
+        }
+        return;
+    }
+    for (int i = 0; i < s->cfg->children; i++)
+        if (s->kids[i].respawn_at && s->kids[i].respawn_at <= now && start_child(s, i) < 0) {
+            s->failed = 1;
+            begin_stop(s, SIGTERM);
+            return;
+        }
+}
+
+static int pending_respawns(const struct spawner *s)
+{
+    for (int i = 0; i < s->cfg->children; i++)
+        if (s->kids[i].respawn_at)
+            return 1;
+    return 0;
+}
+
+int spawn_run(const struct spawn_config *cfg)
+{
+    struct spawner s = {.cfg = cfg, .lfd = -1};
+    char err[160], where[160];
+    if (resolve_command(cfg->argv[0], s.path, sizeof s.path) < 0)
+        return 1;
+    if (listen_parse(cfg->listen, &s.addr, err, sizeof err) < 0) {
+        log_msg(LOG_ERROR, "herd spawn: %s", err);
+        return 1;
+    }
+    int sfd = signals_open();
+    if (sfd < 0) {
+        log_msg(LOG_ERROR, "herd spawn: signalfd: %s", strerror(-sfd));
+        return 1;
+    }
+    s.lfd = listen_open(&s.addr, cfg->backlog, 0);
+    if (s.lfd < 0) {
+        log_msg(LOG_ERROR, "herd spawn: cannot listen on %s: %s", cfg->listen,
+                s.lfd == -EADDRINUSE ? "address already in use" : strerror(-s.lfd));
+        close(sfd);
+        return 1;
+    }
+    /* Backends written for spawn-fcgi or systemd expect a blocking socket. */
+    fcntl(s.lfd, F_SETFL, fcntl(s.lfd, F_GETFL) & ~O_NONBLOCK);
+    s.kids = calloc((size_t)cfg->children, sizeof *s.kids);
+    if (!s.kids)
+        log_fatal("herd spawn: out of memory");
+    listen_describe(&s.addr, where, sizeof where);
+    log_msg(LOG_NOTICE, "herd spawn: listening on %s, %d x %s (socket as %s)", where,
+            cfg->children, s.path, cfg->fd_style == SPAWN_FD_STDIN ? "fd 0" : "fd 3, LISTEN_FDS=1");
+    for (int i = 0; i < cfg->children && !s.stopping; i++)
+        if (start_child(&s, i) < 0) {
+            s.failed = 1;
+            begin_stop(&s, SIGTERM);
+        }
+    while (running(&s) || (!s.stopping && pending_respawns(&s))) {
+        struct pollfd p = {.fd = sfd, .events = POLLIN};
+        int n = poll(&p, 1, next_timeout(&s));
+        if (n < 0 && errno != EINTR)
+            log_fatal("herd spawn: poll: %s", strerror(errno));
+        int sig;
+        while (n > 0 && (sig = signals_read(sfd)) > 0)
+            handle_signal(&s, sig);
+        reap(&s); /* a CHLD merged with another signal still gets reaped */
+        run_timers(&s);
+    }
+    close(s.lfd);
+    listen_cleanup(&s.addr);
+    close(sfd);
+    free(s.kids);
+    if (s.failed)
+        return 1;
+    if (s.stopping)
+        return 0;
+    log_msg(LOG_NOTICE, "herd spawn: every child has exited");
+    return s.nonzero_exits ? 1 : 0;
+}

@@ -1,0 +1,306 @@
+"""herd spawn: bind once, N children inherit the socket (fd 0 or systemd's
+fd 3), respawn, signal forwarding, graceful stop, and clear failures."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HERD_ARGS, HERD_BIN, require_binary
+from herdtest import wait_for
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="herd spawn has no model: runs once")
+
+BACKEND = str(Path(__file__).resolve().parent / "backends" / "pid_backend.py")
+LISTENING_RE = re.compile(r"herd spawn: listening on (?:http://([^/\s]+):(\d+)/|unix:([^,\s]+))")
+TIMEOUT = 15
+
+
+class Spawn:
+    """A running `herd spawn`, stopped by its pid."""
+
+    def __init__(self, listen="127.0.0.1:0", args=(), cmd=None):
+        require_binary()
+        self.errpath = f"/tmp/herd-spawn-{os.getpid()}-{time.monotonic_ns()}.log"
+        self.err = open(self.errpath, "w+")
+        cmd = cmd or [sys.executable, BACKEND]
+        self.proc = subprocess.Popen([HERD_BIN, "spawn", "--listen", listen, *args, "--", *cmd],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self.err)
+        self.addr = None
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = LISTENING_RE.search(self.log())
+            if m:
+                self.addr = m.group(3) if m.group(3) else (m.group(1), int(m.group(2)))
+                break
+            time.sleep(0.02)
+        assert self.addr, f"herd spawn did not start:\n{self.log()}"
+
+    def log(self):
+        self.err.flush()
+        with open(self.errpath) as f:
+            return f.read()
+
+    def children(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def get(self, timeout=5):
+        """One request on a new connection; the backend's JSON answer."""
+        fam = socket.AF_UNIX if isinstance(self.addr, str) else socket.AF_INET
+        with socket.socket(fam) as s:
+            s.settimeout(timeout)
+            s.connect(self.addr)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), data
+        return json.loads(body)
+
+    def stop(self, sig=signal.SIGTERM, timeout=TIMEOUT):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def close(self):
+        kids = self.children()
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.err.close()
+        os.unlink(self.errpath)
+
+
+@pytest.fixture
+def spawn():
+    made = []
+
+    def make(*a, **kw):
+        s = Spawn(*a, **kw)
+        made.append(s)
+        return s
+    yield make
+    for s in made:
+        s.close()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[1][0] != "Z"
+
+
+def open_fds(pid):
+    return {int(x): os.readlink(f"/proc/{pid}/fd/{x}") for x in os.listdir(f"/proc/{pid}/fd")}
+
+
+def waiting_in_accept(pid):
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return "accept" in f.read()
+    except OSError:
+        return False
+
+
+def test_children_share_the_socket_as_stdin(spawn):
+    s = spawn(args=["-n", "3"])
+    wait_for(lambda: len(s.children()) == 3 and all(map(waiting_in_accept, s.children())),
+             TIMEOUT, what="3 children waiting in accept")
+    # Each backend serves one connection at a time and blocks reading the
+    # request: three silent connections must be taken by three children.
+    socks = [socket.create_connection(s.addr, timeout=5) for _ in range(3)]
+    try:
+        pids = set()
+        for c in socks:
+            c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        for c in socks:
+            data = b""
+            while chunk := c.recv(65536):
+                data += chunk
+            pids.add(json.loads(data.partition(b"\r\n\r\n")[2])["pid"])
+    finally:
+        for c in socks:
+            c.close()
+    assert pids == set(s.children())
+    a = s.get()
+    assert a["fd"] == 0 and not a["systemd"] and a["listen_fds"] is None
+    assert a["blocking"], "backends expect a blocking listening socket"
+    assert a["sigblk"] == "0000000000000000", "children must not inherit blocked signals"
+    for pid in s.children():
+        fds = open_fds(pid)
+        assert set(fds) == {0, 1, 2}, f"fds leaked into the child: {fds}"
+        assert fds[0].startswith("socket:")
+    assert s.stop() == 0
+
+
+def test_systemd_style_sets_listen_fds_for_the_child(spawn):
+    s = spawn(args=["-n", "2", "--fd-style", "systemd"])
+    a = s.get()
+    assert a["systemd"] and a["fd"] == 3
+    assert a["listen_fds"] == "1" and a["listen_pid"] == str(a["pid"])
+    for pid in s.children():
+        fds = open_fds(pid)
+        assert set(fds) == {0, 1, 2, 3}, f"fds leaked into the child: {fds}"
+    assert s.stop() == 0
+
+
+def test_unix_socket_is_removed_after_stop(spawn, short_tmp):
+    path = str(short_tmp / "app.sock")
+    s = spawn(listen=f"unix:{path}", args=["-n", "2"])
+    assert s.addr == path
+    assert s.get()["pid"] in s.children()
+    assert s.stop() == 0
+    assert not os.path.exists(path)
+
+
+def test_a_killed_child_is_respawned(spawn):
+    s = spawn(args=["-n", "2", "--respawn"])
+    wait_for(lambda: len(s.children()) == 2, TIMEOUT, what="2 children")
+    first = s.children()
+    os.kill(first[0], signal.SIGKILL)
+    wait_for(lambda: len(s.children()) == 2 and first[0] not in s.children(), TIMEOUT,
+             what="a new child in the dead one's place")
+    assert first[1] in s.children()
+    for _ in range(10):
+        assert s.get()["pid"] in s.children()
+    assert "killed by signal 9" in s.log()
+    assert s.stop() == 0
+
+
+def test_without_respawn_a_dead_child_stays_dead_and_the_last_exit_ends_spawn(spawn):
+    s = spawn(args=["-n", "1"], cmd=[sys.executable, BACKEND, "--exit-after", "2"])
+    time.sleep(1.1)  # past the start window: a later exit is not a failure at start
+    s.get()
+    s.get()
+    assert s.proc.wait(TIMEOUT) == 0
+    assert "every child has exited" in s.log()
+
+
+def test_hup_is_forwarded_to_every_child(spawn):
+    s = spawn(args=["-n", "2"])
+    wait_for(lambda: len(s.children()) == 2, TIMEOUT, what="2 children")
+    time.sleep(0.5)  # let the backends install their HUP handler
+    s.proc.send_signal(signal.SIGHUP)
+    seen = {}
+    deadline = time.monotonic() + TIMEOUT
+    while len(seen) < 2 and time.monotonic() < deadline:
+        a = s.get()
+        if a["hups"] == 1:
+            seen[a["pid"]] = a
+    assert len(seen) == 2, "HUP did not reach both children"
+    assert s.proc.poll() is None, "HUP must not stop herd spawn"
+    assert s.stop() == 0
+
+
+def test_term_stops_children_gracefully(spawn):
+    s = spawn(args=["-n", "3"])
+    wait_for(lambda: len(s.children()) == 3, TIMEOUT, what="3 children")
+    kids = s.children()
+    assert s.stop() == 0
+    for pid in kids:
+        wait_for(lambda: not alive(pid), 5, what=f"child {pid} gone")
+    assert "killing them" not in s.log()
+
+
+def test_children_ignoring_term_are_killed_after_the_stop_timeout(spawn):
+    s = spawn(args=["-n", "2", "--stop-timeout", "500ms"],
+              cmd=[sys.executable, BACKEND, "--ignore-term"])
+    wait_for(lambda: len(s.children()) == 2, TIMEOUT, what="2 children")
+    time.sleep(0.5)
+    kids = s.children()
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - t0 < 5
+    assert "killing them" in s.log()
+    for pid in kids:
+        assert not alive(pid)
+
+
+def run_spawn(*args, timeout=TIMEOUT):
+    require_binary()
+    return subprocess.run([HERD_BIN, "spawn", *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_missing_command_is_a_clear_error():
+    r = run_spawn("--listen", "127.0.0.1:0", "--", "herd-no-such-command")
+    assert r.returncode == 1
+    assert "command not found: 'herd-no-such-command'" in r.stderr
+
+
+def test_command_that_is_not_executable(tmp_path):
+    f = tmp_path / "script"
+    f.write_text("#!/bin/sh\n")
+    r = run_spawn("--listen", "127.0.0.1:0", "--", str(f))
+    assert r.returncode == 1 and "cannot run" in r.stderr
+
+
+def test_bind_failure_is_a_clear_error():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = run_spawn("--listen", f"127.0.0.1:{port}", "--", sys.executable, BACKEND)
+    assert r.returncode == 1
+    assert "address already in use" in r.stderr
+
+
+@pytest.mark.parametrize("respawn", [[], ["--respawn"]])
+def test_children_that_die_at_once_fail_spawn(respawn):
+    t0 = time.monotonic()
+    r = run_spawn("--listen", "127.0.0.1:0", "-n", "2", *respawn, "--", "false", timeout=30)
+    assert r.returncode == 1
+    assert "after it started" in r.stderr and "stopping" in r.stderr
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "--listen ADDR is required"),
+    (["--listen", "127.0.0.1:0"], "no command"),
+    (["--listen", "127.0.0.1:0", "--"], "no command"),
+    (["--listen", "127.0.0.1:0", "-n", "0", "--", "true"], "invalid value '0' for -n"),
+    (["--listen", "127.0.0.1:0", "--fd-style", "inetd", "--", "true"], "invalid value"),
+    (["--listen", "127.0.0.1:0", "--bogus", "--", "true"], "unknown option '--bogus'"),
+    (["--listen", "127.0.0.1:0", "true"], "after '--'"),
+    (["--listen", "nonsense:x", "--", "true"], "nonsense"),
+])
+def test_usage_errors(args, needle):
+    r = run_spawn(*args)
+    assert r.returncode in (1, 2) and needle in r.stderr, r.stderr
+    assert r.stderr.count("\n") <= 2
+    if needle != "nonsense":
+        assert r.returncode == 2
+
+
+def test_help():
+    r = run_spawn("--help")
+    assert r.returncode == 0 and "--fd-style" in r.stdout
