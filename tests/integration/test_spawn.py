@@ -164,6 +164,8 @@ def test_children_share_the_socket_as_stdin(spawn):
 
 def test_systemd_style_sets_listen_fds_for_the_child(spawn):
     s = spawn(args=["-n", "2", "--fd-style", "systemd"])
+    wait_for(lambda: len(s.children()) == 2 and all(map(waiting_in_accept, s.children())),
+             TIMEOUT, what="2 children waiting in accept")
     a = s.get()
     assert a["systemd"] and a["fd"] == 3
     assert a["listen_fds"] == "1" and a["listen_pid"] == str(a["pid"])
