@@ -131,6 +131,16 @@ def waiting_in_accept(pid):
         return False
 
 
+def accept_queue(port):
+    """Connections waiting in the accept queue of the listener on port."""
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+                return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"no listener on port {port}")
+
+
 def test_children_share_the_socket_as_stdin(spawn):
     s = spawn(args=["-n", "3"])
     wait_for(lambda: len(s.children()) == 3 and all(map(waiting_in_accept, s.children())),
@@ -140,6 +150,8 @@ def test_children_share_the_socket_as_stdin(spawn):
     socks = [socket.create_connection(s.addr, timeout=5) for _ in range(3)]
     try:
         pids = set()
+        wait_for(lambda: accept_queue(s.addr[1]) == 0, TIMEOUT,
+                 what="every connection accepted (one per child: each waits for a request)")
         for c in socks:
             c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         for c in socks:
