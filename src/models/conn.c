@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "net/proxy_protocol.h"
 #include "models/evloop_internal.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
@@ -48,7 +49,18 @@ static void disarm(struct evloop *ev, struct conn *c)
 
 static uint64_t conn_tag(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
 
-void conn_open(struct evloop *ev, int fd, int tcp, const struct sockaddr_storage *peer)
+static void set_peer(struct conn *c, const struct sockaddr_storage *peer)
+{
+    if (peer && peer->ss_family == AF_INET) {
+        c->peer_family = AF_INET;
+        memcpy(c->peer, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+    } else if (peer && peer->ss_family == AF_INET6) {
+        c->peer_family = AF_INET6;
+        memcpy(c->peer, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+    }
+}
+
+void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
 {
     if (fd >= ev->max_fds) {
         close(fd);
@@ -64,13 +76,8 @@ void conn_open(struct evloop *ev, int fd, int tcp, const struct sockaddr_storage
     }
     c->open = 1;
     c->tcp = (uint8_t)tcp;
-    if (peer && peer->ss_family == AF_INET) {
-        c->peer_family = AF_INET;
-        memcpy(c->peer, &((const struct sockaddr_in *)peer)->sin_addr, 4);
-    } else if (peer && peer->ss_family == AF_INET6) {
-        c->peer_family = AF_INET6;
-        memcpy(c->peer, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
-    }
+    c->await_proxy = (uint8_t)proxy;
+    set_peer(c, peer);
     ev->nconns++;
     SB_SET(ev->slot->active, ev->nconns);
     arm(ev, c, Q_HEADER);
@@ -450,10 +457,31 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
     } else if (ev->stopping) {
         conn_close(ev, c);
         return STOP;
+    } else if (!c->nreq && !served) {
+        /* only a PROXY header so far: the first request head is still due */
     } else {
         arm(ev, c, Q_KEEPALIVE);
     }
     return GO_ON;
+}
+
+/* A listener behind a load balancer: the connection starts with a PROXY
+ * protocol header naming the real client. Returns its length, 0 while it is
+ * incomplete, -1 when the bytes are not one (the connection is closed). */
+static int take_proxy_header(struct evloop *ev, struct conn *c, const char *buf, size_t len)
+{
+    struct proxy_info info;
+    int k = proxy_protocol_parse(buf, len, &info);
+    if (k == -2)
+        return len < ev->in_cap ? 0 : -1;
+    if (k < 0) {
+        log_debug("connection %d: no valid PROXY protocol header", conn_fd(ev, c));
+        return -1;
+    }
+    c->await_proxy = 0;
+    if (!info.local)
+        set_peer(c, &info.src);
+    return k;
 }
 
 static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
@@ -484,10 +512,23 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
             return;
         }
         SB_ADD(ev->slot->bytes_in, (uint64_t)n);
-        size_t pos;
+        size_t len = have + (size_t)n, start = 0, pos;
+        if (c->await_proxy) {
+            int k = take_proxy_header(ev, c, buf, len);
+            if (k < 0 || (k == 0 && keep_input(ev, c, buf, 0, len) < 0)) {
+                conn_close(ev, c);
+                return;
+            }
+            if (k == 0) {
+                if ((size_t)n < space && !rdhup)
+                    return;
+                continue;
+            }
+            start = (size_t)k;
+        }
         int served = 0;
-        int rc = serve_input(ev, c, buf, have + (size_t)n, &pos, &served);
-        if (settle(ev, c, buf, pos, have + (size_t)n, rc, served) == STOP)
+        int rc = serve_input(ev, c, buf + start, len - start, &pos, &served);
+        if (settle(ev, c, buf, start + pos, len, rc, served) == STOP)
             return;
         /* Edge-triggered: a short read means the socket is drained, and new
          * bytes will raise a new event. After RDHUP read on to see the EOF. */

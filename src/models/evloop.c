@@ -1,6 +1,7 @@
 #include "models/evloop.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 struct listener {
     int fd;
     int tcp;
+    int proxy;          /* connections start with a PROXY protocol header */
 };
 
 struct server {
@@ -64,7 +66,7 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
         if (fd >= 0) {
             got++;
             SB_ADD(ev->slot->accepted, 1);
-            conn_open(ev, fd, l->tcp, pp);
+            conn_open(ev, fd, l->tcp, l->proxy, pp);
             continue;
         }
         if (fd == -EAGAIN) {
@@ -84,6 +86,43 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
         log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
         return;
     }
+}
+
+/* Whether a connection the master passed us came through a PROXY protocol
+ * listener: only asked when listeners differ, by the connection's local
+ * address (a wildcard listener matches any address on its port). */
+static int dispatched_proxy(struct server *s, int fd)
+{
+    const struct serve_config *cfg = s->ev.cfg;
+    int some = 0, all = 1;
+    for (int i = 0; i < cfg->nlisten; i++) {
+        some |= cfg->listen_proxy[i];
+        all &= cfg->listen_proxy[i];
+    }
+    if (!some || all)
+        return some;
+    struct sockaddr_storage me;
+    socklen_t len = sizeof me;
+    if (getsockname(fd, (struct sockaddr *)&me, &len) < 0)
+        return 0;
+    for (int i = 0; i < cfg->nlisten; i++) {
+        const struct sockaddr_storage *l = &cfg->listen[i].ss;
+        if (l->ss_family != me.ss_family)
+            continue;
+        if (me.ss_family == AF_INET) {
+            const struct sockaddr_in *a = (const void *)l, *b = (const void *)&me;
+            if (a->sin_port == b->sin_port &&
+                (a->sin_addr.s_addr == INADDR_ANY || a->sin_addr.s_addr == b->sin_addr.s_addr))
+                return cfg->listen_proxy[i];
+        } else if (me.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a = (const void *)l, *b = (const void *)&me;
+            if (a->sin6_port == b->sin6_port &&
+                (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr) ||
+                 IN6_ARE_ADDR_EQUAL(&a->sin6_addr, &b->sin6_addr)))
+                return cfg->listen_proxy[i];
+        }
+    }
+    return 0;
 }
 
 /* dispatch: connections accepted by the master arrive over the channel. */
@@ -117,7 +156,7 @@ static void receive_connections(struct server *s)
             socklen_t plen = sizeof peer;
             int have_peer = alog_on(&s->alog) &&
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
-            conn_open(ev, fds[i], 1, have_peer ? &peer : NULL);
+            conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]), have_peer ? &peer : NULL);
         }
         if (n < 64 && (uint32_t)n < room)
             return;
@@ -270,6 +309,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     for (int i = 0; env->listen_fds && i < cfg->nlisten && i < MAX_LISTENERS; i++) {
         s->ls[i].fd = env->listen_fds[i * (env->nthreads > 0 ? env->nthreads : 1)];
         s->ls[i].tcp = cfg->listen[i].family != AF_UNIX;
+        s->ls[i].proxy = cfg->listen_proxy[i];
         /* Edge-triggered: every wakeup accepts until EAGAIN (accept_from).
          * A socket shared with other workers wakes only one of them. */
         uint32_t events = EPOLLIN | LOOP_EDGE | (env->exclusive ? LOOP_EXCLUSIVE : 0);

@@ -43,6 +43,7 @@ struct conn {
     uint8_t linger;          /* ...and the peer may still send: drain before close */
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
+    uint8_t await_proxy;     /* the listener expects a PROXY protocol header first */
     uint8_t peer_family;     /* AF_INET/AF_INET6 when the access log is on */
     uint8_t peer[16];
 };
@@ -74,7 +75,8 @@ struct evloop {
     uint8_t accept_resume;   /* a slot freed while paused: accept after this batch */
 };
 
-void conn_open(struct evloop *ev, int fd, int tcp, const struct sockaddr_storage *peer);
+/* proxy: the connection must start with a PROXY protocol header. */
+void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer);
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);

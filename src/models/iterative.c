@@ -30,6 +30,7 @@
 #include "http/body.h"
 #include "models/models.h"
 #include "net/accept.h"
+#include "net/proxy_protocol.h"
 #include "proc/accesslog.h"
 #include "proc/status.h"
 
@@ -38,6 +39,7 @@
 struct pending_conn {
     int fd;
     int tcp;
+    int listener;
     struct sockaddr_storage peer;
 };
 
@@ -134,8 +136,12 @@ static int write_plan(int fd, const struct http_out *out, const struct http_plan
     return 0;
 }
 
-static void serve_connection(struct iter *it, int fd, const struct sockaddr_storage *peer)
+/* proxy: the connection starts with a PROXY protocol header, whose client
+ * address then replaces peer. */
+static void serve_connection(struct iter *it, int fd, const struct sockaddr_storage *peer,
+                             int proxy)
 {
+    struct proxy_info info;
     const struct http_config *hc = &it->cfg->http;
     struct timeval tv = {it->cfg->send_timeout_ms / 1000, (it->cfg->send_timeout_ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -147,7 +153,18 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
         /* Answer every complete request already buffered. */
         size_t pos = 0;
         int close_after = 0;
-        while (pos < len && !close_after) {
+        if (proxy && len) {
+            int k = proxy_protocol_parse(it->in, len, &info);
+            if (k == -1 || (k == -2 && len == it->cap))
+                return;
+            if (k > 0) {
+                proxy = 0;
+                pos = (size_t)k;
+                if (!info.local)
+                    peer = &info.src;
+            }
+        }
+        while (!proxy && pos < len && !close_after) {
             if (body_skip_active(&skip)) {
                 long n = body_skip(&skip, it->in + pos, len - pos, hc->max_body_size);
                 if (n < 0)
@@ -273,6 +290,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                     break;
                 queue[nq].fd = fd;
                 queue[nq].tcp = tcp;
+                queue[nq].listener = l;
                 nq++;
                 got++;
                 SB_ADD(it.slot->accepted, 1);
@@ -287,7 +305,8 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
                 SB_SET(it.slot->active, (uint64_t)(nq - i));
                 clock_update();
-                serve_connection(&it, fd, queue[i].tcp ? &queue[i].peer : NULL);
+                serve_connection(&it, fd, queue[i].tcp ? &queue[i].peer : NULL,
+                                 cfg->listen_proxy[queue[i].listener]);
             }
             close(fd);
         }

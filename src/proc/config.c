@@ -38,13 +38,16 @@ const char config_help[] =
     "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
     "  --max-connections N      open connections per worker (default: file limit - 64)\n"
     "  --backlog N              listen queue length (default 511)\n"
+    "  --proxy-protocol         every listener expects a PROXY protocol v1/v2 header\n"
+    "                           (from HAProxy, AWS NLB...); for one listener only,\n"
+    "                           write `--listen 'ADDR proxy_protocol'`\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 enum kind {
     K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
     K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG,
+    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL,
 };
 
 static const struct {
@@ -76,6 +79,7 @@ static const struct {
     {"accept-herd", K_ACCEPT_HERD, 0},
     {"dispatch", K_DISPATCH, 1},
     {"backlog", K_BACKLOG, 1},
+    {"proxy-protocol", K_PROXY_PROTOCOL, 0},
 };
 
 /* Every model herd knows; models/models.c maps them to code. */
@@ -128,6 +132,38 @@ static int duration(const char *name, const char *v, int64_t *out, char *err, si
     return 0;
 }
 
+/* "ADDR" or "ADDR proxy_protocol", as nginx's listen directive. */
+static int listen_setting(struct serve_config *cfg, const char *v, char *err, size_t errlen)
+{
+    char addr[256];
+    const char *sp = strchr(v, ' ');
+    size_t n = sp ? (size_t)(sp - v) : strlen(v);
+    if (n >= sizeof addr) {
+        snprintf(err, errlen, "listen address too long: '%s'", v);
+        return -1;
+    }
+    memcpy(addr, v, n);
+    addr[n] = '\0';
+    uint8_t proxy = 0;
+    for (const char *p = sp; p && *p;) {
+        while (*p == ' ')
+            p++;
+        size_t l = strcspn(p, " ");
+        if (l == 14 && !strncmp(p, "proxy_protocol", 14))
+            proxy = 1;
+        else if (l) {
+            snprintf(err, errlen, "unknown listen option '%.*s' in '%s' (known: proxy_protocol)",
+                     (int)l, p, v);
+            return -1;
+        }
+        p += l;
+    }
+    if (listen_parse(addr, &cfg->listen[cfg->nlisten], err, errlen) < 0)
+        return -1;
+    cfg->listen_proxy[cfg->nlisten++] = proxy;
+    return 0;
+}
+
 int config_set(struct serve_config *cfg, const char *name, const char *v, char *err,
                size_t errlen)
 {
@@ -153,10 +189,7 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
             snprintf(err, errlen, "too many listen addresses (at most %d)", CONFIG_MAX_LISTEN);
             return -1;
         }
-        if (listen_parse(v, &cfg->listen[cfg->nlisten], err, errlen) < 0)
-            return -1;
-        cfg->nlisten++;
-        return 0;
+        return listen_setting(cfg, v, err, errlen);
     case K_DOCROOT:
         return copy_str(cfg->docroot, sizeof cfg->docroot, v, name, err, errlen);
     case K_WORKERS:
@@ -242,6 +275,9 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
     case K_ACCEPT_HERD:
         cfg->accept_herd = 1;
         return 0;
+    case K_PROXY_PROTOCOL:
+        cfg->proxy_protocol = 1;
+        return 0;
     case K_DISPATCH:
         if (!strcmp(v, "rr"))
             cfg->dispatch_least = 0;
@@ -319,6 +355,9 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
     if (cfg->nlisten == 0 &&
         listen_parse("127.0.0.1:8080", &cfg->listen[cfg->nlisten++], err, errlen) < 0)
         return -1;
+    if (cfg->proxy_protocol)
+        for (int i = 0; i < cfg->nlisten; i++)
+            cfg->listen_proxy[i] = 1;
     (void)err;
     (void)errlen;
     return 0;

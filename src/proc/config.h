@@ -30,6 +30,8 @@ struct serve_config {
     char docroot[1024];
     struct listen_addr listen[CONFIG_MAX_LISTEN];
     int nlisten;
+    uint8_t listen_proxy[CONFIG_MAX_LISTEN]; /* expects a PROXY protocol header */
+    uint8_t proxy_protocol;     /* every listener does */
     struct http_config http;
     int64_t header_timeout_ms;
     int64_t keepalive_timeout_ms;
