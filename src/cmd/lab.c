@@ -172,11 +172,7 @@ static int valid_path(const char *p)
 enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_RETRIES, O_KEEPALIVE,
            O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_HELP };
 
-static const struct {
-    const char *name;
-    enum opt kind;
-    int takes_value;
-} opts[] = {
+static const struct flag_opt opts[] = {
     {"--models", O_MODELS, 1},        {"--concurrency", O_CONC, 1},
     {"--duration", O_DURATION, 1},    {"--warmup", O_WARMUP, 1},
     {"--timeout", O_TIMEOUT, 1},      {"--retries", O_RETRIES, 1},
@@ -191,26 +187,13 @@ static const struct {
 static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
 {
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *v = NULL;
-        int k = -1;
-        for (size_t j = 0; j < sizeof opts / sizeof opts[0] && k < 0; j++) {
-            size_t n = strlen(opts[j].name);
-            if (strncmp(arg, opts[j].name, n))
-                continue;
-            if (!arg[n])
-                k = (int)j;
-            else if (opts[j].takes_value && arg[n] == '=')
-                k = (int)j, v = arg + n + 1;
-        }
-        if (k < 0)
+        const char *arg = argv[i], *v;
+        int k = flag_match(opts, sizeof opts / sizeof opts[0], argc, argv, &i, &v);
+        if (k == FLAG_UNKNOWN)
             return arg[0] == '-' ? bad("unknown option '%s'", arg)
                                  : bad("unexpected argument '%s'", arg);
-        const char *name = opts[k].name;
-        if (opts[k].takes_value && !v) {
-            if (i + 1 >= argc)
-                return bad("%s needs a value", name);
-            v = argv[++i];
-        }
+        if (k == FLAG_NO_VALUE)
+            return bad("%s needs a value", arg);
         int rc = 0;
         switch (opts[k].kind) {
         case O_MODELS:

@@ -56,11 +56,7 @@ static const char lat_usage[] =
 
 enum opt { O_SERVER, O_LISTEN, O_SIZE, O_ROUNDS, O_WARMUP, O_CPUS, O_SPAWN, O_TIMEOUT, O_HELP };
 
-static const struct {
-    const char *name;
-    enum opt kind;
-    int takes_value;
-} opts[] = {
+static const struct flag_opt opts[] = {
     {"-s", O_SERVER, 0},    {"--server", O_SERVER, 0},
     {"--listen", O_LISTEN, 1},
     {"-m", O_SIZE, 1},      {"--size", O_SIZE, 1},
@@ -121,27 +117,13 @@ static int parse_flags(int argc, char **argv, struct lat_flags *f)
             f->addr = arg;
             continue;
         }
-        int k = -1;
-        const char *v = NULL;
-        for (size_t j = 0; j < sizeof opts / sizeof opts[0] && k < 0; j++) {
-            size_t n = strlen(opts[j].name);
-            if (strncmp(arg, opts[j].name, n))
-                continue;
-            if (!arg[n])
-                k = (int)j;
-            else if (opts[j].takes_value && arg[n] == '=')
-                k = (int)j, v = arg + n + 1;
-            else if (opts[j].takes_value && n == 2)
-                k = (int)j, v = arg + n;
-        }
-        if (k < 0)
+        const char *v;
+        int k = flag_match(opts, sizeof opts / sizeof opts[0], argc, argv, &i, &v);
+        if (k == FLAG_UNKNOWN)
             return usage_error("unknown option '%s'", arg);
+        if (k == FLAG_NO_VALUE)
+            return usage_error("%s needs a value", arg);
         const char *name = opts[k].name;
-        if (opts[k].takes_value && !v) {
-            if (i + 1 >= argc)
-                return usage_error("%s needs a value", name);
-            v = argv[++i];
-        }
         switch (opts[k].kind) {
         case O_SERVER:
             f->server = 1;

@@ -54,11 +54,7 @@ static const char load_usage[] =
 enum opt { O_CONNS, O_THREADS, O_DURATION, O_HEADER, O_LATENCY, O_RATE, O_NOKA, O_PIPELINE,
            O_METHOD, O_BODY, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_MERGE, O_HELP };
 
-static const struct {
-    const char *name;
-    enum opt kind;
-    int takes_value;
-} opts[] = {
+static const struct flag_opt opts[] = {
     {"-c", O_CONNS, 1},       {"--connections", O_CONNS, 1},
     {"-t", O_THREADS, 1},     {"--threads", O_THREADS, 1},
     {"-d", O_DURATION, 1},    {"--duration", O_DURATION, 1},
@@ -144,27 +140,13 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
             f->args[f->nargs++] = arg;
             continue;
         }
-        int k = -1;
-        const char *v = NULL;
-        for (size_t j = 0; j < sizeof opts / sizeof opts[0] && k < 0; j++) {
-            size_t n = strlen(opts[j].name);
-            if (strncmp(arg, opts[j].name, n))
-                continue;
-            if (!arg[n])
-                k = (int)j;
-            else if (opts[j].takes_value && arg[n] == '=')
-                k = (int)j, v = arg + n + 1;
-            else if (opts[j].takes_value && n == 2) /* -c50, as wrk takes it */
-                k = (int)j, v = arg + n;
-        }
-        if (k < 0)
+        const char *v;
+        int k = flag_match(opts, sizeof opts / sizeof opts[0], argc, argv, &i, &v);
+        if (k == FLAG_UNKNOWN)
             return usage_error("unknown option '%s'", arg);
+        if (k == FLAG_NO_VALUE)
+            return usage_error("%s needs a value", arg);
         const char *name = opts[k].name;
-        if (opts[k].takes_value && !v) {
-            if (i + 1 >= argc)
-                return usage_error("%s needs a value", name);
-            v = argv[++i];
-        }
         uint64_t n;
         switch (opts[k].kind) {
         case O_CONNS:
