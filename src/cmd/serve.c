@@ -30,7 +30,9 @@ static const char serve_usage_tail[] =
     "\n"
     "SIZE takes k/m/g suffixes; DUR takes ms, s, m, h (plain numbers are seconds).\n"
     "Signals to the master: TERM/INT stop gracefully, QUIT at once, HUP reloads the\n"
-    "config (new workers, old ones drain), USR1 reopens the access log.\n";
+    "config (new workers, old ones drain), USR1 reopens the access log, USR2 execs\n"
+    "the binary again (or --upgrade-binary) on the same sockets, then the old master\n"
+    "drains and exits. Sockets passed by systemd (LISTEN_FDS) are used, not bound.\n";
 
 /* The command line, kept for reloads: settings = defaults, then the config
  * file, then the flags. */
@@ -285,6 +287,8 @@ int cmd_serve(int argc, char **argv)
         .model = model,
         .reload = reload_config,
         .arg = &inv,
+        .argc = argc,
+        .argv = argv,
     };
     return master_run(&cfg, &hooks);
 }
