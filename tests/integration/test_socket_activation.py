@@ -131,7 +131,8 @@ def test_unmatched_passed_socket_is_closed(launched):
     sock = tcp_listener()
     srv = launched([sock], "--listen", "127.0.0.1:0", "--workers", "2")
     assert srv.port != sock.getsockname()[1]
-    assert "closed 1 inherited sockets that no listen address wants" in srv.stderr_text()
+    wait_for(lambda: "closed 1 inherited sockets that no listen address wants"
+             in srv.stderr_text(), timeout=5, what="the closing line")
     assert not tree_holds_socket(srv.pid, os.fstat(sock.fileno()).st_ino)
     assert get_ok(srv)
 
