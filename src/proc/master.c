@@ -443,7 +443,7 @@ static int next_timeout(const struct master *m)
         next = m->stop_deadline;
     if (m->up.pid && (next < 0 || m->up.deadline_ms < next))
         next = m->up.deadline_ms;
-    if (m->ready_fd >= 0 && (next < 0 || m->settle_at < next))
+    if (m->ready_fd >= 0 && !m->stopping && (next < 0 || m->settle_at < next))
         next = m->settle_at;
     if (next < 0)
         return -1;
@@ -864,6 +864,8 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     }
     loop_close(l);
     pidfile_remove(cfg->pid_file);
+    if (m->up.pid)
+        m->handed_over = 1; /* stopped mid-upgrade: the new master may yet serve */
     /* Unix socket paths stay for whoever holds the sockets now: the new
      * master after an upgrade, the old one when we never took over, or
      * systemd when it made them. */

@@ -103,7 +103,7 @@ def upgrade(srv, pidfile):
 
 def fetch_ok(srv, target="/small.txt"):
     r = srv.request(get_req(target, headers=[("Connection", "close")]), timeout=5)
-    return r.status == 200
+    return r.status == 200 and r.body == b"0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 @pytest.mark.slow
@@ -137,9 +137,15 @@ def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
 
 def test_pid_file_and_unix_socket_follow_the_upgrade(upgradable, site, tmp_path):
     sock = tmp_path / "herd.sock"
-    srv, pidfile = upgradable("--workers", "2", listen=("127.0.0.1:0", f"unix:{sock}"))
+    alog = tmp_path / "access.log"
+    srv, pidfile = upgradable("--workers", "2", "--access-log", alog,
+                              listen=("127.0.0.1:0", f"unix:{sock}"))
     first = srv.pid
+    for _ in range(3):
+        assert fetch_ok(srv, "/small.txt?before")
     new = upgrade(srv, pidfile)
+    for _ in range(3):
+        assert fetch_ok(srv, "/small.txt?after")
     assert read_pid(pidfile) == new != first
     # the old master left the socket path to the new one
     assert sock.exists(), "the old master removed the unix socket path it handed over"
@@ -162,6 +168,10 @@ def test_pid_file_and_unix_socket_follow_the_upgrade(upgradable, site, tmp_path)
     stop_master(newer)
     assert not sock.exists(), "the last master must remove its unix socket path"
     assert not pidfile.exists(), "the last master must remove its pid file"
+    # both masters' loggers wrote to the access log
+    log = alog.read_text()
+    assert log.count("GET /small.txt?before ") == 3, log
+    assert log.count("GET /small.txt?after ") == 3, log
 
 
 def script(path, text):
