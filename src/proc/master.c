@@ -79,6 +79,7 @@ struct master {
     struct upgrade up;  /* the new master starting (up.pid 0: none) */
     int handed_over;    /* the new master serves: leave it the socket paths */
     uint8_t path_ours[CONFIG_MAX_LISTEN]; /* a unix path to remove at exit */
+    int listen_passed;  /* no listen address given: serving what LISTEN_FDS passed */
     /* binary upgrade, new master's side */
     int ready_fd;       /* tell the old master here once serving, else -1 */
     int64_t settle_at;  /* when to check that the workers still live */
@@ -138,8 +139,10 @@ static int open_listeners(struct master *m, struct inherited *in)
     if (in->n && cfg->listen_default) {
         /* Started by systemd with no --listen: serve what it passed. */
         int n = inherit_addresses(in, cfg->listen, CONFIG_MAX_LISTEN);
-        if (n > 0)
+        if (n > 0) {
             cfg->nlisten = n;
+            m->listen_passed = 1;
+        }
     }
     for (int l = 0; l < cfg->nlisten; l++) {
         struct listen_addr *a = &cfg->listen[l];
@@ -481,7 +484,8 @@ static void reload(struct master *m)
         log_msg(LOG_ERROR, "reload refused: an earlier generation is still draining");
         return;
     }
-    if (!same_listeners(m->cfg, &next))
+    /* With no listen address given, the passed sockets were the set. */
+    if (!(next.listen_default && m->listen_passed) && !same_listeners(m->cfg, &next))
         log_msg(LOG_WARN, "reload: listen addresses changed; that needs a restart "
                           "(keeping the current sockets)");
     if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))

@@ -98,6 +98,15 @@ def test_serves_the_passed_socket_without_listen(launched, model):
     assert tree_holds_socket(srv.pid, os.fstat(sock.fileno()).st_ino)
     if model in ("reuseport", "threads"):
         assert "has no SO_REUSEPORT" in srv.stderr_text()
+    if model != "single":
+        # a reload keeps the passed set without calling it a change
+        mark = srv.stderr_mark()
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: any("reloaded" in l for l in srv.lines[mark:] if l), timeout=5,
+                 what="reload")
+        assert not any("listen addresses changed" in l for l in srv.lines[mark:] if l)
+        for _ in range(5):
+            assert get_ok(srv)
 
 
 @pytest.mark.parametrize("model", ["reuseport", "threads"])

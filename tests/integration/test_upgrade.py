@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, Server, descendants, require_binary
+from conftest import HERD_ARGS, HERD_BIN, Server, descendants, fd_count, require_binary
 from herdtest import get_req, wait_for
 from test_reload import Hammer, gone
 
@@ -111,6 +111,8 @@ def fetch_ok(srv, target="/small.txt"):
 def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
     srv, pidfile = upgradable("--model", model, "--workers", "2")
     masters = [srv.pid]
+    wait_for(lambda: read_pid(pidfile), timeout=5, what="the pid file")
+    fds_before = fd_count(srv.pid)
     body = site.files["index.html"]
     with Hammer(srv, "/index.html", body) as h:
         time.sleep(0.5)
@@ -133,6 +135,8 @@ def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
         1 if model == "threads" else 2), timeout=5, what="the final master's workers")
     for _ in range(5):
         assert fetch_ok(srv)
+    # the ready pipe and the old master's fds did not pile up
+    assert fd_count(final) == fds_before, (os.listdir(f"/proc/{final}/fd"))
 
 
 def test_pid_file_and_unix_socket_follow_the_upgrade(upgradable, site, tmp_path):
