@@ -601,14 +601,15 @@ static void upgrade_event(struct master *m)
 {
     if (m->up.fd < 0)
         return; /* a stale event: the pipe was closed earlier in this batch */
-    int fd = m->up.fd;
     int r = upgrade_read(&m->up);
     if (r == 0)
         return;
     if (r < 0) {
         /* Closed without a word: it died or is dying. Its exit status,
          * reaped soon, says why; the deadline is the safety net. */
-        loop_del(&m->loop, fd);
+        loop_del(&m->loop, m->up.fd);
+        close(m->up.fd);
+        m->up.fd = -1;
         m->up.deadline_ms = clock_now_ms() + UPGRADE_EXIT_MS;
         return;
     }

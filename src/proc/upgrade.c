@@ -79,8 +79,6 @@ int upgrade_read(struct upgrade *u)
         return 1;
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
-    close(u->fd);
-    u->fd = -1;
     return -1;
 }
 

@@ -34,8 +34,7 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
                   char *const *names, int n, int64_t deadline_ms, char *err, size_t errlen);
 
 /* The ready pipe is readable: 1 when the new master reported ready, 0 when
- * nothing came yet, -1 when it was closed without a word (u->fd is closed
- * then). */
+ * nothing came yet, -1 when it was closed without a word. */
 int upgrade_read(struct upgrade *u);
 
 /* Closes the pipe and forgets the child (which the caller reaps). */
