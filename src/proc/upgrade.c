@@ -51,7 +51,10 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
         return -1;
     }
     if (pid == 0) {
-        /* fork cleared any parent-death signal; the new master must outlive us. */
+        /* fork cleared any parent-death signal: the new master outlives us.
+         * The signal mask (TERM, HUP, USR2... blocked) survives exec on
+         * purpose: a signal sent before the new master opens its signalfd
+         * waits there instead of killing it. */
         int ready = inherit_export(fds, names, n, p[1]);
         if (ready < 0) {
             fprintf(stderr, "herd: upgrade: cannot pass the sockets: %s\n", strerror(-ready));
