@@ -111,7 +111,10 @@ def fetch_ok(srv, target="/small.txt"):
 def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
     srv, pidfile = upgradable("--model", model, "--workers", "2")
     masters = [srv.pid]
-    wait_for(lambda: read_pid(pidfile), timeout=5, what="the pid file")
+    # the master's own fds, once its workers are up (not mid-spawn)
+    nprocs = 1 if model == "threads" else 2
+    wait_for(lambda: len(descendants(srv.pid)) == nprocs, timeout=5, what="the workers")
+    time.sleep(0.3)
     fds_before = fd_count(srv.pid)
     body = site.files["index.html"]
     with Hammer(srv, "/index.html", body) as h:
@@ -131,8 +134,8 @@ def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
     assert "upgrade failed" not in text, text[-3000:]
     # the last master runs its own workers, nothing of the old ones is left
     final = masters[-1]
-    wait_for(lambda: len([p for p in descendants(final) if not gone(p)]) == (
-        1 if model == "threads" else 2), timeout=5, what="the final master's workers")
+    wait_for(lambda: len([p for p in descendants(final) if not gone(p)]) == nprocs,
+             timeout=5, what="the final master's workers")
     for _ in range(5):
         assert fetch_ok(srv)
     # the ready pipe and the old master's fds did not pile up
