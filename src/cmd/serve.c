@@ -14,6 +14,7 @@
 #include "core/signals.h"
 #include "models/evloop.h"
 #include "models/models.h"
+#include "net/inherit.h"
 #include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/master.h"
@@ -30,7 +31,9 @@ static const char serve_usage_tail[] =
     "\n"
     "SIZE takes k/m/g suffixes; DUR takes ms, s, m, h (plain numbers are seconds).\n"
     "Signals to the master: TERM/INT stop gracefully, QUIT at once, HUP reloads the\n"
-    "config (new workers, old ones drain), USR1 reopens the access log.\n";
+    "config (new workers, old ones drain), USR1 reopens the access log, USR2 execs\n"
+    "the binary again (or --upgrade-binary) on the same sockets, then the old master\n"
+    "drains and exits. Sockets passed by systemd (LISTEN_FDS) are used, not bound.\n";
 
 /* The command line, kept for reloads: settings = defaults, then the config
  * file, then the flags. */
@@ -180,22 +183,38 @@ static int serve_single(struct serve_config *cfg)
         return 1;
     }
     int fds[CONFIG_MAX_LISTEN];
+    uint8_t inherited[CONFIG_MAX_LISTEN] = {0};
+    struct inherited in;
+    if (inherit_from_env(&in) && cfg->listen_default) {
+        int n = inherit_addresses(&in, cfg->listen, CONFIG_MAX_LISTEN);
+        if (n > 0)
+            cfg->nlisten = n;
+        for (int i = 0; i < n; i++)
+            cfg->listen_proxy[i] = cfg->proxy_protocol;
+    }
     for (int i = 0; i < cfg->nlisten; i++) {
-        fds[i] = listen_open(&cfg->listen[i], cfg->backlog, 0);
+        const struct inherited_fd *f = inherit_take(&in, &cfg->listen[i]);
+        inherited[i] = f != NULL;
+        fds[i] = f ? f->fd : listen_open(&cfg->listen[i], cfg->backlog, 0);
         if (fds[i] < 0) {
             fprintf(stderr, "herd: cannot listen on %s: %s\n", cfg->listen[i].text,
                     strerror(-fds[i]));
             for (int j = 0; j < i; j++) {
                 close(fds[j]);
-                listen_cleanup(&cfg->listen[j]);
+                if (!inherited[j])
+                    listen_cleanup(&cfg->listen[j]);
             }
+            inherit_free(&in);
             return 1;
         }
     }
+    if (inherit_close_unused(&in))
+        log_msg(LOG_NOTICE, "closed inherited sockets that no listen address wants");
+    inherit_free(&in);
     for (int i = 0; i < cfg->nlisten; i++) {
         char desc[160];
         listen_describe(&cfg->listen[i], desc, sizeof desc);
-        log_msg(LOG_NOTICE, "listening on %s", desc);
+        log_msg(LOG_NOTICE, "listening on %s%s", desc, inherited[i] ? " (inherited)" : "");
     }
     if (cfg->daemon && daemonize(err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
@@ -226,7 +245,8 @@ static int serve_single(struct serve_config *cfg)
                              .slot = sb ? &sb->slots[0] : NULL, .sb = sb};
     int rc = evloop_run(cfg, &env);
     for (int i = 0; i < cfg->nlisten; i++)
-        listen_cleanup(&cfg->listen[i]);
+        if (!inherited[i]) /* a path systemd made is systemd's */
+            listen_cleanup(&cfg->listen[i]);
     pidfile_remove(cfg->pid_file);
     close(sfd);
     if (rc == 0)
@@ -285,6 +305,8 @@ int cmd_serve(int argc, char **argv)
         .model = model,
         .reload = reload_config,
         .arg = &inv,
+        .argc = argc,
+        .argv = argv,
     };
     return master_run(&cfg, &hooks);
 }

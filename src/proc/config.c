@@ -26,6 +26,7 @@ const char config_help[] =
     "  --access-log-format F    combined (default) or json\n"
     "  --status-path PATH       serve live counters at PATH (e.g. /herd-status)\n"
     "  --pid-file PATH          write the master's pid here\n"
+    "  --upgrade-binary PATH    the binary USR2 execs (default: the running one)\n"
     "  --daemon                 detach from the terminal\n"
     "  --user NAME, --group NAME  drop privileges after binding (when root)\n"
     "  --serve-dotfiles         serve names starting with '.' (default: 404)\n"
@@ -47,7 +48,7 @@ enum kind {
     K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
     K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL,
+    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN,
 };
 
 static const struct {
@@ -80,6 +81,7 @@ static const struct {
     {"dispatch", K_DISPATCH, 1},
     {"backlog", K_BACKLOG, 1},
     {"proxy-protocol", K_PROXY_PROTOCOL, 0},
+    {"upgrade-binary", K_UPGRADE_BIN, 1},
 };
 
 /* Every model herd knows; models/models.c maps them to code. */
@@ -226,6 +228,8 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         return 0;
     case K_PID_FILE:
         return copy_str(cfg->pid_file, sizeof cfg->pid_file, v, name, err, errlen);
+    case K_UPGRADE_BIN:
+        return copy_str(cfg->upgrade_binary, sizeof cfg->upgrade_binary, v, name, err, errlen);
     case K_DAEMON:
         cfg->daemon = 1;
         return 0;
@@ -352,6 +356,7 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
 
 int config_finish(struct serve_config *cfg, char *err, size_t errlen)
 {
+    cfg->listen_default = cfg->nlisten == 0;
     if (cfg->nlisten == 0 &&
         listen_parse("127.0.0.1:8080", &cfg->listen[cfg->nlisten++], err, errlen) < 0)
         return -1;

@@ -32,6 +32,8 @@ struct serve_config {
     int nlisten;
     uint8_t listen_proxy[CONFIG_MAX_LISTEN]; /* expects a PROXY protocol header */
     uint8_t proxy_protocol;     /* every listener does */
+    uint8_t listen_default;     /* no listen address given: 127.0.0.1:8080, or
+                                   every socket systemd passed (LISTEN_FDS) */
     struct http_config http;
     int64_t header_timeout_ms;
     int64_t keepalive_timeout_ms;
@@ -44,6 +46,7 @@ struct serve_config {
     char access_log[1024];      /* "" when off */
     enum log_format access_log_format;
     char pid_file[1024];
+    char upgrade_binary[1024];  /* USR2 execs this; "" for the running binary */
     char user[64], group[64];
     uint8_t daemon;
     uint8_t verbose;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,23 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/signals.h"
+#include "net/inherit.h"
 #include "proc/daemon.h"
 #include "proc/dispatch.h"
 #include "proc/logger.h"
 #include "proc/scoreboard.h"
+#include "proc/upgrade.h"
 
 #define MAX_WORKERS 128
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
 #define QUICK_DEATH_MS 1000 /* a worker dying sooner counts as failing at start */
+#define UPGRADE_READY_MS 30000 /* a new master must report ready within this */
+#define UPGRADE_EXIT_MS 3000   /* after its ready pipe closed, it must have exited */
+/* A new master reports ready once all its workers have lived this long:
+ * they serve by then, and one that fails at start has died. */
+#define UPGRADE_SETTLE_MS 300
+#define TAG_UPGRADE (1ULL << 60)
 
 struct wproc {
     pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
@@ -64,20 +73,89 @@ struct master {
     int logger_told;    /* the logger was asked to stop */
     int stopping;       /* 1 graceful, 2 fast */
     int64_t stop_deadline;
+    /* binary upgrade, old master's side */
+    char *const *argv;  /* our serve arguments, for the new master */
+    int argc;
+    struct upgrade up;  /* the new master starting (up.pid 0: none) */
+    int handed_over;    /* the new master serves: leave it the socket paths */
+    uint8_t path_ours[CONFIG_MAX_LISTEN]; /* a unix path to remove at exit */
+    int listen_passed;  /* no listen address given: serving what LISTEN_FDS passed */
+    /* binary upgrade, new master's side */
+    int ready_fd;       /* tell the old master here once serving, else -1 */
+    int64_t settle_at;  /* when to check that the workers still live */
 };
 
 static int nslots(const struct master *m) { return (int)m->sb->nslots; }
 
 /* ---- sockets ---- */
 
-static int open_listeners(struct master *m)
+/* Takes up to count inherited sockets for listen address l into m->fds[l];
+ * returns how many it got, with m->shared[l] set when the model wants one
+ * socket per worker but the inherited one cannot have siblings: then the
+ * workers share it, as in prefork. */
+static int take_inherited(struct master *m, struct inherited *in, int l, int count)
+{
+    struct listen_addr *a = &m->cfg->listen[l];
+    int got = 0;
+    const struct inherited_fd *f, *first = NULL;
+    while (got < count && (f = inherit_take(in, a))) {
+        first = first ? first : f;
+        m->fds[l][got++] = f->fd;
+    }
+    if (!got)
+        return 0;
+    /* A herd master handing over after an upgrade passes the unix path with
+     * the socket; systemd keeps its own. */
+    m->path_ours[l] = m->ready_fd >= 0 && first->path_ours;
+    if (got == count)
+        return got;
+    int err = 0;
+    if (first->reuseport) {
+        for (; got < count; got++) {
+            int fd = listen_open(a, m->cfg->backlog, 1);
+            if (fd < 0) {
+                err = -fd;
+                break;
+            }
+            m->fds[l][got] = fd;
+        }
+        if (got == count)
+            return got;
+    }
+    log_msg(LOG_WARN, "%s: %s%s; its %d workers share the inherited socket (EPOLLEXCLUSIVE)",
+            a->text,
+            first->reuseport ? "cannot bind a socket per worker next to the inherited one: "
+                             : "the inherited socket has no SO_REUSEPORT",
+            err ? strerror(err) : "", m->nsockets);
+    while (got > 1)
+        close(m->fds[l][--got]);
+    m->shared[l] = 1;
+    return 1;
+}
+
+static int open_listeners(struct master *m, struct inherited *in)
 {
     struct serve_config *cfg = m->cfg;
+    if (in->n && cfg->listen_default) {
+        /* Started by systemd with no --listen: serve what it passed. */
+        int n = inherit_addresses(in, cfg->listen, CONFIG_MAX_LISTEN);
+        if (n > 0) {
+            cfg->nlisten = n;
+            for (int l = 0; l < n; l++)
+                cfg->listen_proxy[l] = cfg->proxy_protocol;
+            m->listen_passed = 1;
+        }
+    }
     for (int l = 0; l < cfg->nlisten; l++) {
         struct listen_addr *a = &cfg->listen[l];
         m->shared[l] = a->family == AF_UNIX || m->nsockets == 1;
         int count = m->shared[l] ? 1 : m->nsockets;
-        for (int i = 0; i < count; i++) {
+        int inherited = take_inherited(m, in, l, count);
+        if (inherited)
+            count = m->shared[l] ? 1 : m->nsockets;
+        else
+            m->path_ours[l] = 1;
+        for (int i = inherited; i < count; i++) {
             /* The first bind resolves port 0; the others reuse that port. */
             int fd = listen_open(a, m->cfg->backlog, !m->shared[l]);
             if (fd < 0) {
@@ -90,8 +168,14 @@ static int open_listeners(struct master *m)
             m->fds[l][i] = m->fds[l][0];
         char desc[160];
         listen_describe(a, desc, sizeof desc);
-        log_msg(LOG_NOTICE, "listening on %s", desc);
+        log_msg(LOG_NOTICE, "listening on %s%s", desc, inherited ? " (inherited)" : "");
     }
+    int unused = inherit_close_unused(in);
+    if (unused)
+        log_msg(LOG_NOTICE, "closed %d inherited sockets that no listen address wants", unused);
+    if (in->skipped)
+        log_msg(LOG_WARN, "closed %d inherited fds that are no listening stream socket",
+                in->skipped);
     return 0;
 }
 
@@ -116,6 +200,10 @@ static void child_setup(struct master *m)
     if (getppid() != m->pid)
         _exit(0);
     close(m->sfd);
+    if (m->up.fd >= 0)
+        close(m->up.fd);
+    if (m->ready_fd >= 0)
+        close(m->ready_fd);
 }
 
 static pid_t spawn_logger(struct master *m)
@@ -268,6 +356,9 @@ static void describe_exit(int status, char *buf, size_t n)
         snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
 }
 
+static void upgrade_failed(struct master *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void reap(struct master *m)
 {
     int status;
@@ -283,6 +374,10 @@ static void reap(struct master *m)
                 SB_ADD(m->sb->logger_restarts, 1);
                 m->logger_respawn_at = clock_now_ms() + BACKOFF_MIN_MS;
             }
+            continue;
+        }
+        if (pid == m->up.pid) {
+            upgrade_failed(m, "the new master (pid %d) %s before it was ready", pid, how);
             continue;
         }
         int s = 0;
@@ -351,6 +446,10 @@ static int next_timeout(const struct master *m)
         next = m->logger_respawn_at;
     if (m->stopping && (next < 0 || m->stop_deadline < next))
         next = m->stop_deadline;
+    if (m->up.pid && (next < 0 || m->up.deadline_ms < next))
+        next = m->up.deadline_ms;
+    if (m->ready_fd >= 0 && !m->stopping && (next < 0 || m->settle_at < next))
+        next = m->settle_at;
     if (next < 0)
         return -1;
     int64_t d = next - clock_now_ms();
@@ -387,13 +486,15 @@ static void reload(struct master *m)
         log_msg(LOG_ERROR, "reload refused: an earlier generation is still draining");
         return;
     }
-    if (!same_listeners(m->cfg, &next))
+    /* With no listen address given, the passed sockets were the set. */
+    if (!(next.listen_default && m->listen_passed) && !same_listeners(m->cfg, &next))
         log_msg(LOG_WARN, "reload: listen addresses changed; that needs a restart "
                           "(keeping the current sockets)");
     if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
         log_msg(LOG_WARN, "reload: the model and worker count change only on restart");
     /* What the sockets and the process tree were built from stays. */
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
+    memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
     next.nlisten = m->cfg->nlisten;
     next.workers = m->cfg->workers;
     memcpy(next.model, m->cfg->model, sizeof next.model);
@@ -416,6 +517,149 @@ static void reload(struct master *m)
     }
     signal_generation(m, SIGTERM, 1);
     log_msg(LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
+}
+
+/* ---- binary upgrade ---- */
+
+static void begin_stop(struct master *m, int fast);
+
+/* The new master did not make it: we keep serving, and the pid file names
+ * us again (the new master may have written its own). */
+static void upgrade_failed(struct master *m, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", why, m->pid);
+    if (m->up.fd >= 0)
+        loop_del(&m->loop, m->up.fd);
+    upgrade_clear(&m->up);
+    char err[1200];
+    if (pidfile_write(m->cfg->pid_file, err, sizeof err) < 0)
+        log_msg(LOG_ERROR, "%s", err);
+}
+
+static void start_upgrade(struct master *m)
+{
+    if (m->stopping) {
+        log_msg(LOG_NOTICE, "USR2 ignored: stopping");
+        return;
+    }
+    if (m->up.pid) {
+        log_msg(LOG_NOTICE, "USR2 ignored: an upgrade is in flight (new master pid %d)",
+                m->up.pid);
+        return;
+    }
+    if (m->ready_fd >= 0) {
+        log_msg(LOG_NOTICE, "USR2 ignored: this master has not taken over from its old "
+                            "master yet");
+        return;
+    }
+    char path[4096], err[4200];
+    if (upgrade_binary(m->cfg->upgrade_binary, path, sizeof path, err, sizeof err) < 0) {
+        log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", err,
+                m->pid);
+        return;
+    }
+    /* Every socket once, in slot order (shared ones appear once). */
+    static int fds[CONFIG_MAX_LISTEN * MAX_WORKERS];
+    static char namebuf[CONFIG_MAX_LISTEN * MAX_WORKERS][512];
+    static char *names[CONFIG_MAX_LISTEN * MAX_WORKERS];
+    int n = 0;
+    for (int l = 0; l < m->cfg->nlisten; l++) {
+        int count = m->shared[l] ? 1 : m->nsockets;
+        for (int i = 0; i < count; i++, n++) {
+            fds[n] = m->fds[l][i];
+            inherit_name(&m->cfg->listen[l], i, !m->path_ours[l], namebuf[n], sizeof namebuf[n]);
+            names[n] = namebuf[n];
+        }
+    }
+    char **argv = calloc((size_t)m->argc + 2, sizeof *argv);
+    if (!argv) {
+        log_msg(LOG_ERROR, "upgrade failed: out of memory");
+        return;
+    }
+    argv[0] = path;
+    for (int i = 0; i < m->argc; i++)
+        argv[i + 1] = m->argv[i];
+    int rc = upgrade_start(&m->up, path, argv, fds, names, n,
+                           clock_now_ms() + UPGRADE_READY_MS, err, sizeof err);
+    free(argv);
+    if (rc < 0) {
+        log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", err,
+                m->pid);
+        return;
+    }
+    if (loop_add(&m->loop, m->up.fd, LOOP_IN, TAG_UPGRADE) < 0) {
+        kill(m->up.pid, SIGKILL);
+        upgrade_failed(m, "epoll: %s", strerror(errno));
+        return;
+    }
+    log_msg(LOG_NOTICE, "upgrade: started %s as pid %d with %d sockets", path, m->up.pid, n);
+}
+
+static void upgrade_event(struct master *m)
+{
+    if (m->up.fd < 0)
+        return; /* a stale event: the pipe was closed earlier in this batch */
+    int r = upgrade_read(&m->up);
+    if (r == 0)
+        return;
+    if (r < 0) {
+        /* Closed without a word: it died or is dying. Its exit status,
+         * reaped soon, says why; the deadline is the safety net. */
+        loop_del(&m->loop, m->up.fd);
+        close(m->up.fd);
+        m->up.fd = -1;
+        m->up.deadline_ms = clock_now_ms() + UPGRADE_EXIT_MS;
+        return;
+    }
+    log_msg(LOG_NOTICE, "upgrade: the new master (pid %d) serves; the old master (pid %d) "
+                        "drains its workers and exits", m->up.pid, m->pid);
+    loop_del(&m->loop, m->up.fd);
+    upgrade_clear(&m->up);
+    m->handed_over = 1;
+    begin_stop(m, 0);
+}
+
+static void upgrade_deadline(struct master *m)
+{
+    if (!m->up.pid || clock_now_ms() < m->up.deadline_ms)
+        return;
+    pid_t pid = m->up.pid;
+    int closed = m->up.fd < 0;
+    kill(pid, SIGKILL);
+    if (closed)
+        upgrade_failed(m, "the new master (pid %d) closed its ready pipe without being ready "
+                          "(killed)", pid);
+    else
+        upgrade_failed(m, "the new master (pid %d) was not ready within %d s (killed)", pid,
+                       UPGRADE_READY_MS / 1000);
+}
+
+/* New master: once every worker has lived UPGRADE_SETTLE_MS, tell the old one. */
+static void maybe_report_ready(struct master *m)
+{
+    if (m->ready_fd < 0 || m->stopping || clock_now_ms() < m->settle_at)
+        return;
+    int serving = 0, pending = 0;
+    for (int s = 0; s < nslots(m); s++)
+        serving += m->w[s].pid && m->w[s].first && !m->w[s].draining &&
+                   clock_now_ms() - m->w[s].started_ms >= UPGRADE_SETTLE_MS;
+    for (int i = 0; i < m->nworkers; i++)
+        pending += m->rs[i].at_ms != 0;
+    if (serving < m->nworkers || pending) {
+        m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;
+        return;
+    }
+    int rc = upgrade_report_ready(m->ready_fd);
+    m->ready_fd = -1;
+    if (rc < 0)
+        log_msg(LOG_WARN, "upgrade: cannot tell the old master we serve: %s", strerror(-rc));
+    else
+        log_msg(LOG_NOTICE, "upgrade: master %d serves; told the old master", m->pid);
 }
 
 /* ---- signals ---- */
@@ -449,6 +693,9 @@ static void on_signal(struct master *m, int sig)
     case SIGHUP:
         if (!m->stopping)
             reload(m);
+        break;
+    case SIGUSR2:
+        start_upgrade(m);
         break;
     case SIGUSR1:
         if (m->logger)
@@ -491,6 +738,10 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     m->model = hooks->model;
     m->log_rx = m->log_tx = -1;
     m->loop.epfd = -1;
+    m->argv = hooks->argv;
+    m->argc = hooks->argc;
+    m->up.fd = -1;
+    m->ready_fd = upgrade_ready_fd();
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
     if (n > MAX_WORKERS)
@@ -514,9 +765,14 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     /* Signals are blocked before anyone can learn our address: a HUP that
      * follows "listening on" at once must find the signalfd, not kill us. */
     m->sfd = signals_open();
-    if (open_listeners(m) < 0)
+    struct inherited in;
+    inherit_from_env(&in);
+    int rc = open_listeners(m, &in);
+    inherit_free(&in);
+    if (rc < 0)
         return 1;
-    if (cfg->daemon && daemonize(err, sizeof err) < 0) {
+    /* A new master from an upgrade is detached already (its old master was). */
+    if (cfg->daemon && m->ready_fd < 0 && daemonize(err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 1;
     }
@@ -558,8 +814,12 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     }
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
+    m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS;
     log_msg(LOG_NOTICE, "master %d: %d workers x %d threads, model %s, serving %s", m->pid,
             m->nworkers, m->nthreads, cfg->model, cfg->docroot);
+    if (m->ready_fd >= 0)
+        log_msg(LOG_NOTICE, "upgrade: master %d started by the old master (pid %d)", m->pid,
+                (int)getppid());
     int status = 0;
     for (;;) {
         struct epoll_event ev[64];
@@ -576,12 +836,16 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
                 int sig;
                 while ((sig = signals_read(m->sfd)) > 0)
                     on_signal(m, sig);
+            } else if (ev[i].data.u64 == TAG_UPGRADE) {
+                upgrade_event(m);
             } else if (m->dispatch && !m->stopping) {
                 dispatch_event(m->dispatch, ev[i].data.u64, ev[i].events);
             }
         }
         if (!m->stopping)
             run_respawns(m);
+        upgrade_deadline(m);
+        maybe_report_ready(m);
         if (m->stopping) {
             if (live_workers(m) == 0 && m->logger) {
                 if (!m->logger_told) {
@@ -596,16 +860,28 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
                 signal_generation(m, SIGKILL, 0);
                 if (m->logger)
                     kill(m->logger, SIGKILL);
-                while (waitpid(-1, NULL, 0) > 0)
-                    ;
+                /* Not waitpid(-1): a new master from an upgrade is our child too. */
+                for (int s = 0; s < nslots(m); s++)
+                    if (m->w[s].pid && m->w[s].first)
+                        waitpid(m->w[s].pid, NULL, 0);
+                if (m->logger)
+                    waitpid(m->logger, NULL, 0);
                 break;
             }
         }
     }
     loop_close(l);
     pidfile_remove(cfg->pid_file);
+    if (m->up.pid)
+        m->handed_over = 1; /* stopped mid-upgrade: the new master may yet serve */
+    /* Unix socket paths stay for whoever holds the sockets now: the new
+     * master after an upgrade, the old one when we never took over, or
+     * systemd when it made them. */
     for (int i = 0; i < cfg->nlisten; i++)
-        listen_cleanup(&cfg->listen[i]);
-    log_msg(LOG_NOTICE, "stopped");
+        if (m->path_ours[i] && !m->handed_over && m->ready_fd < 0)
+            listen_cleanup(&cfg->listen[i]);
+    if (m->ready_fd >= 0)
+        close(m->ready_fd);
+    log_msg(LOG_NOTICE, m->handed_over ? "stopped (upgraded)" : "stopped");
     return status;
 }

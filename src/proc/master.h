@@ -2,7 +2,9 @@
  * traffic. It forks the workers and the access-log daemon, respawns them
  * when they die (with backoff for workers that die at start), reloads on
  * HUP with a new generation of workers on the same sockets, reopens logs on
- * USR1, and stops gracefully on TERM/INT, at once on QUIT. */
+ * USR1, execs a new binary on the same sockets on USR2 (proc/upgrade.h),
+ * and stops gracefully on TERM/INT, at once on QUIT. Listen sockets passed
+ * with LISTEN_FDS (systemd, or an upgrade) are used instead of binding. */
 #ifndef HERD_PROC_MASTER_H
 #define HERD_PROC_MASTER_H
 
@@ -16,6 +18,10 @@ struct master_hooks {
     /* Re-reads the settings for a reload: 0, or -1 with a reason in err. */
     int (*reload)(void *arg, struct serve_config *out, char *err, size_t errlen);
     void *arg;
+    /* The serve arguments (argv[0] is "serve"): a binary upgrade execs the
+     * new binary with them. */
+    int argc;
+    char *const *argv;
 };
 
 /* Runs the master until it stops; returns the exit status. The listen

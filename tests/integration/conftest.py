@@ -190,12 +190,16 @@ def tree_holds_socket(pid, inode):
 # --------------------------------------------------------------- server
 
 class Server:
-    def __init__(self, args, listen, docroot, cwd=None):
+    """With cmd, runs that instead (e.g. a launcher that execs herd) and waits
+    for len(listen) "listening on" lines; popen adds subprocess.Popen
+    arguments (env, pass_fds)."""
+
+    def __init__(self, args, listen, docroot, cwd=None, cmd=None, popen=None):
         self.listen = list(listen)
         self.docroot = docroot
-        self.cmd = herd_cmd("serve", *([str(docroot)] if docroot is not None else []),
-                            *sum((["--listen", a] for a in self.listen), []),
-                            *args, *HERD_ARGS)
+        self.cmd = cmd or herd_cmd("serve", *([str(docroot)] if docroot is not None else []),
+                                   *sum((["--listen", a] for a in self.listen), []),
+                                   *args, *HERD_ARGS)
         self.lines = []
         self.cond = threading.Condition()
         self.stopped = False
@@ -205,7 +209,7 @@ class Server:
         self.rc = None
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, cwd=cwd)
+                                     stderr=subprocess.PIPE, cwd=cwd, **(popen or {}))
         self.pid = self.proc.pid
         self.reader = threading.Thread(target=self._read_stderr, daemon=True)
         self.reader.start()

@@ -1,0 +1,277 @@
+#include "net/inherit.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* More than any layout needs (16 addresses x 128 workers), few enough that
+ * a garbage LISTEN_FDS cannot make us walk the whole fd table. */
+#define INHERIT_MAX 4096
+
+static int parse_long(const char *s, long *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int sockopt_int(int fd, int level, int name)
+{
+    int v = 0;
+    socklen_t len = sizeof v;
+    return getsockopt(fd, level, name, &v, &len) < 0 ? -1 : v;
+}
+
+/* A listening TCP or unix stream socket: anything else is not for us. */
+static int is_listener(int fd)
+{
+    int domain = sockopt_int(fd, SOL_SOCKET, SO_DOMAIN);
+    return (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX) &&
+           sockopt_int(fd, SOL_SOCKET, SO_TYPE) == SOCK_STREAM &&
+           sockopt_int(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1;
+}
+
+int inherit_from_env(struct inherited *in)
+{
+    memset(in, 0, sizeof *in);
+    long pid = -1, n = 0;
+    if (parse_long(getenv("LISTEN_PID"), &pid) < 0 || parse_long(getenv("LISTEN_FDS"), &n) < 0)
+        pid = -1;
+    const char *names = getenv("LISTEN_FDNAMES");
+    in->names = names ? strdup(names) : NULL;
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (pid != (long)getpid() || n <= 0 || n > INHERIT_MAX ||
+        !(in->fds = calloc((size_t)n, sizeof *in->fds))) {
+        free(in->names);
+        in->names = NULL;
+        return 0;
+    }
+    char *cursor = in->names;
+    for (long i = 0; i < n; i++) {
+        const char *name = "";
+        if (cursor) {
+            name = cursor;
+            char *colon = strchr(cursor, ':');
+            if (colon)
+                *colon = '\0';
+            cursor = colon ? colon + 1 : NULL;
+        }
+        int fd = INHERIT_FIRST_FD + (int)i;
+        if (fcntl(fd, F_GETFD) < 0) {
+            in->skipped++;
+            continue;
+        }
+        if (!is_listener(fd)) {
+            close(fd);
+            in->skipped++;
+            continue;
+        }
+        /* systemd passes blocking sockets; our workers accept until EAGAIN. */
+        int fl = fcntl(fd, F_GETFL);
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        struct inherited_fd *f = &in->fds[in->n++];
+        f->fd = fd;
+        f->name = name;
+        f->reuseport = sockopt_int(fd, SOL_SOCKET, SO_REUSEPORT) == 1;
+        const char *hash = strchr(name, '#');
+        f->path_ours = hash && !strstr(hash, "#keep");
+        f->len = sizeof f->ss;
+        if (getsockname(fd, (struct sockaddr *)&f->ss, &f->len) < 0)
+            f->len = 0;
+    }
+    return in->n;
+}
+
+static int port_of(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return -1;
+}
+
+static int same_address(const struct sockaddr_storage *x, const struct sockaddr_storage *y)
+{
+    if (x->ss_family != y->ss_family)
+        return 0;
+    if (x->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)x, *b = (const void *)y;
+        return a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
+    }
+    if (x->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)x, *b = (const void *)y;
+        return a->sin6_port == b->sin6_port &&
+               !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr);
+    }
+    if (x->ss_family == AF_UNIX) {
+        const struct sockaddr_un *a = (const void *)x, *b = (const void *)y;
+        return a->sun_path[0] && !strncmp(a->sun_path, b->sun_path, sizeof a->sun_path);
+    }
+    return 0;
+}
+
+static void escape(const char *s, char *buf, size_t n)
+{
+    size_t o = 0;
+    for (; *s && o + 4 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c <= ' ' || c >= 0x7f || c == ':' || c == '%' || c == '#')
+            o += (size_t)snprintf(buf + o, n - o, "%%%02X", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+}
+
+void inherit_name(const struct listen_addr *a, int slot, int keep, char *buf, size_t n)
+{
+    char text[3 * sizeof a->text + 1];
+    escape(a->text, text, sizeof text);
+    snprintf(buf, n, "%s#%d%s", text, slot, keep ? "#keep" : "");
+}
+
+/* The socket's name says it was made for the --listen text of a. */
+static int named_for(const struct inherited_fd *f, const struct listen_addr *a)
+{
+    char text[3 * sizeof a->text + 1];
+    escape(a->text, text, sizeof text);
+    size_t len = strlen(text);
+    return !strncmp(f->name, text, len) && f->name[len] == '#';
+}
+
+const struct inherited_fd *inherit_take(struct inherited *in, struct listen_addr *a)
+{
+    int any_port = port_of(&a->ss) == 0;
+    for (int i = 0; i < in->n; i++) {
+        struct inherited_fd *f = &in->fds[i];
+        if (f->taken || f->ss.ss_family != a->family)
+            continue;
+        if (any_port ? !named_for(f, a) : !same_address(&f->ss, &a->ss))
+            continue;
+        f->taken = 1;
+        if (a->family != AF_UNIX) {
+            a->ss = f->ss;
+            a->len = f->len;
+        }
+        return f;
+    }
+    return NULL;
+}
+
+static int describe_bound(const struct sockaddr_storage *ss, char *buf, size_t n)
+{
+    char host[INET6_ADDRSTRLEN];
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const void *)ss;
+        inet_ntop(AF_INET, &in4->sin_addr, host, sizeof host);
+        return snprintf(buf, n, "%s:%d", host, port_of(ss));
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const void *)ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        return snprintf(buf, n, "[%s]:%d", host, port_of(ss));
+    }
+    const struct sockaddr_un *un = (const void *)ss;
+    if (ss->ss_family != AF_UNIX || !un->sun_path[0])
+        return -1; /* unnamed or abstract: nothing --listen could say */
+    return snprintf(buf, n, "unix:%.*s", (int)sizeof un->sun_path, un->sun_path);
+}
+
+int inherit_addresses(const struct inherited *in, struct listen_addr *out, int max)
+{
+    int count = 0;
+    for (int i = 0; i < in->n && count < max; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = same_address(&in->fds[j].ss, &in->fds[i].ss);
+        char text[sizeof out->text], err[160];
+        if (seen || describe_bound(&in->fds[i].ss, text, sizeof text) < 0 ||
+            (size_t)strlen(text) >= sizeof text - 1)
+            continue;
+        if (listen_parse(text, &out[count], err, sizeof err) == 0)
+            count++;
+    }
+    return count;
+}
+
+int inherit_close_unused(struct inherited *in)
+{
+    int closed = 0;
+    for (int i = 0; i < in->n; i++) {
+        if (!in->fds[i].taken && in->fds[i].fd >= 0) {
+            close(in->fds[i].fd);
+            in->fds[i].fd = -1;
+            closed++;
+        }
+    }
+    return closed;
+}
+
+void inherit_free(struct inherited *in)
+{
+    free(in->fds);
+    free(in->names);
+    memset(in, 0, sizeof *in);
+}
+
+int inherit_export(const int *fds, char *const *names, int n, int extra)
+{
+    int top = INHERIT_FIRST_FD + n;
+    for (int i = 0; i < n; i++)
+        if (fds[i] > top)
+            top = fds[i];
+    if (extra > top)
+        top = extra;
+    /* Copy everything above both the sources and the targets first, so a
+     * dup2 onto 3+i cannot close a source still to be moved. */
+    int *tmp = malloc(sizeof *tmp * (size_t)(n + 1));
+    size_t nameslen = 1;
+    for (int i = 0; i < n; i++)
+        nameslen += strlen(names[i]) + 1;
+    char *joined = malloc(nameslen);
+    if (!tmp || !joined)
+        return -ENOMEM;
+    for (int i = 0; i <= n; i++) {
+        int src = i < n ? fds[i] : extra;
+        tmp[i] = src < 0 ? -1 : fcntl(src, F_DUPFD_CLOEXEC, top + 1);
+        if (src >= 0 && tmp[i] < 0)
+            return -errno;
+    }
+    for (int i = 0; i <= n; i++) /* dup2 clears close-on-exec on the copy */
+        if (tmp[i] >= 0 && dup2(tmp[i], INHERIT_FIRST_FD + i) < 0)
+            return -errno;
+    int last = INHERIT_FIRST_FD + n + (extra >= 0 ? 1 : 0);
+    close_range((unsigned)last, ~0U, 0);
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        if (i)
+            joined[off++] = ':';
+        memcpy(joined + off, names[i], len);
+        off += len;
+    }
+    joined[off] = '\0';
+    char num[24];
+    snprintf(num, sizeof num, "%d", n);
+    setenv("LISTEN_FDS", num, 1);
+    snprintf(num, sizeof num, "%ld", (long)getpid());
+    setenv("LISTEN_PID", num, 1);
+    setenv("LISTEN_FDNAMES", joined, 1);
+    return extra >= 0 ? INHERIT_FIRST_FD + n : 0;
+}

@@ -1,0 +1,116 @@
+#include "proc/upgrade.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/inherit.h"
+
+int upgrade_binary(const char *path, char *out, size_t n, char *err, size_t errlen)
+{
+    if (path && *path) {
+        snprintf(out, n, "%s", path);
+    } else {
+        ssize_t len = readlink("/proc/self/exe", out, n - 1);
+        if (len < 0) {
+            snprintf(err, errlen, "cannot find our own binary: %s", strerror(errno));
+            return -1;
+        }
+        out[len] = '\0';
+        /* A binary replaced on disk by a new build (rename over it) reads
+         * "PATH (deleted)": the new file at PATH is the one we want. */
+        static const char deleted[] = " (deleted)";
+        size_t dl = sizeof deleted - 1;
+        if ((size_t)len > dl && !strcmp(out + len - dl, deleted))
+            out[len - dl] = '\0';
+    }
+    if (access(out, X_OK) < 0) {
+        snprintf(err, errlen, "%s: %s", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const int *fds,
+                  char *const *names, int n, int64_t deadline_ms, char *err, size_t errlen)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        /* fork cleared any parent-death signal: the new master outlives us.
+         * The signal mask (TERM, HUP, USR2... blocked) survives exec on
+         * purpose: a signal sent before the new master opens its signalfd
+         * waits there instead of killing it. */
+        int ready = inherit_export(fds, names, n, p[1]);
+        if (ready < 0) {
+            fprintf(stderr, "herd: upgrade: cannot pass the sockets: %s\n", strerror(-ready));
+            _exit(127);
+        }
+        char num[16];
+        snprintf(num, sizeof num, "%d", ready);
+        setenv(UPGRADE_READY_ENV, num, 1);
+        execv(path, argv);
+        fprintf(stderr, "herd: upgrade: exec %s: %s\n", path, strerror(errno));
+        _exit(127);
+    }
+    close(p[1]);
+    u->pid = pid;
+    u->fd = p[0];
+    u->deadline_ms = deadline_ms;
+    return 0;
+}
+
+int upgrade_read(struct upgrade *u)
+{
+    char c;
+    ssize_t r = read(u->fd, &c, 1);
+    if (r == 1)
+        return 1;
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    return -1;
+}
+
+void upgrade_clear(struct upgrade *u)
+{
+    if (u->fd >= 0)
+        close(u->fd);
+    u->fd = -1;
+    u->pid = 0;
+    u->deadline_ms = 0;
+}
+
+int upgrade_ready_fd(void)
+{
+    const char *s = getenv(UPGRADE_READY_ENV);
+    if (!s)
+        return -1;
+    char *end;
+    long fd = strtol(s, &end, 10);
+    unsetenv(UPGRADE_READY_ENV);
+    if (*end || fd < 3 || fd > 1 << 20 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -1;
+    return (int)fd;
+}
+
+int upgrade_report_ready(int fd)
+{
+    ssize_t r = write(fd, "R", 1);
+    int err = r == 1 ? 0 : -errno;
+    close(fd);
+    return err;
+}

@@ -1,0 +1,50 @@
+/* Binary upgrade on USR2, as nginx does it. The master forks a child that
+ * execs the binary with every listen socket inherited (net/inherit.h) and
+ * the write end of a pipe named by HERD_UPGRADE_READY_FD. The new master
+ * starts its workers on those sockets and writes one byte to the pipe once
+ * they serve; only then does the old master drain its workers and exit.
+ * Queued connections wait in the shared sockets meanwhile, so none is lost.
+ * EOF on the pipe, the child's death or a deadline before that byte is a
+ * failed upgrade, and the old master goes on serving. Calls return 0 or
+ * -errno unless they say otherwise. */
+#ifndef HERD_PROC_UPGRADE_H
+#define HERD_PROC_UPGRADE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define UPGRADE_READY_ENV "HERD_UPGRADE_READY_FD"
+
+/* The old master's view of one upgrade in flight. */
+struct upgrade {
+    pid_t pid;          /* the new master, 0 when none is starting */
+    int fd;             /* read end of the ready pipe, -1 once closed */
+    int64_t deadline_ms;
+};
+
+/* The binary to exec: path if set, else this process's own executable
+ * (still found when it was replaced on disk). 0, or -1 with a reason. */
+int upgrade_binary(const char *path, char *out, size_t n, char *err, size_t errlen);
+
+/* Forks and execs path with argv; fds[0..n-1] become the child's fds 3..
+ * named by names. On success fills u (pid, fd, deadline) and returns 0;
+ * else -1 with a one-line reason in err and nothing left behind. */
+int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const int *fds,
+                  char *const *names, int n, int64_t deadline_ms, char *err, size_t errlen);
+
+/* The ready pipe is readable: 1 when the new master reported ready, 0 when
+ * nothing came yet, -1 when it was closed without a word. */
+int upgrade_read(struct upgrade *u);
+
+/* Closes the pipe and forgets the child (which the caller reaps). */
+void upgrade_clear(struct upgrade *u);
+
+/* In a master started by an upgrade: the ready fd from the environment
+ * (which is then unset; the fd is made close-on-exec), or -1. */
+int upgrade_ready_fd(void);
+
+/* Writes the ready byte and closes fd. */
+int upgrade_report_ready(int fd);
+
+#endif
