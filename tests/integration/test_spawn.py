@@ -318,3 +318,20 @@ def test_usage_errors(args, needle):
 def test_help():
     r = run_spawn("--help")
     assert r.returncode == 0 and "--fd-style" in r.stdout
+
+
+def test_herd_serve_runs_as_a_socket_activated_child(spawn, site):
+    """herd spawn --fd-style systemd in front of herd serve (which takes
+    LISTEN_FDS): two single-process servers share the one socket."""
+    s = spawn(args=["-n", "2", "--fd-style", "systemd"],
+              cmd=[HERD_BIN, "serve", str(site.root), "--model", "single"])
+    wait_for(lambda: len(s.children()) == 2, TIMEOUT, what="2 children")
+    for _ in range(20):
+        with socket.create_connection(s.addr, timeout=5) as c:
+            c.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := c.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(site.files["small.txt"])
+    assert s.log().count("(inherited)") == 2
+    assert s.stop() == 0
