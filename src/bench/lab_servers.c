@@ -256,7 +256,7 @@ void lab_server_version(struct lab_server *s, const char *dir, int cpu)
         /* "nginx version: nginx/1.22.1", "h2o version 2.2.5", "lighttpd/1.4.69 (ssl) - ..." */
         const char *v = strstr(line, "version: ");
         v = v ? v + 9 : line;
-        snprintf(s->version, sizeof s->version, "%s", v);
+        snprintf(s->version, sizeof s->version, "%.*s", (int)sizeof s->version - 1, v);
         char *dash = strstr(s->version, " - ");
         if (dash)
             *dash = 0;
