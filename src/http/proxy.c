@@ -120,11 +120,16 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
     int n = req->nheaders;
     put(&w, req->method_str.p, req->method_str.len);
     put(&w, " ", 1);
-    /* absolute-form targets become origin-form: the path and query */
-    put(&w, req->path.p, req->path.len);
-    if (req->query.p) {
-        put(&w, "?", 1);
-        put(&w, req->query.p, req->query.len);
+    /* absolute-form targets become origin-form: the path and query as sent */
+    const char *end = req->target.p + req->target.len;
+    if (req->path.p >= req->target.p && req->path.p < end) {
+        put(&w, req->path.p, (size_t)(end - req->path.p));
+    } else { /* "http://host" or "http://host?q": the parser's own "/" */
+        put(&w, "/", 1);
+        if (req->query.len) {
+            put(&w, "?", 1);
+            put(&w, req->query.p, req->query.len);
+        }
     }
     /* An HTTP/1.0 client cannot read chunked replies: ask the upstream for
      * 1.0 too, as nginx does by default, and do not reuse that connection. */
@@ -137,8 +142,9 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
     const struct http_str *xff = NULL;
     for (int i = 0; i < n; i++) {
         const struct http_str *name = &hs[i].name;
+        /* Expect is answered by us (we read the body), never forwarded */
         if (dropped(hs, n, name) || is(name, "host") || is(name, "x-forwarded-proto") ||
-            is(name, "content-length"))
+            is(name, "content-length") || is(name, "expect"))
             continue;
         if (is(name, "x-forwarded-for")) {
             xff = &hs[i].value; /* the last one; folded into ours below */
