@@ -791,7 +791,12 @@ void proxy_kick(struct evloop *ev, struct conn *c)
 
 void proxy_client_event(struct evloop *ev, struct conn *c, uint32_t events)
 {
-    (void)events;
+    /* Both directions gone (a half-close alone still gets its answer):
+     * free the upstream now rather than at its read timeout. */
+    if (events & (EPOLLHUP | EPOLLERR)) {
+        abort_client(ev, c->xfer);
+        return;
+    }
     pump(ev, c->xfer);
 }
 

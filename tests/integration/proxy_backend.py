@@ -9,7 +9,8 @@ path:
   /badcl            two different lengths      /chunked     a chunked body
   /closedelim       a body ended by close      /big?n=N     N pattern bytes
   /hop              hop-by-hop headers         /nocontent   204
-  /notmod           304                        anything else: echo as JSON
+  /notmod           304                        /thenclose   ok, then close idle
+  anything else: echo as JSON
 
 Also runnable as a process (for the test that SIGKILLs it):
     python3 proxy_backend.py unix:/path NAME
@@ -227,6 +228,11 @@ class Backend:
                       b"Keep-Alive: timeout=5\r\nX-Secret: 1\r\nX-Kept: yes\r\n"
                       b"Content-Length: 2\r\n\r\n" + (b"" if head_only else b"ok"))
             return True
+        if path.endswith("/thenclose"):
+            # keep-alive in words, then the server drops the idle connection
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            time.sleep(0.1)
+            return False
         if path.endswith("/nocontent"):
             s.sendall(b"HTTP/1.1 204 No Content\r\nX-Kept: yes\r\n\r\n")
             return True

@@ -206,6 +206,37 @@ def test_keepalive_pool_reuses_connections(server, backends):
     assert b.conns == 1, f"{b.conns} upstream connections for 40 requests"
 
 
+def test_pooled_connection_closed_by_upstream(server, backends):
+    b = backends("tcp")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    assert srv.get("/small.txt").status == 200   # the worker is up: count its sockets
+    sockets = srv.socket_count()
+    r = srv.get("/api/thenclose")
+    assert r.status == 200 and r.body == b"ok"
+    # the server closes the pooled connection: herd drops it from the pool
+    wait_for(lambda: srv.socket_count() <= sockets, timeout=5,
+             what="the closed pooled connection to go")
+    for i in range(3):
+        echo(srv.get(f"/api/next?{i}"))
+    assert b.conns == 2
+    assert "upstream" not in srv.stderr_text(), "no failure was logged: no retry needed"
+
+
+def test_client_gone_while_upstream_is_slow(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    assert srv.get("/small.txt").status == 200   # the worker is up: count its sockets
+    sockets = srv.socket_count()
+    c = srv.connect()
+    c.send(build_request("GET", "/slow?s=1"))
+    wait_for(lambda: b.requests, what="the request upstream")
+    c.reset()
+    time.sleep(1.3)
+    echo(srv.get("/after"))
+    wait_for(lambda: srv.socket_count() <= sockets + 1, timeout=5,
+             what="no upstream socket left behind")
+
+
 def test_keepalive_zero_closes_upstream(server, backends):
     b = backends("unix")
     srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b",
@@ -313,6 +344,7 @@ def test_backend_killed_mid_response(server, tmp_path):
     p = start_backend()
     try:
         srv = server("--workers", "1", "--upstream", f"k=unix:{sock}", "--proxy", "/=k")
+        assert srv.get("/small.txt").status == 200
         sockets_before = srv.socket_count()
         n = 64 * MiB
         with srv.connect() as c:
