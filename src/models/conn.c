@@ -529,6 +529,9 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
             return;
         }
         SB_ADD(ev->slot->bytes_in, (uint64_t)n);
+        /* A proxy exchange may take over in serve_input: it reads the
+         * socket again afterwards only if this read may have left bytes. */
+        c->want_read = (size_t)n >= space || rdhup;
         size_t pos;
         int served = 0;
         int rc = serve_input(ev, c, buf, have + (size_t)n, &pos, &served);
@@ -587,7 +590,10 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
         return;
     }
     /* Input that arrived during the exchange raised its edge then. */
-    on_readable(ev, c, 1);
+    if (c->want_read) {
+        c->want_read = 0;
+        on_readable(ev, c, 1);
+    }
 }
 
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events)

@@ -26,7 +26,8 @@
 #define UBUF_EXTRA 65536         /* client -> upstream, beyond head and one read */
 #define UP_HEAD_MAX 16384        /* an upstream response head */
 #define HBUF_SIZE (UP_HEAD_MAX + 512)
-#define XFER_CACHE 8             /* finished exchanges kept for reuse */
+#define XFER_CACHE 64            /* finished exchanges kept for reuse (~180 KiB each):
+                                  * freeing them made glibc trim with brk per request */
 
 /* conn->queue values of upstream connections (conn.c's queues are lower). */
 enum { QU_CONNECT = 10, QU_READ, QU_SEND };
@@ -79,6 +80,7 @@ struct xfer {
     uint8_t errored;             /* an error page replaced the response */
     uint8_t up_reusable;
     uint8_t up_progress, client_progress;
+    uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t kind;                /* enum upstream_body */
     struct body_skip req_body, resp_body;
     uint64_t body_sent;          /* response body bytes the client took */
@@ -253,6 +255,7 @@ static int up_connect(struct evloop *ev, struct xfer *x)
         srv->active++;
         x->counted = 1;
         x->got_bytes = 0;
+        x->up_readable = 0; /* nothing comes before the request: wait for the edge */
         if (srv->nidle) {
             x->up_fd = srv->idle[--srv->nidle];
             ev->conns[x->up_fd].xfer = x;
@@ -544,15 +547,17 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
     if (x->head_done && x->doff == x->dlen)
         x->doff = x->dlen = 0;
     size_t cap = x->head_done ? sizeof x->dbuf : UP_HEAD_MAX;
-    if (x->dlen == cap)
+    if (x->dlen == cap || !x->up_readable)
         return 0; /* back-pressure: the client has not taken it yet */
     ssize_t n;
     do
         n = read(x->up_fd, x->dbuf + x->dlen, cap - x->dlen);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
-        if (errno == EAGAIN)
+        if (errno == EAGAIN) {
+            x->up_readable = 0;
             return 0;
+        }
         return upstream_failed(ev, x, 0);
     }
     x->up_progress = 1;
@@ -797,6 +802,8 @@ void proxy_client_event(struct evloop *ev, struct conn *c, uint32_t events)
         abort_client(ev, c->xfer);
         return;
     }
+    if (events & (EPOLLIN | EPOLLRDHUP))
+        c->want_read = 1; /* read it when the exchange is over */
     pump(ev, c->xfer);
 }
 
@@ -846,6 +853,8 @@ void proxy_upstream_event(struct evloop *ev, struct conn *uc, uint32_t events)
             idle_closed(ev, uc);
         return;
     }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        x->up_readable = 1;
     if (x->connecting) {
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
             return;
