@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/path.h"
 #include "http/proxy.h"
 #include "models/evloop_internal.h"
 
@@ -61,6 +62,8 @@ struct proxy {
     struct xfer *cache[XFER_CACHE];
     int ncache;
     size_t ucap;
+    char *path;                  /* scratch for the normalised request path */
+    size_t path_cap;
 };
 
 struct xfer {
@@ -106,6 +109,10 @@ struct proxy *proxy_create(struct evloop *ev)
     px->least = cfg->upstream_least;
     px->ngroups = cfg->nupstreams;
     px->ucap = 2 * ev->in_cap + UBUF_EXTRA;
+    px->path_cap = ev->in_cap + 16;
+    px->path = malloc(px->path_cap);
+    if (!px->path)
+        log_fatal("out of memory at start");
     for (int g = 0; g < cfg->nupstreams; g++) {
         px->groups[g].cfg = &cfg->upstreams[g];
         px->groups[g].servers = calloc((size_t)cfg->upstreams[g].nservers,
@@ -156,14 +163,25 @@ void proxy_destroy(struct evloop *ev)
         free(px->cache[i]);
     }
     free(px->resumes);
+    free(px->path);
     free(px);
     ev->proxy = NULL;
 }
 
+/* Routes match the normalised path, as the static handler sees it: a
+ * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
+ * that does not normalise: the static handler answers that one). The
+ * upstream still gets the target as the client sent it, as nginx does. */
 int proxy_route(const struct evloop *ev, const struct http_request *req)
 {
     const struct serve_config *cfg = ev->cfg;
-    return proxy_route_match(cfg->routes, cfg->nroutes, req->path.p, req->path.len);
+    struct proxy *px = ev->proxy;
+    if (!req->path.len || req->path.p[0] != '/')
+        return -1;
+    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
+    if (n < 0)
+        return -1;
+    return proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
 }
 
 /* ---- upstream servers and connections ---- */

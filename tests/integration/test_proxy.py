@@ -110,6 +110,12 @@ def test_get_post_over_unix_and_tcp(server, backends, site):
     r = srv.get("/small.txt")
     assert r.status == 200 and r.body == site.files["small.txt"]
     assert srv.get("/u").status == 404, "'/u' does not start with the prefix '/u/'"
+    # routes see the normalised path, the upstream the target as sent
+    assert echo(srv.get("/x/../u/norm"))["target"] == "/x/../u/norm"
+    assert echo(srv.get("/%75/enc"))["backend"] == "u"
+    r = srv.get("/u/../small.txt")
+    assert r.status == 200 and r.body == site.files["small.txt"]
+    assert srv.get("/u/%00").status == 400
 
 
 def test_chunked_request_body_is_streamed(server, backends):
