@@ -472,6 +472,8 @@ def test_access_log_and_counters(server, backends, tmp_path):
     (["--upstream", "=unix:/x"], "expected NAME=ADDR"),
     (["--proxy", "noslash=b", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
     (["--upstream-balance", "random"], "invalid value 'random'"),
+    (["--upstream", "b=unix:/x", "--proxy", "/a=b", "--proxy", "/a=b"], "given twice"),
+    (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
     (["--proxy-read-timeout", "soon"], "invalid duration"),
     (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
      "event-loop model"),
