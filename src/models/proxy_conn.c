@@ -83,6 +83,7 @@ struct xfer {
     uint8_t errored;             /* an error page replaced the response */
     uint8_t up_reusable;
     uint8_t up_progress, client_progress;
+    uint8_t up_wdead;            /* the upstream stopped taking the request (it may answer) */
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t kind;                /* enum upstream_body */
     struct body_skip req_body, resp_body;
@@ -274,6 +275,7 @@ static int up_connect(struct evloop *ev, struct xfer *x)
         x->counted = 1;
         x->got_bytes = 0;
         x->up_readable = 0; /* nothing comes before the request: wait for the edge */
+        x->up_wdead = 0;
         if (srv->nidle) {
             x->up_fd = srv->idle[--srv->nidle];
             ev->conns[x->up_fd].xfer = x;
@@ -421,7 +423,9 @@ static int upstream_failed(struct evloop *ev, struct xfer *x, int timeout)
 static int client_to_ubuf(struct evloop *ev, struct xfer *x)
 {
     struct conn *c = x->client;
-    if (x->req_done || x->errored)
+    /* once the response is complete the rest of the body is not wanted
+     * (an early answer such as 413): the client connection will linger */
+    if (x->req_done || x->errored || x->resp_done)
         return 0;
     size_t cap = ev->proxy->ucap;
     if (cap - x->ulen < ev->in_cap && x->uoff) {
@@ -465,9 +469,9 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
     return 1;
 }
 
-static int ubuf_to_upstream(struct evloop *ev, struct xfer *x)
+static int ubuf_to_upstream(struct xfer *x)
 {
-    if (x->uoff == x->ulen || x->errored)
+    if (x->uoff == x->ulen || x->errored || x->resp_done || x->up_wdead)
         return 0;
     ssize_t n;
     do
@@ -476,7 +480,12 @@ static int ubuf_to_upstream(struct evloop *ev, struct xfer *x)
     if (n < 0) {
         if (errno == EAGAIN)
             return 0;
-        return upstream_failed(ev, x, 0);
+        /* An upstream may answer early (413) and close: its answer can
+         * still be waiting to be read. No answer there ends in
+         * upstream_failed when the read sees the close. */
+        x->up_wdead = 1;
+        x->up_readable = 1;
+        return 1;
     }
     x->uoff += (size_t)n;
     x->up_progress = 1;
@@ -648,7 +657,8 @@ static void finish(struct evloop *ev, struct xfer *x)
 {
     struct proxy *px = ev->proxy;
     struct conn *c = x->client;
-    int reuse = x->up_reusable && x->req_done && x->uoff == x->ulen && !x->errored;
+    int reuse = x->up_reusable && x->req_done && x->uoff == x->ulen && !x->errored &&
+                !x->up_wdead;
     up_release(ev, x, reuse);
     account(ev, x);
     conn_set_timer(ev, c, Q_NONE);
@@ -678,7 +688,7 @@ static void set_timers(struct evloop *ev, struct xfer *x)
 {
     if (x->up_fd >= 0 && !x->connecting) {
         struct conn *uc = &ev->conns[x->up_fd];
-        int q = x->uoff < x->ulen ? QU_SEND
+        int q = x->uoff < x->ulen && !x->resp_done && !x->up_wdead ? QU_SEND
                 : !x->resp_done && (!x->head_done || x->dlen < sizeof x->dbuf) ? QU_READ
                                                                                 : Q_NONE;
         if (q == Q_NONE) {
@@ -709,7 +719,7 @@ static void pump(struct evloop *ev, struct xfer *x)
             return;
         moved |= r;
         if (x->up_fd >= 0 && !x->connecting) {
-            if ((r = ubuf_to_upstream(ev, x)) < 0)
+            if ((r = ubuf_to_upstream(x)) < 0)
                 return;
             moved |= r;
             if (x->up_fd >= 0 && (r = upstream_to_dbuf(ev, x)) < 0)

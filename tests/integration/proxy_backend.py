@@ -10,6 +10,7 @@ path:
   /closedelim       a body ended by close      /big?n=N     N pattern bytes
   /hop              hop-by-hop headers         /nocontent   204
   /notmod           304                        /thenclose   ok, then close idle
+  /early            413 before the body is read, then close
   anything else: echo as JSON
 
 Also runnable as a process (for the test that SIGKILLs it):
@@ -154,6 +155,11 @@ class Backend:
                 method, target, version = lines[0].split(" ")
                 headers = [tuple(x.split(": ", 1)) for x in lines[1:]]
                 low = {k.lower(): v for k, v in headers}
+                if urlsplit(target).path.endswith("/early"):
+                    # answer before reading the body, then close
+                    s.sendall(b"HTTP/1.1 413 Too Big\r\nContent-Length: 7\r\n"
+                              b"Connection: close\r\n\r\ntoo big")
+                    break
                 h = hashlib.sha256()
                 size = [0]
 

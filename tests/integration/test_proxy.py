@@ -330,6 +330,22 @@ def test_slow_backend_gives_504(server, backends):
     echo(srv.get("/fine"))
 
 
+def test_early_answer_to_an_upload(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b", "--max-body-size", "1g")
+    n = 8 * MiB
+    with srv.connect() as c:
+        c.send(build_request("POST", "/early", headers=[("Content-Length", n)]))
+        sender = threading.Thread(target=c.send_ignore_errors, args=(b"x" * n,), daemon=True)
+        sender.start()
+        r = c.read_response()
+        assert r.status == 413 and r.body == b"too big"
+        c.read_to_close(timeout=10)       # the rest of the body is drained, then close
+        sender.join(10)
+        assert not sender.is_alive()
+    echo(srv.get("/after"))
+
+
 def test_malformed_response_gives_502(server, backends):
     b = backends("tcp")
     srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
