@@ -11,6 +11,7 @@ path:
   /hop              hop-by-hop headers         /nocontent   204
   /notmod           304                        /thenclose   ok, then close idle
   /early            413 before the body is read, then close
+  /dropnext         echo, then close on the next request without answering
   anything else: echo as JSON
 
 Also runnable as a process (for the test that SIGKILLs it):
@@ -148,6 +149,7 @@ class Backend:
     # ---- one connection
     def _serve(self, s, cid):
         r = Reader(s)
+        drop_next = False
         try:
             while True:
                 head = r.until(b"\r\n\r\n")
@@ -178,6 +180,9 @@ class Backend:
                             break
                         r.exact(n, sink)
                         r.until(b"\r\n")
+                if drop_next:
+                    break  # as if the idle connection had timed out just now
+                drop_next = urlsplit(target).path.endswith("/dropnext")
                 req = {"method": method, "target": target, "version": version,
                        "path": urlsplit(target).path, "headers": headers,
                        "body_len": size[0], "body_sha": h.hexdigest(), "conn": cid,

@@ -228,6 +228,17 @@ def test_pooled_connection_closed_by_upstream(server, backends):
     assert "upstream" not in srv.stderr_text(), "no failure was logged: no retry needed"
 
 
+def test_pooled_connection_dead_on_reuse_is_retried(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    echo(srv.get("/dropnext"))
+    # the pooled connection takes the next request and closes unanswered:
+    # herd retries on a fresh connection instead of answering 502
+    info = echo(srv.get("/retried"))
+    assert info["conn"] == 2
+    assert b.conns == 2 and b.paths() == ["/dropnext", "/retried"]
+
+
 def test_client_gone_while_upstream_is_slow(server, backends):
     b = backends("unix")
     srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
