@@ -126,14 +126,15 @@ def test_chunked_request_body_is_streamed(server, backends):
     data = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
     with srv.connect() as c:
         c.send(build_request("POST", "/up", headers=[("Transfer-Encoding", "chunked")]))
-        c.send(data)
+        # the next request rides in the same segment as the body's end
+        c.send(data + build_request("GET", "/again"))
         info = echo(c.read_response())
         assert info["body_len"] == sum(map(len, parts))
         assert info["body_sha"] == hashlib.sha256(b"".join(parts)).hexdigest()
         assert ("Transfer-Encoding", "chunked") in [tuple(h) for h in info["headers"]]
-        # the connection carries on
-        c.send(build_request("GET", "/again"))
         assert echo(c.read_response())["target"] == "/again"
+        c.send(build_request("GET", "/small.txt"))
+        assert c.read_response().status == 200
 
 
 def test_header_rewriting(server, backends):
