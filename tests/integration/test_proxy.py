@@ -536,3 +536,23 @@ def test_other_models(server, backends, model):
         c.send(build_request("GET", "/small.txt"))
         assert c.read_response().status == 200
     assert srv.get("/api/malformed").status == 502
+
+
+def test_reload_picks_up_changed_routes(server, backends, tmp_path, site):
+    a, b = backends("unix", "a"), backends("tcp", "b")
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"workers = 1\nupstream = a={a.address}\nproxy = /x/=a\n")
+    srv = server("--config", cfg)
+    assert echo(srv.get("/x/1"))["backend"] == "a"
+    assert srv.get("/y/1").status == 404
+    cfg.write_text(f"workers = 1\nupstream = a={a.address}\nupstream = b={b.address}\n"
+                   "proxy = /y/=a\nproxy = /x/=b\n")
+    srv.send_signal(signal.SIGHUP)
+
+    def switched():
+        r = srv.get("/x/2")
+        return r.status == 200 and json.loads(r.body)["backend"] == "b"
+
+    wait_for(switched, timeout=10, what="the new routes after HUP")
+    assert echo(srv.get("/y/2"))["backend"] == "a"
+    assert srv.get("/small.txt").body == site.files["small.txt"]
