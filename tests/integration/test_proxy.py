@@ -556,3 +556,58 @@ def test_reload_picks_up_changed_routes(server, backends, tmp_path, site):
     wait_for(switched, timeout=10, what="the new routes after HUP")
     assert echo(srv.get("/y/2"))["backend"] == "a"
     assert srv.get("/small.txt").body == site.files["small.txt"]
+
+
+def test_connect_timeout_gives_504(server):
+    # A listener that never accepts, its backlog full: SYNs go unanswered.
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    port = ls.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(4):
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        time.sleep(0.2)
+        srv = server("--upstream", f"g=127.0.0.1:{port}", "--proxy", "/=g",
+                     "--proxy-connect-timeout", "300ms")
+        t0 = time.monotonic()
+        r = srv.get("/x")
+        assert r.status == 504, r
+        assert time.monotonic() - t0 < 3
+        assert "connect timed out" in srv.stderr_text()
+    finally:
+        for f in fillers:
+            f.close()
+        ls.close()
+
+
+def test_send_timeout_gives_504(server):
+    # An upstream that accepts and never reads: the upload fills its buffers.
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(8)
+    port = ls.getsockname()[1]
+    held = []
+    threading.Thread(target=lambda: held.append(ls.accept()[0]), daemon=True).start()
+    try:
+        srv = server("--upstream", f"g=127.0.0.1:{port}", "--proxy", "/=g",
+                     "--proxy-send-timeout", "500ms", "--max-body-size", "1g")
+        n = 64 * MiB
+        with srv.connect() as c:
+            c.send(build_request("POST", "/up", headers=[("Content-Length", n)]))
+            sender = threading.Thread(target=c.send_ignore_errors, args=(b"y" * n,),
+                                      daemon=True)
+            sender.start()
+            r = c.read_response()
+            assert r.status == 504, r
+            c.read_to_close(timeout=10)
+        sender.join(10)
+        assert "send timed out" in srv.stderr_text()
+    finally:
+        for s in held:
+            s.close()
+        ls.close()
