@@ -47,7 +47,9 @@ static const struct status_text statuses[] = {
     S(431, "Request Header Fields Too Large"),
     S(500, "Internal Server Error"),
     S(501, "Not Implemented"),
+    S(502, "Bad Gateway"),
     S(503, "Service Unavailable"),
+    S(504, "Gateway Timeout"),
     S(505, "HTTP Version Not Supported"),
 };
 #undef S

@@ -15,10 +15,12 @@
 #include "core/log.h"
 #include "net/proxy_protocol.h"
 #include "models/evloop_internal.h"
+#include "models/proxy_conn.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
 
-enum { IO_DONE = 0, IO_BLOCKED = 1, IO_FATAL = -1 };
+/* IO_PROXY: a proxy exchange took the connection over. */
+enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_FATAL = -1 };
 
 static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
 {
@@ -45,6 +47,14 @@ static void disarm(struct evloop *ev, struct conn *c)
     if (c->queue == Q_KEEPALIVE)
         SB_ADD(ev->slot->idle, -1);
     c->queue = Q_NONE;
+}
+
+void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
+{
+    if (q == Q_NONE)
+        disarm(ev, c);
+    else
+        arm(ev, c, q);
 }
 
 static uint64_t conn_tag(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
@@ -94,6 +104,12 @@ void conn_close(struct evloop *ev, struct conn *c)
 {
     if (!c->open)
         return;
+    if (c->upstream) {
+        proxy_upstream_close(ev, c);
+        return;
+    }
+    if (c->xfer)
+        proxy_abort(ev, c);
     if (c->out)
         pending_free(c->out);
     if (c->in)
@@ -282,14 +298,20 @@ static int pending_write(struct evloop *ev, struct conn *c)
 static void log_request(struct evloop *ev, const struct conn *c,
                         const struct http_request *req, const struct http_plan *plan)
 {
+    uint64_t bytes = plan->body_len + plan->inline_len + (uint64_t)(plan->file ? plan->file_len : 0);
+    conn_log(ev, c, req, plan->status, bytes);
+}
+
+void conn_log(struct evloop *ev, const struct conn *c, const struct http_request *req,
+              unsigned status, uint64_t bytes)
+{
     struct sockaddr_storage ss;
     ss.ss_family = c->peer_family;
     if (c->peer_family == AF_INET)
         memcpy(&((struct sockaddr_in *)&ss)->sin_addr, c->peer, 4);
     else if (c->peer_family == AF_INET6)
         memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, 16);
-    uint64_t bytes = plan->body_len + plan->inline_len + (uint64_t)(plan->file ? plan->file_len : 0);
-    alog_record(ev->alog, c->peer_family ? &ss : NULL, req, plan->status, bytes);
+    alog_record(ev->alog, c->peer_family ? &ss : NULL, req, status, bytes);
 }
 
 /* Parses and answers the requests in data[0..len); *consumed gets the bytes
@@ -329,6 +351,25 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
             http_handle_parse_error(req, &ev->out, &plan);
             pos = len;
         } else {
+            int route = ev->proxy ? proxy_route(ev, req) : -1;
+            if (route >= 0 && (req->content_length < 0 ||
+                               (uint64_t)req->content_length <= hc->max_body_size)) {
+                /* Earlier responses of the batch go first; the exchange
+                 * then owns the connection until it ends. */
+                rc = flush(ev, c, NULL, 0, 0);
+                if (rc != IO_DONE)
+                    break; /* parsed again once the output drains */
+                c->nreq++;
+                long took = proxy_start(ev, c, route, req, data + pos, (size_t)n,
+                                        data + pos + n, len - pos - (size_t)n);
+                if (took < 0) {
+                    rc = IO_FATAL;
+                    break;
+                }
+                pos += (size_t)n + (size_t)took;
+                rc = IO_PROXY;
+                break;
+            }
             pos += (size_t)n;
             c->nreq++;
             int may_keepalive = !ev->stopping && c->nreq < hc->keepalive_requests;
@@ -443,6 +484,10 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         arm(ev, c, Q_SEND);
         return STOP;
     }
+    if (rc == IO_PROXY) {
+        proxy_kick(ev, c);
+        return STOP;
+    }
     if (c->closing) {
         finish_closing(ev, c);
         return STOP;
@@ -491,7 +536,7 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         drain_linger(ev, c);
         return;
     }
-    if (c->out || c->closing) {
+    if (c->out || c->closing || c->xfer) {
         c->want_read = 1; /* back-pressure: read again once the output drains */
         return;
     }
@@ -526,6 +571,9 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
             }
             start = (size_t)k;
         }
+        /* A proxy exchange may take over in serve_input: it reads the
+         * socket again afterwards only if this read may have left bytes. */
+        c->want_read = (size_t)n >= space || rdhup;
         int served = 0;
         int rc = serve_input(ev, c, buf + start, len - start, &pos, &served);
         if (settle(ev, c, buf, start + pos, len, rc, served) == STOP)
@@ -567,8 +615,38 @@ static void on_writable(struct evloop *ev, struct conn *c)
     }
 }
 
+void conn_proxy_resume(struct evloop *ev, struct conn *c)
+{
+    if (c->closing) {
+        finish_closing(ev, c);
+        return;
+    }
+    if (c->in_len) {
+        size_t pos;
+        int served = 0;
+        int rc = serve_input(ev, c, c->in, c->in_len, &pos, &served);
+        if (settle(ev, c, c->in, pos, c->in_len, rc, served) == STOP)
+            return;
+    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == STOP) {
+        return;
+    }
+    /* Input that arrived during the exchange raised its edge then. */
+    if (c->want_read) {
+        c->want_read = 0;
+        on_readable(ev, c, 1);
+    }
+}
+
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 {
+    if (c->upstream) {
+        proxy_upstream_event(ev, c, events);
+        return;
+    }
+    if (c->xfer) {
+        proxy_client_event(ev, c, events);
+        return;
+    }
     if (c->out && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
         on_writable(ev, c);
         if (!c->open || c->out)
@@ -580,6 +658,10 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 
 void conn_timeout(struct evloop *ev, struct conn *c)
 {
+    if (c->upstream) {
+        proxy_upstream_timeout(ev, c);
+        return;
+    }
     if (c->queue == Q_KEEPALIVE)
         SB_ADD(ev->slot->idle, -1);
     c->queue = Q_NONE;

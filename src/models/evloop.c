@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
+#include "models/proxy_conn.h"
 #include "proc/dispatch.h"
 #include "proc/status.h"
 
@@ -49,7 +50,7 @@ void evloop_conn_closed(struct evloop *ev)
 static void accept_from(struct server *s, struct listener *l, int from_event)
 {
     struct evloop *ev = &s->ev;
-    struct sockaddr_storage peer, *pp = alog_on(&s->alog) ? &peer : NULL;
+    struct sockaddr_storage peer, *pp = alog_on(&s->alog) || ev->proxy ? &peer : NULL;
     int got = 0;
     while (l->fd >= 0) {
         if (ev->nconns >= ev->max_conns) {
@@ -154,7 +155,7 @@ static void receive_connections(struct server *s)
             SB_ADD(ev->slot->accepted, 1);
             struct sockaddr_storage peer;
             socklen_t plen = sizeof peer;
-            int have_peer = alog_on(&s->alog) &&
+            int have_peer = (alog_on(&s->alog) || ev->proxy) &&
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
             conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]), have_peer ? &peer : NULL);
         }
@@ -243,6 +244,9 @@ static int next_timeout(struct server *s)
         if (d >= 0 && (next < 0 || d < next))
             next = d;
     }
+    int64_t p = proxy_next_deadline(ev);
+    if (p >= 0 && (next < 0 || p < next))
+        next = p;
     if (ev->stopping && (next < 0 || s->stop_deadline < next))
         next = s->stop_deadline;
     if (next < 0)
@@ -302,6 +306,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_keepalive, cfg->keepalive_timeout_ms);
     tq_init(&ev->q_send, cfg->send_timeout_ms);
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
+    ev->proxy = proxy_create(ev);
 
     if (loop_init(&ev->loop) < 0)
         log_fatal("epoll_create1: %s", strerror(errno));
@@ -329,9 +334,12 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
 static void teardown(struct server *s)
 {
     struct evloop *ev = &s->ev;
+    /* Clients first: each takes its exchange's upstream connection along;
+     * then the pooled ones. */
     for (int fd = 0; fd < ev->max_fds; fd++)
-        if (ev->conns[fd].open)
+        if (ev->conns[fd].open && !ev->conns[fd].upstream)
             conn_close(ev, &ev->conns[fd]);
+    proxy_destroy(ev);
     for (int i = 0; i < s->nls; i++)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);
@@ -392,6 +400,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         expire(ev, &ev->q_keepalive);
         expire(ev, &ev->q_send);
         expire(ev, &ev->q_linger);
+        proxy_after_events(ev);
         alog_flush(&s->alog);
         if (ev->stopping) {
             if (ev->nconns == 0)

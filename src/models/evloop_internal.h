@@ -26,6 +26,9 @@ struct pending {
 
 enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER };
 
+struct xfer;
+struct proxy;
+
 /* One per fd. Small on purpose: an idle keep-alive connection owns nothing
  * else (no buffer), which is what keeps 10,000 idle connections cheap. */
 struct conn {
@@ -33,6 +36,7 @@ struct conn {
     char *in;                /* own input buffer, only while input is left over */
     struct pending *out;     /* only while a write is blocked */
     struct body_skip skip;   /* a request body being read past */
+    struct xfer *xfer;       /* a proxy exchange: the client's, or the upstream's */
     uint32_t in_len;
     uint32_t nreq;           /* requests served on this connection */
     uint32_t gen;            /* tells events for an earlier user of this fd */
@@ -44,7 +48,9 @@ struct conn {
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
     uint8_t await_proxy;     /* the listener expects a PROXY protocol header first */
-    uint8_t peer_family;     /* AF_INET/AF_INET6 when the access log is on */
+    uint8_t peer_family;     /* AF_INET/AF_INET6 when the access log or proxy is on */
+    uint8_t upstream;        /* an upstream connection (models/proxy_conn.c) */
+    uint16_t up_id;          /* pooled upstream: group * MAX_SERVERS + server */
     uint8_t peer[16];
 };
 
@@ -69,6 +75,7 @@ struct evloop {
     struct http_request req;
     struct sb_slot *slot;    /* counters, in shared memory */
     struct alog *alog;
+    struct proxy *proxy;     /* NULL without proxy routes */
     size_t batch_bytes;      /* bytes in iov */
     uint8_t stopping;
     uint8_t accept_paused;
@@ -82,6 +89,14 @@ void conn_close(struct evloop *ev, struct conn *c);
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
 /* A timer of c's queue expired. */
 void conn_timeout(struct evloop *ev, struct conn *c);
+
+/* Arms c's timer on queue q (Q_NONE: disarms), keeping the idle count. */
+void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q);
+/* One access-log record for a request of c (req NULL when unparsed). */
+void conn_log(struct evloop *ev, const struct conn *c, const struct http_request *req,
+              unsigned status, uint64_t bytes);
+/* A proxy exchange of c ended: serve its next requests (or close it). */
+void conn_proxy_resume(struct evloop *ev, struct conn *c);
 
 /* Called by conn_close when a connection slot frees up. */
 void evloop_conn_closed(struct evloop *ev);

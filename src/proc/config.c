@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <sys/un.h>
 
 #include "core/units.h"
 
@@ -42,13 +44,26 @@ const char config_help[] =
     "  --proxy-protocol         every listener expects a PROXY protocol v1/v2 header\n"
     "                           (from HAProxy, AWS NLB...); for one listener only,\n"
     "                           write `--listen 'ADDR proxy_protocol'`\n"
+    "  --upstream NAME=ADDR[,ADDR...]  a group of upstream servers (unix:/path or\n"
+    "                           host:port); repeatable\n"
+    "  --proxy PREFIX=NAME      send requests whose path starts with PREFIX to the\n"
+    "                           upstream group NAME (longest prefix wins); repeatable\n"
+    "  --upstream-balance rr|least  pick servers round-robin (default) or by fewest\n"
+    "                           active requests\n"
+    "  --upstream-fail-timeout DUR  a server that failed is skipped this long (10s)\n"
+    "  --upstream-keepalive N   idle upstream connections kept per worker and server\n"
+    "                           (default 32; 0: close after each response)\n"
+    "  --proxy-connect-timeout DUR  connecting to an upstream (default 5s)\n"
+    "  --proxy-read-timeout DUR between two reads from an upstream (default 60s)\n"
+    "  --proxy-send-timeout DUR between two writes to an upstream (default 60s)\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 enum kind {
     K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
     K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN,
+    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
+    K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
 };
 
 static const struct {
@@ -82,6 +97,14 @@ static const struct {
     {"backlog", K_BACKLOG, 1},
     {"proxy-protocol", K_PROXY_PROTOCOL, 0},
     {"upgrade-binary", K_UPGRADE_BIN, 1},
+    {"upstream", K_UPSTREAM, 1},
+    {"proxy", K_PROXY, 1},
+    {"upstream-balance", K_UP_BALANCE, 1},
+    {"upstream-fail-timeout", K_UP_FAIL_TO, 1},
+    {"upstream-keepalive", K_UP_KEEPALIVE, 1},
+    {"proxy-connect-timeout", K_PX_CONNECT_TO, 1},
+    {"proxy-read-timeout", K_PX_READ_TO, 1},
+    {"proxy-send-timeout", K_PX_SEND_TO, 1},
 };
 
 /* Every model herd knows; models/models.c maps them to code. */
@@ -104,6 +127,11 @@ void config_defaults(struct serve_config *cfg)
     cfg->keepalive_timeout_ms = 75000;
     cfg->send_timeout_ms = 60000;
     cfg->shutdown_timeout_ms = 10000;
+    cfg->upstream_keepalive = 32;
+    cfg->upstream_fail_timeout_ms = 10000;
+    cfg->proxy_connect_timeout_ms = 5000;
+    cfg->proxy_read_timeout_ms = 60000;
+    cfg->proxy_send_timeout_ms = 60000;
 }
 
 int config_known(const char *name)
@@ -163,6 +191,118 @@ static int listen_setting(struct serve_config *cfg, const char *v, char *err, si
     if (listen_parse(addr, &cfg->listen[cfg->nlisten], err, errlen) < 0)
         return -1;
     cfg->listen_proxy[cfg->nlisten++] = proxy;
+    return 0;
+}
+
+static int name_ok(const char *s, size_t len)
+{
+    if (!len || len >= UPSTREAM_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return 0;
+    return 1;
+}
+
+static int find_upstream(const struct serve_config *cfg, const char *name)
+{
+    for (int i = 0; i < cfg->nupstreams; i++)
+        if (!strcmp(cfg->upstreams[i].name, name))
+            return i;
+    return -1;
+}
+
+/* NAME=ADDR[,ADDR...]; each ADDR is unix:/path or host:port with a port. */
+static int set_upstream(struct serve_config *cfg, const char *v, char *err, size_t errlen)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || !name_ok(v, (size_t)(eq - v))) {
+        snprintf(err, errlen,
+                 "upstream '%s': expected NAME=ADDR[,ADDR...] (NAME of letters, digits, -_.)", v);
+        return -1;
+    }
+    if (cfg->nupstreams == CONFIG_MAX_UPSTREAMS) {
+        snprintf(err, errlen, "too many upstream groups (at most %d)", CONFIG_MAX_UPSTREAMS);
+        return -1;
+    }
+    struct upstream_group *g = &cfg->upstreams[cfg->nupstreams];
+    memset(g, 0, sizeof *g);
+    memcpy(g->name, v, (size_t)(eq - v));
+    if (find_upstream(cfg, g->name) >= 0) {
+        snprintf(err, errlen, "upstream '%s' defined twice", g->name);
+        return -1;
+    }
+    const char *p = eq + 1;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char addr[128];
+        if (!len || len >= sizeof addr) {
+            snprintf(err, errlen, "upstream %s: empty or too long address in '%s'", g->name, v);
+            return -1;
+        }
+        if (g->nservers == CONFIG_MAX_UPSTREAM_SERVERS) {
+            snprintf(err, errlen, "upstream %s: too many servers (at most %d)", g->name,
+                     CONFIG_MAX_UPSTREAM_SERVERS);
+            return -1;
+        }
+        memcpy(addr, p, len);
+        addr[len] = '\0';
+        struct listen_addr *a = &g->servers[g->nservers];
+        char why[200];
+        int bad = strncmp(addr, "unix:", 5) != 0 && !strchr(addr, ':');
+        if (!bad && listen_parse(addr, a, why, sizeof why) < 0)
+            bad = 1;
+        if (!bad && a->family != AF_UNIX) {
+            /* a port is needed, and a wildcard host names no server */
+            const struct sockaddr_in *in = (const struct sockaddr_in *)&a->ss;
+            const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->ss;
+            int port = a->family == AF_INET ? in->sin_port : in6->sin6_port;
+            int any = a->family == AF_INET ? in->sin_addr.s_addr == 0
+                                           : IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr);
+            bad = !port || any;
+        }
+        if (bad) {
+            snprintf(err, errlen,
+                     "upstream %s: bad address '%s' (unix:/path, IPv4:PORT or [IPv6]:PORT)",
+                     g->name, addr);
+            return -1;
+        }
+        g->nservers++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    cfg->nupstreams++;
+    return 0;
+}
+
+/* PREFIX=NAME; the name is resolved in config_finish, so flags may name a
+ * group defined later (a config file checks its own routes at its end, to
+ * report FILE:LINE). */
+static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t errlen)
+{
+    const char *eq = strrchr(v, '=');
+    if (!eq || v[0] != '/' || (size_t)(eq - v) >= PROXY_PREFIX_MAX ||
+        !name_ok(eq + 1, strlen(eq + 1))) {
+        snprintf(err, errlen, "proxy '%s': expected /PREFIX=UPSTREAM", v);
+        return -1;
+    }
+    if (cfg->nroutes == CONFIG_MAX_ROUTES) {
+        snprintf(err, errlen, "too many proxy routes (at most %d)", CONFIG_MAX_ROUTES);
+        return -1;
+    }
+    struct proxy_route *r = &cfg->routes[cfg->nroutes];
+    memset(r, 0, sizeof *r);
+    memcpy(r->prefix, v, (size_t)(eq - v));
+    for (int i = 0; i < cfg->nroutes; i++)
+        if (!strcmp(cfg->routes[i].prefix, r->prefix)) {
+            snprintf(err, errlen, "proxy prefix '%s' given twice", r->prefix);
+            return -1;
+        }
+    strcpy(cfg->route_upstream[cfg->nroutes], eq + 1);
+    r->group = find_upstream(cfg, eq + 1);
+    cfg->nroutes++;
     return 0;
 }
 
@@ -282,6 +422,31 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
     case K_PROXY_PROTOCOL:
         cfg->proxy_protocol = 1;
         return 0;
+    case K_UPSTREAM:
+        return set_upstream(cfg, v, err, errlen);
+    case K_PROXY:
+        return set_proxy(cfg, v, err, errlen);
+    case K_UP_BALANCE:
+        if (!strcmp(v, "rr"))
+            cfg->upstream_least = 0;
+        else if (!strcmp(v, "least"))
+            cfg->upstream_least = 1;
+        else
+            goto bad;
+        return 0;
+    case K_UP_FAIL_TO:
+        return duration(name, v, &cfg->upstream_fail_timeout_ms, err, errlen);
+    case K_UP_KEEPALIVE:
+        if (unit_count(v, 0, 4096, &n) < 0)
+            goto bad;
+        cfg->upstream_keepalive = (uint32_t)n;
+        return 0;
+    case K_PX_CONNECT_TO:
+        return duration(name, v, &cfg->proxy_connect_timeout_ms, err, errlen);
+    case K_PX_READ_TO:
+        return duration(name, v, &cfg->proxy_read_timeout_ms, err, errlen);
+    case K_PX_SEND_TO:
+        return duration(name, v, &cfg->proxy_send_timeout_ms, err, errlen);
     case K_DISPATCH:
         if (!strcmp(v, "rr"))
             cfg->dispatch_least = 0;
@@ -314,7 +479,8 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
         return -1;
     }
     char line[4096], why[512];
-    int lineno = 0, rc = 0;
+    int lineno = 0, rc = 0, first_route = cfg->nroutes;
+    int route_line[CONFIG_MAX_ROUTES] = {0};
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
@@ -340,12 +506,21 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
             }
         }
         char *name = trim(s);
+        int nroutes = cfg->nroutes;
         if (config_set(cfg, name, value, why, sizeof why) < 0) {
             snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
             rc = -1;
             break;
         }
+        if (cfg->nroutes > nroutes)
+            route_line[nroutes] = lineno;
     }
+    for (int i = first_route; rc == 0 && i < cfg->nroutes; i++)
+        if (find_upstream(cfg, cfg->route_upstream[i]) < 0) {
+            snprintf(err, errlen, "%s:%d: proxy %s: unknown upstream '%s'", path, route_line[i],
+                     cfg->routes[i].prefix, cfg->route_upstream[i]);
+            rc = -1;
+        }
     if (rc == 0 && ferror(f)) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno)); /* e.g. a directory */
         rc = -1;
@@ -363,7 +538,17 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
     if (cfg->proxy_protocol)
         for (int i = 0; i < cfg->nlisten; i++)
             cfg->listen_proxy[i] = 1;
-    (void)err;
-    (void)errlen;
+    for (int i = 0; i < cfg->nroutes; i++) {
+        cfg->routes[i].group = find_upstream(cfg, cfg->route_upstream[i]);
+        if (cfg->routes[i].group < 0) {
+            snprintf(err, errlen, "proxy %s: unknown upstream '%s' (define it with upstream)",
+                     cfg->routes[i].prefix, cfg->route_upstream[i]);
+            return -1;
+        }
+    }
+    if (cfg->nroutes && !strcmp(cfg->model, "iterative")) {
+        snprintf(err, errlen, "proxy routes need an event-loop model (not iterative)");
+        return -1;
+    }
     return 0;
 }

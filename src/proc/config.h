@@ -20,9 +20,21 @@
 #include <stdint.h>
 
 #include "http/handler.h"
+#include "http/proxy.h"
 #include "net/listen.h"
 
 #define CONFIG_MAX_LISTEN 16
+#define CONFIG_MAX_UPSTREAMS 16
+#define CONFIG_MAX_UPSTREAM_SERVERS 16
+#define CONFIG_MAX_ROUTES 32
+#define UPSTREAM_NAME_MAX 32
+
+/* `upstream = NAME=ADDR[,ADDR...]`: servers a proxy route sends to. */
+struct upstream_group {
+    char name[UPSTREAM_NAME_MAX];
+    struct listen_addr servers[CONFIG_MAX_UPSTREAM_SERVERS]; /* unix:/path or host:port */
+    int nservers;
+};
 
 enum log_format { ACCESS_LOG_COMBINED, ACCESS_LOG_JSON };
 
@@ -52,6 +64,18 @@ struct serve_config {
     uint8_t verbose;
     uint8_t accept_herd;        /* prefork without EPOLLEXCLUSIVE */
     uint8_t dispatch_least;     /* dispatch: least connections, else round-robin */
+    /* reverse proxy */
+    struct upstream_group upstreams[CONFIG_MAX_UPSTREAMS];
+    int nupstreams;
+    struct proxy_route routes[CONFIG_MAX_ROUTES];
+    char route_upstream[CONFIG_MAX_ROUTES][UPSTREAM_NAME_MAX]; /* resolved in finish */
+    int nroutes;
+    uint8_t upstream_least;     /* least connections, else round-robin */
+    uint32_t upstream_keepalive; /* idle connections kept per worker and server */
+    int64_t upstream_fail_timeout_ms;
+    int64_t proxy_connect_timeout_ms;
+    int64_t proxy_read_timeout_ms;
+    int64_t proxy_send_timeout_ms;
 };
 
 /* Fills in the defaults. */

@@ -1,0 +1,338 @@
+#include "http/proxy.h"
+
+#include <stddef.h>
+#include <string.h>
+
+int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
+                      size_t len)
+{
+    int best = -1;
+    size_t best_len = 0;
+    for (int i = 0; i < n; i++) {
+        size_t pl = strlen(routes[i].prefix);
+        if (pl <= len && (best < 0 || pl > best_len) && memcmp(routes[i].prefix, path, pl) == 0) {
+            best = i;
+            best_len = pl;
+        }
+    }
+    return best;
+}
+
+/* ASCII case-insensitive compare of s with a lowercase word. */
+static int is(const struct http_str *s, const char *lower)
+{
+    size_t len = strlen(lower);
+    if (s->len != len)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s->p[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c | 0x20);
+        if (c != lower[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int same_name(const struct http_str *a, const char *b, size_t blen)
+{
+    if (a->len != blen)
+        return 0;
+    for (size_t i = 0; i < blen; i++)
+        if ((a->p[i] | 0x20) != (b[i] | 0x20))
+            return 0;
+    return 1;
+}
+
+/* Hop-by-hop headers (RFC 9110 7.6.1) belong to one connection, never
+ * forwarded. Framing is rebuilt by whoever sends the message on. */
+static int hop_by_hop(const struct http_str *n)
+{
+    static const char *const names[] = {
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "trailers",
+        "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (is(n, names[i]))
+            return 1;
+    return 0;
+}
+
+/* Is name listed in any Connection header among hs[0..n)? */
+static int named_in_connection(const struct http_header *hs, int n, const struct http_str *name)
+{
+    for (int i = 0; i < n; i++) {
+        if (!is(&hs[i].name, "connection"))
+            continue;
+        const char *p = hs[i].value.p, *end = p + hs[i].value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+                p++;
+            const char *t = p;
+            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            if (p > t && same_name(name, t, (size_t)(p - t)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static int dropped(const struct http_header *hs, int n, const struct http_str *name)
+{
+    return hop_by_hop(name) || named_in_connection(hs, n, name);
+}
+
+struct w {
+    char *buf;
+    size_t len, cap;
+    int full;
+};
+
+static void put(struct w *w, const char *s, size_t n)
+{
+    if (w->full || w->len + n > w->cap) {
+        w->full = 1;
+        return;
+    }
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void puts_(struct w *w, const char *s) { put(w, s, strlen(s)); }
+
+static void put_u64(struct w *w, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(w, tmp + i, sizeof tmp - i);
+}
+
+long proxy_build_request(const struct http_request *req, const char *client_addr,
+                         const char *default_host, char *buf, size_t cap)
+{
+    struct w w = {buf, 0, cap, 0};
+    const struct http_header *hs = req->headers;
+    int n = req->nheaders;
+    put(&w, req->method_str.p, req->method_str.len);
+    put(&w, " ", 1);
+    /* absolute-form targets become origin-form: the path and query as sent */
+    const char *end = req->target.p + req->target.len;
+    if (req->path.p >= req->target.p && req->path.p < end) {
+        put(&w, req->path.p, (size_t)(end - req->path.p));
+    } else { /* "http://host" or "http://host?q": the parser's own "/" */
+        put(&w, "/", 1);
+        if (req->query.len) {
+            put(&w, "?", 1);
+            put(&w, req->query.p, req->query.len);
+        }
+    }
+    /* An HTTP/1.0 client cannot read chunked replies: ask the upstream for
+     * 1.0 too, as nginx does by default, and do not reuse that connection. */
+    puts_(&w, req->minor ? " HTTP/1.1\r\nHost: " : " HTTP/1.0\r\nHost: ");
+    if (req->host.len)
+        put(&w, req->host.p, req->host.len);
+    else
+        puts_(&w, default_host);
+    puts_(&w, "\r\n");
+    const struct http_str *xff = NULL;
+    for (int i = 0; i < n; i++) {
+        const struct http_str *name = &hs[i].name;
+        /* Expect is answered by us (we read the body), never forwarded */
+        if (dropped(hs, n, name) || is(name, "host") || is(name, "x-forwarded-proto") ||
+            is(name, "content-length") || is(name, "expect"))
+            continue;
+        if (is(name, "x-forwarded-for")) {
+            xff = &hs[i].value; /* the last one; folded into ours below */
+            continue;
+        }
+        put(&w, name->p, name->len);
+        put(&w, ": ", 2);
+        put(&w, hs[i].value.p, hs[i].value.len);
+        put(&w, "\r\n", 2);
+    }
+    puts_(&w, "X-Forwarded-For: ");
+    if (xff && xff->len) {
+        put(&w, xff->p, xff->len);
+        put(&w, ", ", 2);
+    }
+    puts_(&w, client_addr);
+    puts_(&w, "\r\nX-Forwarded-Proto: http\r\n");
+    if (req->chunked) {
+        puts_(&w, "Transfer-Encoding: chunked\r\n");
+    } else if (req->content_length >= 0) {
+        puts_(&w, "Content-Length: ");
+        put_u64(&w, (uint64_t)req->content_length);
+        puts_(&w, "\r\n");
+    }
+    if (!req->minor)
+        puts_(&w, "Connection: close\r\n");
+    put(&w, "\r\n", 2);
+    return w.full ? -1 : (long)w.len;
+}
+
+/* ---- the upstream's response ---- */
+
+static int tchar(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static int parse_length(const struct http_str *v, int64_t *out)
+{
+    if (!v->len || v->len > 18)
+        return -1;
+    int64_t n = 0;
+    for (uint32_t i = 0; i < v->len; i++) {
+        if (v->p[i] < '0' || v->p[i] > '9')
+            return -1;
+        n = n * 10 + (v->p[i] - '0');
+    }
+    *out = n;
+    return 0;
+}
+
+static int has_token(const struct http_str *v, const char *word)
+{
+    const char *p = v->p, *end = v->p + v->len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *t = p;
+        while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        struct http_str tok = {t, (uint32_t)(p - t)};
+        if (p > t && is(&tok, word))
+            return 1;
+    }
+    return 0;
+}
+
+/* One line ending at LF (CR before it optional); returns its end without
+ * the line break, and *next the byte after LF. NULL when incomplete. */
+static const char *line_end(const char *p, const char *end, const char **next)
+{
+    const char *lf = memchr(p, '\n', (size_t)(end - p));
+    if (!lf)
+        return NULL;
+    *next = lf + 1;
+    return lf > p && lf[-1] == '\r' ? lf - 1 : lf;
+}
+
+int upstream_parse_response(const char *buf, size_t len, size_t max_head,
+                            struct upstream_response *r)
+{
+    const char *p = buf, *end = buf + (len < max_head ? len : max_head), *next;
+    memset(r, 0, offsetof(struct upstream_response, headers));
+    r->content_length = -1;
+    const char *eol = line_end(p, end, &next);
+    if (!eol)
+        goto incomplete;
+    /* "HTTP/1.x SP 3DIGIT SP reason" (the reason may be empty) */
+    if (eol - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
+        p[8] != ' ' || p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' ||
+        p[11] < '0' || p[11] > '9' || (eol - p > 12 && p[12] != ' '))
+        return HTTP_PARSE_ERROR;
+    r->minor = (uint8_t)(p[7] - '0');
+    r->status = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+    r->reason.p = eol - p > 12 ? p + 13 : eol;
+    r->reason.len = (uint32_t)(eol - r->reason.p);
+    for (const char *q = r->reason.p; q < eol; q++)
+        if ((unsigned char)*q < 0x20 && *q != '\t')
+            return HTTP_PARSE_ERROR;
+    r->conn_close = r->minor == 0;
+    int te_seen = 0;
+    for (p = next;;) {
+        eol = line_end(p, end, &next);
+        if (!eol)
+            goto incomplete;
+        if (eol == p)
+            break; /* the empty line */
+        const char *colon = p;
+        while (colon < eol && tchar((unsigned char)*colon))
+            colon++;
+        if (colon == p || colon == eol || *colon != ':')
+            return HTTP_PARSE_ERROR; /* also obs-fold and space before ':' */
+        if (r->nheaders == HTTP_MAX_HEADERS)
+            return HTTP_PARSE_ERROR;
+        const char *v = colon + 1, *ve = eol;
+        while (v < ve && (*v == ' ' || *v == '\t'))
+            v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+            ve--;
+        for (const char *q = v; q < ve; q++)
+            if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
+                return HTTP_PARSE_ERROR;
+        struct http_header *h = &r->headers[r->nheaders++];
+        h->name = (struct http_str){p, (uint32_t)(colon - p)};
+        h->value = (struct http_str){v, (uint32_t)(ve - v)};
+        if (is(&h->name, "content-length")) {
+            int64_t cl;
+            if (parse_length(&h->value, &cl) < 0 ||
+                (r->content_length >= 0 && r->content_length != cl))
+                return HTTP_PARSE_ERROR;
+            r->content_length = cl;
+        } else if (is(&h->name, "transfer-encoding")) {
+            if (te_seen++ || !is(&h->value, "chunked"))
+                return HTTP_PARSE_ERROR;
+            r->chunked = 1;
+        } else if (is(&h->name, "connection")) {
+            if (has_token(&h->value, "close"))
+                r->conn_close = 1;
+            else if (r->minor == 0 && has_token(&h->value, "keep-alive"))
+                r->conn_close = 0;
+        }
+        p = next;
+    }
+    if (r->chunked && r->content_length >= 0)
+        return HTTP_PARSE_ERROR; /* two framings: a smuggling vector */
+    return (int)(next - buf);
+incomplete:
+    return len >= max_head ? HTTP_PARSE_ERROR : HTTP_PARSE_INCOMPLETE;
+}
+
+enum upstream_body upstream_body_kind(const struct upstream_response *r, int head_request)
+{
+    if (head_request || r->status < 200 || r->status == 204 || r->status == 304)
+        return UB_NONE;
+    if (r->chunked)
+        return UB_CHUNKED;
+    if (r->content_length >= 0)
+        return r->content_length ? UB_LENGTH : UB_NONE;
+    return UB_CLOSE;
+}
+
+long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
+                          int client_minor, int keepalive, char *buf, size_t cap)
+{
+    struct w w = {buf, 0, cap, 0};
+    char code[4] = {(char)('0' + r->status / 100), (char)('0' + r->status / 10 % 10),
+                    (char)('0' + r->status % 10), ' '};
+    puts_(&w, "HTTP/1.1 ");
+    put(&w, code, 4);
+    put(&w, r->reason.p, r->reason.len);
+    puts_(&w, "\r\n");
+    for (int i = 0; i < r->nheaders; i++) {
+        const struct http_header *h = &r->headers[i];
+        if (dropped(r->headers, r->nheaders, &h->name))
+            continue;
+        put(&w, h->name.p, h->name.len);
+        put(&w, ": ", 2);
+        put(&w, h->value.p, h->value.len);
+        put(&w, "\r\n", 2);
+    }
+    if (kind == UB_CHUNKED)
+        puts_(&w, "Transfer-Encoding: chunked\r\n");
+    if (!keepalive)
+        puts_(&w, "Connection: close\r\n\r\n");
+    else if (client_minor == 0)
+        puts_(&w, "Connection: keep-alive\r\n\r\n");
+    else
+        puts_(&w, "\r\n");
+    return w.full ? -1 : (long)w.len;
+}

@@ -1,0 +1,69 @@
+/* The sans-I/O half of the reverse proxy: which requests go upstream (route
+ * match by longest path prefix), the request head sent to the upstream
+ * (hop-by-hop headers dropped, Host, X-Forwarded-For and X-Forwarded-Proto
+ * set as nginx does with the usual `proxy_set_header` lines), the upstream
+ * response-head parser, the head passed on to the client, and how the
+ * response body is framed. No sockets here: models/proxy_conn.c moves the
+ * bytes. */
+#ifndef HERD_HTTP_PROXY_H
+#define HERD_HTTP_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/parser.h"
+
+#define PROXY_PREFIX_MAX 128
+
+struct proxy_route {
+    char prefix[PROXY_PREFIX_MAX]; /* matched against the still-encoded path */
+    int group;                     /* index of the upstream group */
+};
+
+/* Index of the route with the longest prefix of path, or -1. */
+int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
+                      size_t len);
+
+/* Builds the request head for the upstream into buf[0..cap): the client's
+ * request line as HTTP/1.1, its end-to-end headers, Host (the client's, or
+ * default_host when it sent none), X-Forwarded-For (the client's list plus
+ * client_addr), X-Forwarded-Proto: http, and the body framing (the
+ * Content-Length, or Transfer-Encoding: chunked with the chunks passed on
+ * as they are). Returns the length, or -1 when it does not fit. */
+long proxy_build_request(const struct http_request *req, const char *client_addr,
+                         const char *default_host, char *buf, size_t cap);
+
+/* An upstream's response head; strings point into the parsed buffer. */
+struct upstream_response {
+    uint16_t status;
+    uint8_t minor;
+    uint8_t chunked;
+    uint8_t conn_close;
+    uint16_t nheaders;
+    int64_t content_length;   /* -1 when absent */
+    struct http_str reason;
+    struct http_header headers[HTTP_MAX_HEADERS];
+};
+
+/* Parses one response head from buf[0..len). Returns the bytes it took,
+ * HTTP_PARSE_INCOMPLETE, or HTTP_PARSE_ERROR for anything malformed or
+ * ambiguous (bad status line, conflicting Content-Length, a
+ * Transfer-Encoding other than chunked, both framings, a head over
+ * max_head bytes or with too many headers). */
+int upstream_parse_response(const char *buf, size_t len, size_t max_head,
+                            struct upstream_response *r);
+
+enum upstream_body { UB_NONE, UB_LENGTH, UB_CHUNKED, UB_CLOSE };
+
+/* How the body after this head is framed (RFC 9112 6.3): none for HEAD,
+ * 1xx, 204 and 304; else chunked, Content-Length, or until the close. */
+enum upstream_body upstream_body_kind(const struct upstream_response *r, int head_request);
+
+/* Builds the head sent to the client into buf[0..cap): the upstream's
+ * status line as HTTP/1.1, its headers without the hop-by-hop ones,
+ * Transfer-Encoding: chunked when the chunks are passed on, and the
+ * Connection header for keepalive. Returns the length or -1. */
+long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
+                          int client_minor, int keepalive, char *buf, size_t cap);
+
+#endif

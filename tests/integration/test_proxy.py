@@ -1,0 +1,613 @@
+"""Reverse proxy (issue 7): upstream groups over unix sockets and TCP, the
+per-worker keep-alive pool, balancing, fail marking, timeouts, header
+rewriting, body streaming with bounded memory, and the error answers.
+
+The backends are proxy_backend.Backend (threads in this process) unless a
+test must SIGKILL one, which then runs as its own process."""
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HERD_ARGS, descendants, run_herd
+from herdtest import ConnClosed, RawConn, build_request, wait_for
+from proxy_backend import PATTERN, Backend, pattern_sha
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="picks its models itself (test_other_models)")
+
+MiB = 1 << 20
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def backends(tmp_path):
+    """Factory: backends('unix' | 'tcp', name) -> a started Backend."""
+    made = []
+
+    def make(kind="unix", name="b"):
+        addr = f"unix:{tmp_path}/{name}-{len(made)}.sock" if kind == "unix" else "tcp"
+        b = Backend(addr, name)
+        made.append(b)
+        return b
+
+    yield make
+    for b in made:
+        b.close()
+
+
+def echo(resp):
+    assert resp.status == 200, resp
+    return json.loads(resp.body)
+
+
+def hdr(info, name):
+    vals = [v for k, v in info["headers"] if k.lower() == name.lower()]
+    return vals
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class RssWatch:
+    """Samples the largest VmRSS of the server's processes while running."""
+
+    def __init__(self, srv):
+        self.pids = [srv.pid] + descendants(srv.pid)
+        self.max = 0
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.is_set():
+            self.max = max([self.max] + [rss_kib(p) for p in self.pids])
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self.base = max(rss_kib(p) for p in self.pids)
+        self.t.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.t.join(5)
+
+
+# ------------------------------------------------------------ basics
+
+def test_get_post_over_unix_and_tcp(server, backends, site):
+    u, t = backends("unix", "u"), backends("tcp", "t")
+    srv = server("--upstream", f"ub={u.address}", "--upstream", f"tb={t.address}",
+                 "--proxy", "/u/=ub", "--proxy", "/t/=tb")
+    info = echo(srv.get("/u/echo?x=1"))
+    assert info["backend"] == "u" and info["target"] == "/u/echo?x=1"
+    info = echo(srv.get("/t/echo"))
+    assert info["backend"] == "t" and info["method"] == "GET"
+    body = os.urandom(100000)
+    r = srv.request(build_request("POST", "/t/post", headers=[("Content-Length", len(body))],
+                                  body=body))
+    info = echo(r)
+    assert info["body_len"] == len(body)
+    assert info["body_sha"] == hashlib.sha256(body).hexdigest()
+    # everything else stays static
+    r = srv.get("/small.txt")
+    assert r.status == 200 and r.body == site.files["small.txt"]
+    assert srv.get("/u").status == 404, "'/u' does not start with the prefix '/u/'"
+    # routes see the normalised path, the upstream the target as sent
+    assert echo(srv.get("/x/../u/norm"))["target"] == "/x/../u/norm"
+    assert echo(srv.get("/%75/enc"))["backend"] == "u"
+    r = srv.get("/u/../small.txt")
+    assert r.status == 200 and r.body == site.files["small.txt"]
+    assert srv.get("/u/%00").status == 400
+
+
+def test_chunked_request_body_is_streamed(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--max-body-size", "64m")
+    parts = [os.urandom(n) for n in (1, 1000, 65536, 300000, 7)]
+    data = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+    with srv.connect() as c:
+        c.send(build_request("POST", "/up", headers=[("Transfer-Encoding", "chunked")]))
+        # the next request rides in the same segment as the body's end
+        c.send(data + build_request("GET", "/again"))
+        info = echo(c.read_response())
+        assert info["body_len"] == sum(map(len, parts))
+        assert info["body_sha"] == hashlib.sha256(b"".join(parts)).hexdigest()
+        assert ("Transfer-Encoding", "chunked") in [tuple(h) for h in info["headers"]]
+        assert echo(c.read_response())["target"] == "/again"
+        c.send(build_request("GET", "/small.txt"))
+        assert c.read_response().status == 200
+
+
+def test_header_rewriting(server, backends):
+    b = backends("tcp")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    r = srv.get("/echo", host="example.com:8443", headers=[
+        ("Connection", "keep-alive, X-Drop-Me"), ("Keep-Alive", "timeout=9"),
+        ("X-Drop-Me", "secret"), ("TE", "trailers"), ("Upgrade", "h2c"),
+        ("Proxy-Connection", "keep-alive"), ("X-Forwarded-For", "203.0.113.7"),
+        ("X-Forwarded-Proto", "https"), ("X-Custom", "kept"), ("Expect", "100-continue"),
+        ("Content-Length", "0")])
+    info = echo(r)
+    names = [k.lower() for k, _ in info["headers"]]
+    for gone in ("connection", "keep-alive", "x-drop-me", "te", "upgrade",
+                 "proxy-connection", "expect"):
+        assert gone not in names, (gone, info["headers"])
+    assert hdr(info, "Host") == ["example.com:8443"]
+    assert hdr(info, "X-Forwarded-For") == ["203.0.113.7, 127.0.0.1"]
+    assert hdr(info, "X-Forwarded-Proto") == ["http"]
+    assert hdr(info, "X-Custom") == ["kept"]
+    assert info["version"] == "HTTP/1.1"
+    # response side: hop-by-hop headers of the upstream do not reach the client
+    r = srv.get("/hop")
+    assert r.status == 200 and r.body == b"ok"
+    assert r.get("x-kept") == "yes"
+    assert not r.has("x-secret") and not r.has("keep-alive")
+    assert r.get("connection") is None
+
+
+def test_http10_client(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    r = srv.get("/echo", version="HTTP/1.0", host=None)
+    info = echo(r)
+    assert info["version"] == "HTTP/1.0"
+    assert hdr(info, "Host") == ["b"], "no Host from the client: the group's name"
+    assert r.get("connection", "").lower() in ("", "close")
+
+
+def test_response_framings(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    with srv.connect() as c:
+        c.send(build_request("GET", "/chunked"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"hello chunked world"
+        assert r.get("transfer-encoding") == "chunked"
+        c.send(build_request("HEAD", "/big?n=1000"))
+        r = c.read_response("HEAD")
+        assert r.status == 200 and r.get("content-length") == "1000"
+        c.send(build_request("GET", "/nocontent"))
+        r = c.read_response()
+        assert r.status == 204 and r.get("x-kept") == "yes"
+        c.send(build_request("GET", "/notmod"))
+        assert c.read_response().status == 304
+        c.send(build_request("GET", "/big?n=70000"))
+        r = c.read_response()
+        assert r.body == PATTERN[:70000]
+        # close-delimited from the upstream: close-delimited to the client
+        c.send(build_request("GET", "/closedelim"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"the end is the close"
+        assert c.eof
+
+
+def test_keepalive_pool_reuses_connections(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    for i in range(20):
+        echo(srv.get(f"/echo?{i}"))          # a new client connection each time
+    with srv.connect() as c:
+        for i in range(20):
+            c.send(build_request("GET", f"/again?{i}"))
+            echo(c.read_response())
+    assert len(b.requests) == 40
+    assert b.conns == 1, f"{b.conns} upstream connections for 40 requests"
+
+
+def test_pooled_connection_closed_by_upstream(server, backends):
+    b = backends("tcp")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    assert srv.get("/small.txt").status == 200   # the worker is up: count its sockets
+    sockets = srv.socket_count()
+    r = srv.get("/api/thenclose")
+    assert r.status == 200 and r.body == b"ok"
+    # the server closes the pooled connection: herd drops it from the pool
+    wait_for(lambda: srv.socket_count() <= sockets, timeout=5,
+             what="the closed pooled connection to go")
+    for i in range(3):
+        echo(srv.get(f"/api/next?{i}"))
+    assert b.conns == 2
+    assert "upstream" not in srv.stderr_text(), "no failure was logged: no retry needed"
+
+
+def test_pooled_connection_dead_on_reuse_is_retried(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    echo(srv.get("/dropnext"))
+    # the pooled connection takes the next request and closes unanswered:
+    # herd retries on a fresh connection instead of answering 502
+    info = echo(srv.get("/retried"))
+    assert info["conn"] == 2
+    assert b.conns == 2 and b.paths() == ["/dropnext", "/retried"]
+
+
+def test_client_gone_while_upstream_is_slow(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    assert srv.get("/small.txt").status == 200   # the worker is up: count its sockets
+    sockets = srv.socket_count()
+    c = srv.connect()
+    c.send(build_request("GET", "/slow?s=1"))
+    wait_for(lambda: b.requests, what="the request upstream")
+    c.reset()
+    time.sleep(1.3)
+    echo(srv.get("/after"))
+    wait_for(lambda: srv.socket_count() <= sockets + 1, timeout=5,
+             what="no upstream socket left behind")
+
+
+def test_keepalive_zero_closes_upstream(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--upstream-keepalive", "0")
+    for i in range(5):
+        echo(srv.get(f"/echo?{i}"))
+    assert b.conns == 5
+
+
+# ------------------------------------------------------------ balancing and failure
+
+def test_round_robin(server, backends):
+    a, b = backends("tcp", "a"), backends("unix", "b")
+    srv = server("--workers", "1", "--upstream", f"g={a.address},{b.address}",
+                 "--proxy", "/=g")
+    seen = [echo(srv.get(f"/rr?{i}"))["backend"] for i in range(8)]
+    assert seen == ["a", "b"] * 4
+
+
+def test_least_connections(server, backends):
+    a, b = backends("tcp", "a"), backends("tcp", "b")
+    srv = server("--workers", "1", "--upstream", f"g={a.address},{b.address}",
+                 "--proxy", "/=g", "--upstream-balance", "least")
+    out = {}
+
+    def slow():
+        out["r"] = srv.get("/slow?s=1.5")
+
+    t = threading.Thread(target=slow)
+    t.start()
+    wait_for(lambda: a.requests or b.requests, what="the slow request upstream")
+    busy = "a" if a.requests else "b"
+    seen = [echo(srv.get(f"/q?{i}"))["backend"] for i in range(4)]
+    t.join(10)
+    assert out["r"].status == 200
+    assert busy not in seen, f"least: {seen} while {busy} held a slow request"
+
+
+def test_down_server_skipped_then_retried(server, backends, tmp_path):
+    live = backends("tcp", "live")
+    dead_path = f"{tmp_path}/later.sock"
+    srv = server("--workers", "1", "--upstream", f"g=unix:{dead_path},{live.address}",
+                 "--proxy", "/=g", "--upstream-fail-timeout", "2s")
+    t0 = time.monotonic()
+    for i in range(6):
+        assert echo(srv.get(f"/a?{i}"))["backend"] == "live", "the failing server is skipped"
+    assert "skipped for 2000 ms" in srv.stderr_text()
+    later = Backend(f"unix:{dead_path}", "later")
+    try:
+        for i in range(4):
+            assert echo(srv.get(f"/b?{i}"))["backend"] == "live"
+        assert time.monotonic() - t0 < 2, "test too slow to check the fail timeout"
+        assert not later.requests, "retried before the fail timeout"
+        time.sleep(max(0, 2.2 - (time.monotonic() - t0)))
+        seen = [echo(srv.get(f"/c?{i}"))["backend"] for i in range(4)]
+        assert "later" in seen, f"not retried after the fail timeout: {seen}"
+    finally:
+        later.close()
+
+
+def test_no_upstream_reachable_gives_502(server, tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    srv = server("--upstream", f"g=unix:{tmp_path}/none.sock,127.0.0.1:{port}",
+                 "--proxy", "/api/=g")
+    with srv.connect() as c:
+        c.send(build_request("GET", "/api/x"))
+        r = c.read_response()
+        assert r.status == 502 and b"Bad Gateway" in r.body
+        c.send(build_request("GET", "/small.txt"))     # the connection is still good
+        assert c.read_response().status == 200
+
+
+def test_slow_backend_gives_504(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--proxy-read-timeout", "500ms")
+    t0 = time.monotonic()
+    r = srv.get("/slow?s=3")
+    took = time.monotonic() - t0
+    assert r.status == 504 and b"Gateway Timeout" in r.body
+    assert 0.4 < took < 2.5, took
+    echo(srv.get("/fine"))
+
+
+def test_early_answer_to_an_upload(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b", "--max-body-size", "1g")
+    n = 8 * MiB
+    with srv.connect() as c:
+        c.send(build_request("POST", "/early", headers=[("Content-Length", n)]))
+        sender = threading.Thread(target=c.send_ignore_errors, args=(b"x" * n,), daemon=True)
+        sender.start()
+        r = c.read_response()
+        assert r.status == 413 and r.body == b"too big"
+        c.read_to_close(timeout=10)       # the rest of the body is drained, then close
+        sender.join(10)
+        assert not sender.is_alive()
+    echo(srv.get("/after"))
+
+
+def test_malformed_response_gives_502(server, backends):
+    b = backends("tcp")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    assert srv.get("/malformed").status == 502
+    assert srv.get("/badcl").status == 502
+    echo(srv.get("/fine"))
+
+
+def test_backend_killed_mid_response(server, tmp_path):
+    sock = f"{tmp_path}/k.sock"
+
+    def start_backend():
+        p = subprocess.Popen([sys.executable, str(HERE / "proxy_backend.py"), f"unix:{sock}",
+                              "k"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        assert p.stdout.readline().strip() == b"ready"
+        return p
+
+    p = start_backend()
+    try:
+        srv = server("--workers", "1", "--upstream", f"k=unix:{sock}", "--proxy", "/=k")
+        assert srv.get("/small.txt").status == 200
+        sockets_before = srv.socket_count()
+        n = 64 * MiB
+        with srv.connect() as c:
+            c.send(build_request("GET", f"/big?n={n}"))
+            head = c.read_until(b"\r\n\r\n")
+            assert b" 200 " in head.split(b"\r\n")[0]
+            got = len(c.read_exact(MiB))
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(5)
+            rest = c.read_to_close(timeout=10)     # no hang: EOF or reset
+            got += len(rest)
+            assert got < n, "the body cannot be complete"
+        # the pool recovers: a new backend on the same path serves the next one
+        p = start_backend()
+        info = echo(srv.get("/after"))
+        assert info["backend"] == "k"
+        wait_for(lambda: srv.socket_count() <= sockets_before + 1, timeout=5,
+                 what="the dead upstream's socket to be closed")
+    finally:
+        p.kill()
+        p.wait(5)
+
+
+# ------------------------------------------------------------ streaming, bounded memory
+
+def test_upload_100mib_streams_with_bounded_rss(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--max-body-size", "1g")
+    n = 100 * MiB
+    h = hashlib.sha256()
+    with RssWatch(srv) as w, srv.connect(timeout=60) as c:
+        c.send(build_request("POST", "/upload", headers=[("Content-Length", n)]))
+        sent = 0
+        while sent < n:
+            piece = PATTERN[:min(len(PATTERN), n - sent)]
+            c.send(piece)
+            h.update(piece)
+            sent += len(piece)
+        info = echo(c.read_response())
+    assert info["body_len"] == n and info["body_sha"] == h.hexdigest()
+    grew = (w.max - w.base) / 1024
+    assert grew < 32, f"RSS grew by {grew:.1f} MiB while streaming 100 MiB up"
+
+
+def test_download_100mib_streams_with_bounded_rss(server, backends):
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    n = 100 * MiB
+    h = hashlib.sha256()
+    with RssWatch(srv) as w, srv.connect(timeout=60) as c:
+        c.send(build_request("GET", f"/big?n={n}"))
+        head = c.read_until(b"\r\n\r\n")
+        assert b"Content-Length: %d" % n in head
+        # a slow reader first: the proxy must stop reading the upstream
+        first = c.read_exact(MiB)
+        h.update(first)
+        time.sleep(0.5)
+        c.read_exact(n - MiB, sink=h.update)
+    assert h.hexdigest() == pattern_sha(n)
+    grew = (w.max - w.base) / 1024
+    assert grew < 32, f"RSS grew by {grew:.1f} MiB while streaming 100 MiB down"
+
+
+# ------------------------------------------------------------ pipelining, logs, config
+
+def test_pipelined_proxied_and_static(server, backends, site):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    reqs = [
+        build_request("GET", "/small.txt"),
+        build_request("GET", "/api/one"),
+        build_request("GET", "/index.html"),
+        build_request("POST", "/api/two", headers=[("Content-Length", 3)], body=b"abc"),
+        build_request("GET", "/api/chunked"),
+        build_request("HEAD", "/small.txt"),
+        build_request("GET", "/api/three"),
+    ]
+    with srv.connect() as c:
+        c.send(b"".join(reqs))
+        assert c.read_response().body == site.files["small.txt"]
+        assert echo(c.read_response())["target"] == "/api/one"
+        assert c.read_response().body == site.files["index.html"]
+        info = echo(c.read_response())
+        assert info["target"] == "/api/two" and info["body_len"] == 3
+        assert c.read_response().body == b"hello chunked world"
+        r = c.read_response("HEAD")
+        assert r.status == 200 and r.body == b""
+        assert echo(c.read_response())["target"] == "/api/three"
+
+
+def test_access_log_and_counters(server, backends, tmp_path):
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log, "--status-path", "/st")
+    r = srv.get("/api/logged?m=proxy-mark")
+    assert r.status == 200
+    assert srv.get("/api/malformed").status == 502
+
+    def lines():
+        text = log.read_text() if log.exists() else ""
+        return [l for l in text.splitlines() if "/api/" in l] if text.count("\n") >= 2 else None
+
+    got = wait_for(lines, what="two access-log lines")
+    assert f'"GET /api/logged?m=proxy-mark HTTP/1.1" 200 {len(r.body)}' in got[0]
+    assert '"GET /api/malformed HTTP/1.1" 502 ' in got[1]
+    st = srv.get("/st?format=json")
+    if st.status == 200 and st.get("content-type", "").startswith("application/json"):
+        counts = json.loads(st.body)
+        assert "5xx" in json.dumps(counts) or counts
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--proxy", "/x=nope"], "unknown upstream 'nope'"),
+    (["--upstream", "b=nohostport"], "bad address 'nohostport'"),
+    (["--upstream", "b=127.0.0.1:0"], "bad address"),
+    (["--upstream", "b=0.0.0.0:80"], "bad address"),
+    (["--upstream", "=unix:/x"], "expected NAME=ADDR"),
+    (["--proxy", "noslash=b", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
+    (["--upstream-balance", "random"], "invalid value 'random'"),
+    (["--upstream", "b=unix:/x", "--proxy", "/a=b", "--proxy", "/a=b"], "given twice"),
+    (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
+    (["--proxy-read-timeout", "soon"], "invalid duration"),
+    (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
+     "event-loop model"),
+])
+def test_bad_proxy_config_exits_2(args, msg):
+    r = run_herd(["serve", ".", *args], extra=False)
+    assert r.returncode == 2, r
+    assert msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_check_config_reports_line(tmp_path):
+    conf = tmp_path / "herd.conf"
+    conf.write_text("listen = 127.0.0.1:0\nproxy = /api/=missing\nupstream = b=unix:/x\n")
+    r = run_herd(["serve", "--check-config", str(conf)], extra=False)
+    assert r.returncode == 2
+    assert f"{conf}:2:" in r.stderr and "unknown upstream 'missing'" in r.stderr
+    conf.write_text("upstream = b=unix:/x,127.0.0.1:9\nproxy = /api/=b\n"
+                    "upstream-balance = least\nupstream-keepalive = 4\n")
+    r = run_herd(["serve", "--check-config", str(conf)], extra=False)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("model", ["prefork", "dispatch", "threads", "single"])
+def test_other_models(server, backends, model):
+    b = backends("unix")
+    srv = server("--model", model, "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    with srv.connect() as c:
+        for i in range(5):
+            c.send(build_request("POST", f"/api/{i}", headers=[("Content-Length", 2)],
+                                 body=b"hi"))
+            assert echo(c.read_response())["body_len"] == 2
+        c.send(build_request("GET", "/small.txt"))
+        assert c.read_response().status == 200
+    assert srv.get("/api/malformed").status == 502
+
+
+def test_reload_picks_up_changed_routes(server, backends, tmp_path, site):
+    a, b = backends("unix", "a"), backends("tcp", "b")
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"workers = 1\nupstream = a={a.address}\nproxy = /x/=a\n")
+    srv = server("--config", cfg)
+    assert echo(srv.get("/x/1"))["backend"] == "a"
+    assert srv.get("/y/1").status == 404
+    cfg.write_text(f"workers = 1\nupstream = a={a.address}\nupstream = b={b.address}\n"
+                   "proxy = /y/=a\nproxy = /x/=b\n")
+    srv.send_signal(signal.SIGHUP)
+
+    def switched():
+        r = srv.get("/x/2")
+        return r.status == 200 and json.loads(r.body)["backend"] == "b"
+
+    wait_for(switched, timeout=10, what="the new routes after HUP")
+    assert echo(srv.get("/y/2"))["backend"] == "a"
+    assert srv.get("/small.txt").body == site.files["small.txt"]
+
+
+def test_connect_timeout_gives_504(server):
+    # A listener that never accepts, its backlog full: SYNs go unanswered.
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    port = ls.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(4):
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        time.sleep(0.2)
+        srv = server("--upstream", f"g=127.0.0.1:{port}", "--proxy", "/=g",
+                     "--proxy-connect-timeout", "300ms")
+        t0 = time.monotonic()
+        r = srv.get("/x")
+        assert r.status == 504, r
+        assert time.monotonic() - t0 < 3
+        assert "connect timed out" in srv.stderr_text()
+    finally:
+        for f in fillers:
+            f.close()
+        ls.close()
+
+
+def test_send_timeout_gives_504(server):
+    # An upstream that accepts and never reads: the upload fills its buffers.
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(8)
+    port = ls.getsockname()[1]
+    held = []
+    threading.Thread(target=lambda: held.append(ls.accept()[0]), daemon=True).start()
+    try:
+        srv = server("--upstream", f"g=127.0.0.1:{port}", "--proxy", "/=g",
+                     "--proxy-send-timeout", "500ms", "--max-body-size", "1g")
+        n = 64 * MiB
+        with srv.connect() as c:
+            c.send(build_request("POST", "/up", headers=[("Content-Length", n)]))
+            sender = threading.Thread(target=c.send_ignore_errors, args=(b"y" * n,),
+                                      daemon=True)
+            sender.start()
+            r = c.read_response()
+            assert r.status == 504, r
+            c.read_to_close(timeout=10)
+        sender.join(10)
+        assert "send timed out" in srv.stderr_text()
+    finally:
+        for s in held:
+            s.close()
+        ls.close()

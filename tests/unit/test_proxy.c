@@ -1,0 +1,203 @@
+/* http/proxy.c: route matching, the upstream request head, the upstream
+ * response parser (whole, at every split, and its rejections), body
+ * framing, and the head passed on to the client. */
+#include "unit.h"
+
+#include "http/proxy.h"
+
+static char out[8192];
+
+/* Parses a request head (it must be complete) into req. */
+static void parse_req(const char *text, struct http_request *req)
+{
+    int n = http_parse_request(text, strlen(text), 8192, req);
+    if (n <= 0)
+        fprintf(stderr, "test request did not parse: %s\n", text);
+}
+
+#define STARTS(buf, lit) (!memcmp(buf, lit, sizeof(lit) - 1))
+
+static int has(const char *hay, long len, const char *needle)
+{
+    return len > 0 && memmem(hay, (size_t)len, needle, strlen(needle)) != NULL;
+}
+
+TEST(route_longest_prefix)
+{
+    struct proxy_route r[3] = {{"/api/", 0}, {"/api/v2/", 1}, {"/", 2}};
+    CHECK_EQ_INT(proxy_route_match(r, 3, "/api/v2/x", 9), 1);
+    CHECK_EQ_INT(proxy_route_match(r, 3, "/api/v1", 7), 0);
+    CHECK_EQ_INT(proxy_route_match(r, 3, "/apix", 5), 2);
+    CHECK_EQ_INT(proxy_route_match(r, 2, "/apix", 5), -1);
+    CHECK_EQ_INT(proxy_route_match(r, 2, "/api", 4), -1);
+    CHECK_EQ_INT(proxy_route_match(r, 0, "/", 1), -1);
+}
+
+TEST(request_drops_hop_by_hop_and_sets_forwarding)
+{
+    struct http_request req;
+    parse_req("GET /p?q=1 HTTP/1.1\r\nHost: example.org\r\n"
+              "Connection: keep-alive, X-Private\r\nX-Private: 1\r\nKeep-Alive: 5\r\n"
+              "TE: trailers\r\nUpgrade: websocket\r\nProxy-Authorization: x\r\n"
+              "X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n"
+              "Expect: 100-continue\r\nAccept: */*\r\n\r\n",
+              &req);
+    long n = proxy_build_request(&req, "192.0.2.5", "grp", out, sizeof out);
+    if (!CHECK(n > 0))
+        return;
+    CHECK(STARTS(out, "GET /p?q=1 HTTP/1.1\r\nHost: example.org\r\n"));
+    CHECK(has(out, n, "\r\nAccept: */*\r\n"));
+    CHECK(has(out, n, "\r\nX-Forwarded-For: 10.0.0.1, 192.0.2.5\r\n"));
+    CHECK(has(out, n, "\r\nX-Forwarded-Proto: http\r\n"));
+    CHECK(!has(out, n, "https"));
+    CHECK(!has(out, n, "X-Private"));
+    CHECK(!has(out, n, "Keep-Alive"));
+    CHECK(!has(out, n, "Connection"));
+    CHECK(!has(out, n, "TE:"));
+    CHECK(!has(out, n, "Upgrade"));
+    CHECK(!has(out, n, "Proxy-Authorization"));
+    CHECK(!has(out, n, "Expect"));
+    CHECK(!has(out, n, "Content-Length"));
+    CHECK(n >= 4 && !memcmp(out + n - 4, "\r\n\r\n", 4));
+}
+
+TEST(request_body_framing_and_versions)
+{
+    struct http_request req;
+    parse_req("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n", &req);
+    long n = proxy_build_request(&req, "::1", "grp", out, sizeof out);
+    CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
+    CHECK(has(out, n, "X-Forwarded-For: ::1\r\n"));
+
+    parse_req("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", &req);
+    n = proxy_build_request(&req, "unix:", "grp", out, sizeof out);
+    CHECK(has(out, n, "\r\nTransfer-Encoding: chunked\r\n"));
+
+    /* HTTP/1.0 without Host: the group's name, a 1.0 request, no reuse */
+    parse_req("GET / HTTP/1.0\r\n\r\n", &req);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", out, sizeof out);
+    CHECK(STARTS(out, "GET / HTTP/1.0\r\nHost: grp\r\n"));
+    CHECK(has(out, n, "\r\nConnection: close\r\n"));
+
+    /* absolute-form becomes origin-form */
+    parse_req("GET http://other.example/a/b?c HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", out, sizeof out);
+    CHECK(STARTS(out, "GET /a/b?c HTTP/1.1\r\n"));
+    parse_req("GET http://other.example?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", out, sizeof out);
+    CHECK(STARTS(out, "GET /?x=1 HTTP/1.1\r\n"));
+
+    /* no room: -1, never a partial head */
+    for (size_t cap = 0; cap < 40; cap++)
+        CHECK_EQ_INT(proxy_build_request(&req, "1.2.3.4", "grp", out, cap), -1);
+}
+
+static const char resp_ok[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                              "Content-Length: 5\r\nX-A:  spaced \r\n\r\nhello";
+
+TEST(response_parses_whole_and_split)
+{
+    struct upstream_response r;
+    size_t head = sizeof resp_ok - 1 - 5;
+    CHECK_EQ_INT(upstream_parse_response(resp_ok, sizeof resp_ok - 1, 16384, &r), (long)head);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_INT(r.minor, 1);
+    CHECK_EQ_INT(r.content_length, 5);
+    CHECK_EQ_INT(r.conn_close, 0);
+    CHECK_EQ_INT(r.nheaders, 3);
+    CHECK_STR(r.reason.p, r.reason.len, "OK");
+    CHECK_STR(r.headers[2].value.p, r.headers[2].value.len, "spaced");
+    CHECK_EQ_INT(upstream_body_kind(&r, 0), UB_LENGTH);
+    CHECK_EQ_INT(upstream_body_kind(&r, 1), UB_NONE);
+    for (size_t cut = 0; cut < head; cut++) {
+        char *piece = malloc(cut ? cut : 1);
+        memcpy(piece, resp_ok, cut);
+        CHECK_EQ_INT(upstream_parse_response(piece, cut, 16384, &r), HTTP_PARSE_INCOMPLETE);
+        free(piece);
+    }
+}
+
+TEST(response_framing_kinds)
+{
+    struct upstream_response r;
+    const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    CHECK(upstream_parse_response(chunked, strlen(chunked), 16384, &r) > 0);
+    CHECK_EQ_INT(upstream_body_kind(&r, 0), UB_CHUNKED);
+    const char *close = "HTTP/1.0 200 OK\n\n";
+    CHECK_EQ_INT(upstream_parse_response(close, strlen(close), 16384, &r), (long)strlen(close));
+    CHECK_EQ_INT(upstream_body_kind(&r, 0), UB_CLOSE);
+    CHECK_EQ_INT(r.conn_close, 1);
+    const char *ka10 = "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n";
+    CHECK(upstream_parse_response(ka10, strlen(ka10), 16384, &r) > 0);
+    CHECK_EQ_INT(r.conn_close, 0);
+    CHECK_EQ_INT(upstream_body_kind(&r, 0), UB_NONE);
+    const char *cl11 = "HTTP/1.1 404 \r\nConnection: close\r\n\r\n";
+    CHECK(upstream_parse_response(cl11, strlen(cl11), 16384, &r) > 0);
+    CHECK_EQ_INT(r.conn_close, 1);
+    CHECK_EQ_INT(r.reason.len, 0);
+    const char *codes[] = {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 304 NM\r\n\r\n",
+                           "HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 200\r\n\r\n"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(upstream_parse_response(codes[i], strlen(codes[i]), 16384, &r) > 0);
+        CHECK_EQ_INT(upstream_body_kind(&r, 0), UB_NONE);
+    }
+    CHECK(upstream_parse_response(codes[3], strlen(codes[3]), 16384, &r) > 0);
+    CHECK_EQ_INT(upstream_body_kind(&r, 0), UB_CLOSE);
+}
+
+TEST(response_rejects_malformed)
+{
+    static const char *const bad[] = {
+        "HTTP/1.1 2x0 OK\r\n\r\n",
+        "HTTP/2.0 200 OK\r\n\r\n",
+        "HTTP/1.1 200OK\r\n\r\n",
+        "HTTP/1.1 99 Low\r\n\r\n",
+        "HTTP/1.1 600 High\r\n\r\n",
+        "http/1.1 200 OK\r\n\r\n",
+        "garbage\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nName : x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nA: b\001c\r\n\r\n",
+        "HTTP/1.1 200 O\001K\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
+    };
+    struct upstream_response r;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (!CHECK_EQ_INT(upstream_parse_response(bad[i], strlen(bad[i]), 16384, &r),
+                          HTTP_PARSE_ERROR))
+            fprintf(stderr, "  accepted: %s\n", bad[i]);
+    /* too many headers, and a head over max_head */
+    char big[8192];
+    size_t n = (size_t)snprintf(big, sizeof big, "HTTP/1.1 200 OK\r\n");
+    for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
+        n += (size_t)snprintf(big + n, sizeof big - n, "H%d: v\r\n", i);
+    n += (size_t)snprintf(big + n, sizeof big - n, "\r\n");
+    CHECK_EQ_INT(upstream_parse_response(big, n, 16384, &r), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(upstream_parse_response(resp_ok, 30, 30, &r), HTTP_PARSE_ERROR);
+}
+
+TEST(response_head_for_client)
+{
+    const char *up = "HTTP/1.1 201 Created\r\nConnection: keep-alive, X-Hide\r\nX-Hide: 1\r\n"
+                     "Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nX-Show: 2\r\n\r\n";
+    struct upstream_response r;
+    CHECK(upstream_parse_response(up, strlen(up), 16384, &r) > 0);
+    long n = proxy_build_response(&r, UB_CHUNKED, 1, 1, out, sizeof out);
+    CHECK_EQ_INT(n, (long)strlen("HTTP/1.1 201 Created\r\nX-Show: 2\r\n"
+                                 "Transfer-Encoding: chunked\r\n\r\n"));
+    CHECK(!memcmp(out, "HTTP/1.1 201 Created\r\nX-Show: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
+                  (size_t)n));
+    n = proxy_build_response(&r, UB_LENGTH, 0, 1, out, sizeof out);
+    CHECK(has(out, n, "\r\nConnection: keep-alive\r\n\r\n"));
+    CHECK(!has(out, n, "Transfer-Encoding"));
+    n = proxy_build_response(&r, UB_CLOSE, 1, 0, out, sizeof out);
+    CHECK(has(out, n, "\r\nConnection: close\r\n\r\n"));
+    CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, out, 20), -1);
+}
