@@ -18,8 +18,11 @@ const char config_help[] =
     "  --check-config FILE      validate FILE and exit 0, or print FILE:LINE and exit 2\n"
     "  --workers N              worker processes (default: one per CPU)\n"
     "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
-    "                           prefork, dispatch, threads, iterative, or single (one\n"
-    "                           process, no master)\n"
+    "                           prefork, dispatch, threads, coro, iterative, or single\n"
+    "                           (one process, no master)\n"
+    "  --threads N              threads and coro: kernel threads in the one worker\n"
+    "                           process (default: --workers, else one per CPU)\n"
+    "  --coro-stack SIZE        coro: stack per connection, virtual (default 64k)\n"
     "  --accept-herd            prefork: wake every worker per connection (a demo)\n"
     "  --dispatch rr|least      dispatch: round-robin or least connections (default rr)\n"
     "  --access-log PATH        write an access log through the logger process\n"
@@ -44,7 +47,7 @@ enum kind {
     K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
     K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG,
+    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_THREADS, K_CORO_STACK,
 };
 
 static const struct {
@@ -76,11 +79,13 @@ static const struct {
     {"accept-herd", K_ACCEPT_HERD, 0},
     {"dispatch", K_DISPATCH, 1},
     {"backlog", K_BACKLOG, 1},
+    {"threads", K_THREADS, 1},
+    {"coro-stack", K_CORO_STACK, 1},
 };
 
 /* Every model herd knows; models/models.c maps them to code. */
 static const char *const model_names[] = {
-    "reuseport", "prefork", "dispatch", "threads", "iterative", "single",
+    "reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single",
 };
 
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -98,6 +103,7 @@ void config_defaults(struct serve_config *cfg)
     cfg->keepalive_timeout_ms = 75000;
     cfg->send_timeout_ms = 60000;
     cfg->shutdown_timeout_ms = 10000;
+    cfg->coro_stack = 64 * 1024;
 }
 
 int config_known(const char *name)
@@ -171,7 +177,7 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
                 return 0;
             }
         snprintf(err, errlen,
-                 "unknown model '%s' (reuseport, prefork, dispatch, threads, iterative, single)",
+                 "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, iterative, single)",
                  v);
         return -1;
     case K_ACCESS_LOG:
@@ -238,6 +244,17 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         if (unit_count(v, 1, 65535, &n) < 0)
             goto bad;
         cfg->backlog = (int)n;
+        return 0;
+    case K_THREADS:
+        if (unit_count(v, 1, 1024, &n) < 0)
+            goto bad;
+        cfg->threads = (uint32_t)n;
+        return 0;
+    case K_CORO_STACK:
+        /* Below 16k the HTTP code itself overflows; above 8m use threads. */
+        if (unit_size(v, &n) < 0 || n < 16 * 1024 || n > 8 * 1024 * 1024)
+            goto bad;
+        cfg->coro_stack = (uint32_t)n;
         return 0;
     case K_ACCEPT_HERD:
         cfg->accept_herd = 1;
