@@ -549,6 +549,10 @@ struct sched *sched_create(const struct sched_opts *o)
     s->n = o->nthreads > 0 ? o->nthreads : 1;
     if (!s->o.stack_size)
         s->o.stack_size = CORO_STACK_DEFAULT;
+#ifdef CORO_ASAN
+    /* Redzones make ASan's frames several times larger. */
+    s->o.stack_size *= 4;
+#endif
     s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);

@@ -24,6 +24,10 @@
 #endif
 
 #define POOL_MAX 1024
+/* Guard bytes below each stack. More than a page: a function whose frame
+ * is larger than the guard (the HTTP handler has 4 KiB path buffers) would
+ * otherwise step over it into the next mapping. Virtual space only. */
+#define GUARD_SIZE (64 * 1024)
 #define ALTSTACK_SIZE (64 * 1024)
 
 static struct coro_stack pool[POOL_MAX];
@@ -60,16 +64,16 @@ int coro_stack_get(struct coro_stack *st, size_t size)
         }
     }
     kmutex_unlock(&pool_lock);
-    char *m = mmap(NULL, size + pg, PROT_READ | PROT_WRITE,
+    char *m = mmap(NULL, size + GUARD_SIZE, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -errno;
-    if (mprotect(m, pg, PROT_NONE) < 0) {
+    if (mprotect(m, GUARD_SIZE, PROT_NONE) < 0) {
         int e = errno;
-        munmap(m, size + pg);
+        munmap(m, size + GUARD_SIZE);
         return -e;
     }
-    st->lo = m + pg;
+    st->lo = m + GUARD_SIZE;
     st->size = size;
     return 0;
 }
@@ -83,8 +87,7 @@ void coro_stack_put(struct coro_stack *st)
         return;
     }
     kmutex_unlock(&pool_lock);
-    size_t pg = page_size();
-    munmap((char *)st->lo - pg, st->size + pg);
+    munmap((char *)st->lo - GUARD_SIZE, st->size + GUARD_SIZE);
 }
 
 void coro_stack_running(const struct coro_stack *st)
@@ -114,7 +117,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     for (int i = 0; i < 16; i++)
         hex[2 + i] = "0123456789abcdef"[(a >> (60 - 4 * i)) & 15];
     hex[18] = 0;
-    if (st && a < (uintptr_t)st->lo && a >= (uintptr_t)st->lo - page_size()) {
+    if (st && a < (uintptr_t)st->lo && a >= (uintptr_t)st->lo - GUARD_SIZE) {
         say("herd: coroutine stack overflow (guard page hit at ");
         say(hex);
         say("): raise --coro-stack\n");

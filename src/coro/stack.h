@@ -1,4 +1,4 @@
-/* Coroutine stacks: mmap'd, with an inaccessible guard page below each, so
+/* Coroutine stacks: mmap'd, with an inaccessible guard area below each, so
  * an overflow faults instead of corrupting the neighbour. Only the pages a
  * coroutine touches cost memory. Freed stacks are kept in a pool for reuse.
  *
