@@ -375,8 +375,8 @@ static void finish(struct kthread *t, struct coro *co)
         if (j)
             wake(j, 0);
     } else {
-        struct coro_stack st = co->stack;
-        coro_stack_put(&st);
+        coro_stack_put(&co->stack);
+        free(co);
     }
     if (__atomic_add_fetch(&s->nlive, -1, __ATOMIC_SEQ_CST) == 0 && s->started) {
         uint64_t one = 1;
@@ -388,8 +388,23 @@ static void finish(struct kthread *t, struct coro *co)
     }
 }
 
+static int give_stack(struct sched *s, struct coro *co)
+{
+    if (coro_stack_get(&co->stack, s->o.stack_size) < 0)
+        return -1;
+    coro_ctx_init(&co->ctx, co->stack.lo, co->stack.size, coro_main, co);
+    return 0;
+}
+
 static void run(struct kthread *t, struct coro *co)
 {
+    if (!co->stack.lo && give_stack(t->s, co) < 0) {
+        /* Out of memory for a stack: try again in a while. */
+        co->deadline = clock_now_ms() + 10;
+        if (heap_insert(t, co) < 0)
+            runq_push(t, co);
+        return;
+    }
     co->thread = t;
     t->current = co;
     coro_stack_running(&co->stack);
@@ -425,10 +440,14 @@ static void fd_event(struct kthread *t, int fd, uint32_t events)
     }
     pe->ready |= events;
     struct coro *co = pe->waiter;
-    if (co && (events & pe->wanted))
+    if (co && (events & pe->wanted)) {
         pe->waiter = NULL;
-    else
+        /* The waiter consumes the data edge; a hang-up or error stays
+         * noted, since a read that drains the data will see no new edge. */
+        pe->ready &= ~(pe->wanted & (EPOLLIN | EPOLLOUT));
+    } else {
         co = NULL;
+    }
     spin_unlock(&pe->lock);
     if (co) {
         heap_remove(t, co);
@@ -638,21 +657,28 @@ int64_t sched_load(const struct sched *s, int i)
 
 uint64_t sched_steals(const struct sched *s) { return __atomic_load_n(&s->steals, __ATOMIC_RELAXED); }
 
-struct coro *coro_spawn(struct sched *s, int thread, int joinable, coro_fn *fn, void *arg)
+static struct coro *coro_new(coro_fn *fn, void *arg, int joinable)
 {
-    struct coro_stack st;
-    if (coro_stack_get(&st, s->o.stack_size + sizeof(struct coro)) < 0)
+    struct coro *co = calloc(1, sizeof *co);
+    if (!co)
         return NULL;
-    /* The coroutine's own record sits at the top of its stack. */
-    struct coro *co = (struct coro *)(((uintptr_t)st.lo + st.size - sizeof *co) & ~(uintptr_t)63);
-    memset(co, 0, sizeof *co);
-    co->stack = st;
     co->fn = fn;
     co->arg = arg;
     co->joinable = (uint8_t)joinable;
     co->heap_idx = -1;
     co->wait_fd = -1;
-    coro_ctx_init(&co->ctx, st.lo, (size_t)((char *)co - (char *)st.lo), coro_main, co);
+    return co;
+}
+
+struct coro *coro_spawn(struct sched *s, int thread, int joinable, coro_fn *fn, void *arg)
+{
+    struct coro *co = coro_new(fn, arg, joinable);
+    if (!co)
+        return NULL;
+    if (give_stack(s, co) < 0) {
+        free(co);
+        return NULL;
+    }
     if (thread < 0 || thread >= s->n) {
         thread = 0;
         for (int i = 1; i < s->n; i++)
@@ -687,8 +713,8 @@ void *coro_join(struct coro *co)
     if (!done)
         park(join_commit, co);
     void *r = co->result;
-    struct coro_stack st = co->stack;
-    coro_stack_put(&st);
+    coro_stack_put(&co->stack);
+    free(co);
     return r;
 }
 
@@ -766,14 +792,10 @@ static int stop_applies(struct sched *s, int flags)
     return level >= 2 || (level >= 1 && (flags & CORO_INTERRUPTIBLE));
 }
 
-int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags)
+/* Makes t's epoll the one that watches fd. */
+static int fd_claim(struct kthread *t, int fd)
 {
-    struct kthread *t = self();
     struct sched *s = t->s;
-    if (fd < 0 || fd >= s->max_fds)
-        return -EBADF;
-    if (stop_applies(s, flags))
-        return -ECANCELED;
     struct pollent *pe = &s->pe[fd];
     spin_lock(&pe->lock);
     int old = pe->owner;
@@ -783,25 +805,74 @@ int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags)
         pe->waiter = NULL;
     }
     spin_unlock(&pe->lock);
-    if (old != t->index) {
-        /* First wait here (or the coroutine was stolen): move the fd to
-         * this thread's epoll. ADD reports readiness that is already there. */
-        if (old >= 0)
-            epoll_ctl(s->t[old].epfd, EPOLL_CTL_DEL, fd, NULL);
-        struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                                .data.u64 = (uint64_t)fd};
-        if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
-            int err = errno;
-            coro_fd_forget(fd);
-            return -err;
-        }
+    if (old == t->index)
+        return 0;
+    /* First wait here (or the coroutine was stolen): move the fd to this
+     * thread's epoll. ADD reports readiness that is already there. */
+    if (old >= 0)
+        epoll_ctl(s->t[old].epfd, EPOLL_CTL_DEL, fd, NULL);
+    struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                            .data.u64 = (uint64_t)fd};
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+        int err = errno;
+        coro_fd_forget(fd);
+        return -err;
     }
+    return 0;
+}
+
+static uint32_t wait_mask(uint32_t events)
+{
     uint32_t mask = events | EPOLLERR | EPOLLHUP;
     if (events & EPOLLIN)
         mask |= EPOLLRDHUP;
-    struct wait_arg w = {pe, fd, mask, deadline_ms, flags};
+    return mask;
+}
+
+int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags)
+{
+    struct kthread *t = self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds)
+        return -EBADF;
+    if (stop_applies(s, flags))
+        return -ECANCELED;
+    int err = fd_claim(t, fd);
+    if (err < 0)
+        return err;
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags};
     return park(wait_commit, &w);
 }
+
+struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, int flags,
+                                 coro_fn *fn, void *arg)
+{
+    struct kthread *t = self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds)
+        return NULL;
+    struct coro *co = coro_new(fn, arg, 0);
+    if (!co)
+        return NULL;
+    if (fd_claim(t, fd) < 0) {
+        free(co);
+        return NULL;
+    }
+    co->thread = t;
+    __atomic_add_fetch(&s->nlive, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&t->load, 1, __ATOMIC_RELAXED);
+    if (stop_applies(s, flags)) {
+        co->wait_result = -ECANCELED;
+        runq_push(t, co);
+        return co;
+    }
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags};
+    if (wait_commit(co, &w))
+        runq_push(t, co);
+    return co;
+}
+
+int coro_start_result(void) { return self()->current->wait_result; }
 
 void coro_fd_forget(int fd)
 {

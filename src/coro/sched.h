@@ -64,6 +64,15 @@ int coro_sleep(int64_t ms);
  * may still say EAGAIN: loop), -ETIMEDOUT, -ECANCELED, -EBADF for an fd
  * beyond the table. fd must be non-blocking. */
 int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags);
+/* A coroutine that starts only once fd is ready for events, its deadline
+ * passes or a stop cancels the wait (as coro_wait_fd), and only then gets
+ * a stack: a connection idle between requests costs a small record, not a
+ * stack. It runs on the calling thread. fn learns why it started from
+ * coro_start_result() (0, -ETIMEDOUT, -ECANCELED). NULL on failure. */
+struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, int flags,
+                                 coro_fn *fn, void *arg);
+int coro_start_result(void);
+
 /* Call before closing an fd that was waited on. */
 void coro_fd_forget(int fd);
 

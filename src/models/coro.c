@@ -53,12 +53,6 @@ struct listener {
     struct acceptor ac;
 };
 
-struct cconn {
-    int fd;
-    int tcp;
-    struct sockaddr_storage peer;
-    int has_peer;
-};
 
 static struct {
     const struct serve_config *cfg;
@@ -183,13 +177,18 @@ static void linger_close(int fd)
     }
 }
 
+enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3 };
+
+/* A connection, alive across its coroutines: between requests it has no
+ * coroutine (and no stack) at all, only this and a wait in the netpoll. */
 struct conn_state {
-    struct cconn *c;
-    char *in, *out;
-    size_t len;
+    int fd;
+    uint8_t idle;      /* counted in M.nidle */
     uint32_t nreq;
+    char *in, *out;    /* only while a request is in progress */
+    size_t len;
     struct body_skip skip;
-    int idle;          /* counted in M.nidle */
+    struct sockaddr_storage *peer; /* only when the access log is on */
 };
 
 static void set_idle(struct conn_state *st, int idle)
@@ -200,15 +199,15 @@ static void set_idle(struct conn_state *st, int idle)
     }
 }
 
-/* Answers every complete request in st->in. Returns 1 to go on reading,
- * 0 to close, 2 to close after lingering. */
+/* Answers every complete request in st->in: GO_ON (read more), CLOSE, or
+ * LINGER (close after draining the peer's input). */
 static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
 {
     const struct http_config *hc = &M.cfg->http;
     struct http_request req;
     size_t pos = 0;
-    int ret = 1;
-    while (pos < st->len && ret == 1) {
+    int ret = GO_ON;
+    while (pos < st->len && ret == GO_ON) {
         if (body_skip_active(&st->skip)) {
             long n = body_skip(&st->skip, st->in + pos, st->len - pos, hc->max_body_size);
             if (n < 0)
@@ -243,34 +242,37 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
         SB_ADD(t->slot->requests, 1);
         SB_ADD(t->slot->status[plan.status / 100 % 6], 1);
         if (alog_on(&t->alog))
-            alog_record(&t->alog, st->c->has_peer ? &st->c->peer : NULL,
+            alog_record(&t->alog, st->peer,
                         n == HTTP_PARSE_ERROR ? NULL : &req, plan.status,
                         plan.body_len + plan.inline_len +
                             (uint64_t)(plan.file ? plan.file_len : 0));
-        int rc = write_plan(st->c->fd, &out, &plan);
+        int rc = write_plan(st->fd, &out, &plan);
         if (plan.file)
             fc_release(plan.file);
         coro_pin(0);
         if (rc < 0)
             return 0;
         if (plan.close)
-            ret = plan.linger ? 2 : 0;
+            ret = plan.linger ? LINGER : CLOSE;
     }
     memmove(st->in, st->in + pos, st->len - pos);
     st->len -= pos;
     return ret;
 }
 
-static int serve(struct conn_state *st)
+/* Serves requests until the connection is to close, or is idle between
+ * requests (IDLE: the caller parks it without a stack). resumed: it was
+ * idle and its socket turned readable (that edge is consumed: read first). */
+static int serve(struct conn_state *st, int resumed)
 {
     const struct serve_config *cfg = M.cfg;
-    int fd = st->c->fd;
+    int fd = st->fd;
     int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
-    int drained = 1;
+    int drained = !resumed;
     for (;;) {
         if (st->len) {
             int r = answer_buffered(st, &head_deadline);
-            if (r != 1)
+            if (r != GO_ON)
                 return r;
         }
         int between = !st->len && !body_skip_active(&st->skip) && st->nreq > 0;
@@ -280,21 +282,14 @@ static int serve(struct conn_state *st)
             free(st->out);
             st->in = st->out = NULL;
         }
-        int64_t deadline = head_deadline;
-        if (between) {
-            if (coro_stopping())
-                return 0;
-            deadline = clock_now_ms() + cfg->keepalive_timeout_ms;
-            set_idle(st, 1);
-        }
-        /* Idle between requests, a stop may end the wait; inside one, the
-         * header timeout does. The first head is due a header timeout after
-         * accept, and bytes trickling in do not extend it. */
-        /* Edge-triggered netpoll: wait only once a read came back short
-         * (the socket is drained); after a full one, read on. */
-        if (drained && wait_io(fd, EPOLLIN, deadline, between ? CORO_INTERRUPTIBLE : 0) < 0)
+        if (between && drained)
+            return coro_stopping() ? CLOSE : IDLE;
+        /* Inside a request the header timeout bounds the wait: the first
+         * head is due a header timeout after accept, and bytes trickling in
+         * do not extend it. Edge-triggered netpoll: wait only once a read
+         * came back short (the socket is drained); after a full one, read on. */
+        if (drained && wait_io(fd, EPOLLIN, head_deadline, 0) < 0)
             return 0;
-        set_idle(st, 0);
         if (!st->in && !(st->in = malloc(M.in_cap)))
             return 0;
         for (;;) {
@@ -317,20 +312,37 @@ static int serve(struct conn_state *st)
     }
 }
 
+/* A connection's coroutine: the first after accept, and a new one each
+ * time an idle connection turns readable (or its keep-alive time ends, or
+ * a graceful stop cancels the wait). */
 static void *conn_main(void *arg)
 {
-    struct conn_state st;
-    memset(&st, 0, sizeof st);
-    st.c = arg;
-    int r = serve(&st);
-    set_idle(&st, 0);
-    if (r == 2)
-        linger_close(st.c->fd);
-    free(st.in);
-    free(st.out);
-    coro_fd_forget(st.c->fd);
-    close(st.c->fd);
-    free(st.c);
+    struct conn_state *st = arg;
+    int resumed = st->nreq > 0;
+    int r = GO_ON;
+    if (resumed) {
+        set_idle(st, 0);
+        if (coro_start_result() < 0)
+            r = CLOSE;
+    }
+    if (r == GO_ON)
+        r = serve(st, resumed);
+    if (r == IDLE) {
+        set_idle(st, 1);
+        int64_t deadline = clock_now_ms() + M.cfg->keepalive_timeout_ms;
+        if (coro_spawn_on_ready(st->fd, EPOLLIN, deadline, CORO_INTERRUPTIBLE, conn_main, st))
+            return NULL;
+        set_idle(st, 0);
+        r = CLOSE;
+    }
+    if (r == LINGER)
+        linger_close(st->fd);
+    free(st->in);
+    free(st->out);
+    free(st->peer);
+    coro_fd_forget(st->fd);
+    close(st->fd);
+    free(st);
     count(&M.nconns, -1, 0);
     return NULL;
 }
@@ -351,27 +363,32 @@ static void *acceptor_main(void *arg)
                 break;
             continue;
         }
-        struct cconn *c = malloc(sizeof *c);
-        if (!c) {
+        struct conn_state *c = calloc(1, sizeof *c);
+        struct sockaddr_storage peer;
+        int want_peer = alog_on(&here()->alog);
+        if (!c || (want_peer && l->tcp && !(c->peer = malloc(sizeof peer)))) {
+            if (c)
+                free(c);
             coro_sleep(10);
             continue;
         }
-        int want_peer = alog_on(&here()->alog);
-        int fd = net_accept(&l->ac, l->fd, l->tcp, want_peer ? &c->peer : NULL);
+        int fd = net_accept(&l->ac, l->fd, l->tcp, want_peer ? &peer : NULL);
         if (fd >= 0) {
             c->fd = fd;
-            c->tcp = l->tcp;
-            c->has_peer = want_peer && l->tcp;
+            if (c->peer)
+                *c->peer = peer;
             SB_ADD(here()->slot->accepted, 1);
             count(&M.nconns, 1, 0);
             if (!coro_spawn(M.s, -1, 0, conn_main, c)) {
                 log_msg(LOG_ERROR, "no stack for a new connection: closing it");
                 count(&M.nconns, -1, 0);
                 close(fd);
+                free(c->peer);
                 free(c);
             }
             continue;
         }
+        free(c->peer);
         free(c);
         if (fd == -EAGAIN) {
             if (coro_wait_fd(l->fd, EPOLLIN, -1, CORO_INTERRUPTIBLE) == -ECANCELED)

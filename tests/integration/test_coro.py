@@ -137,3 +137,21 @@ def test_quit_ends_a_busy_connection_at_once(server):
         assert time.monotonic() - t0 < 5
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_half_a_head_then_eof_is_closed_at_once(server, threads):
+    """Data and FIN can arrive as one edge: a short read drains the data,
+    and the hang-up must still be seen then, not at the header timeout."""
+    srv = server("--model", "coro", "--threads", threads, "--header-timeout", "30s")
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        try:
+            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: t\r\nX-A: bbb")
+            s.shutdown(socket.SHUT_WR)
+            t0 = time.monotonic()
+            while s.recv(65536):  # at most an error page, then EOF
+                pass
+            assert time.monotonic() - t0 < 5
+        finally:
+            s.close()

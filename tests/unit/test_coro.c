@@ -114,10 +114,22 @@ TEST(join_returns_results)
 /* ---- stealing ---- */
 
 static int ran_on[2];
+static int thread1_up;
+
+/* Thread 1 is running: the work below cannot all be done before it starts
+ * (the machine may be loaded), so the split measures stealing. */
+static void *mark_thread1(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&thread1_up, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
 
 static void *busy(void *arg)
 {
     (void)arg;
+    while (!__atomic_load_n(&thread1_up, __ATOMIC_ACQUIRE))
+        coro_yield();
     for (int r = 0; r < 50; r++) {
         volatile unsigned x = 0;
         for (int i = 0; i < 20000; i++)
@@ -136,17 +148,19 @@ TEST(stealing_balances_a_skewed_load)
         coro_spawn(s, 0, 0, busy, NULL);
     CHECK_EQ_INT(sched_load(s, 0), 200);
     CHECK_EQ_INT(sched_load(s, 1), 0);
+    coro_spawn(s, 1, 0, mark_thread1, NULL);
     CHECK_EQ_INT(sched_start(s), 0);
     struct pollfd p = {.fd = sched_done_fd(s), .events = POLLIN};
     CHECK_EQ_INT(poll(&p, 1, 60000), 1);
     uint64_t steals = sched_steals(s);
     sched_destroy(s);
     CHECK(steals > 0);
-    /* Each thread ran at least a quarter of the work. */
+    /* Each thread ran a real share of the work (not an even one: the OS
+     * may give a loaded machine's CPUs unevenly). */
     int total = ran_on[0] + ran_on[1];
     CHECK_EQ_INT(total, 200 * 50);
-    CHECK(ran_on[1] * 4 > total);
-    CHECK(ran_on[0] * 4 > total);
+    CHECK(ran_on[1] * 10 > total);
+    CHECK(ran_on[0] * 10 > total);
 }
 
 TEST(new_coroutines_go_to_the_least_loaded_thread)
