@@ -2,7 +2,7 @@
 
 #include <stdint.h>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(CORO_PORTABLE)
 
 /* coro_switch_asm(&from->sp, to->sp): push the six callee-saved registers,
  * store rsp, load the other rsp, pop its registers and return into it.

@@ -2,13 +2,13 @@
  * callee-saved registers on the old stack and restores them from the new
  * one. No signal mask is touched (swapcontext makes a sigprocmask syscall
  * per switch). x86-64 has a few lines of assembly; other machines fall
- * back to ucontext. */
+ * back to ucontext (also when built with -DCORO_PORTABLE, to test it). */
 #ifndef HERD_CORO_SWITCH_H
 #define HERD_CORO_SWITCH_H
 
 #include <stddef.h>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(CORO_PORTABLE)
 struct coro_ctx {
     void *sp;
 };
