@@ -155,3 +155,10 @@ def test_half_a_head_then_eof_is_closed_at_once(server, threads):
             assert time.monotonic() - t0 < 5
         finally:
             s.close()
+
+
+def test_threads_flag_also_sets_the_threads_models_loops(server):
+    """--threads is the one-process models' setting, not coro's alone."""
+    srv = server("--model", "threads", "--threads", "3", "--status-path", "/herd-status")
+    st = status(srv)
+    assert len(st["slots"]) == 3 and len({s["pid"] for s in st["slots"]}) == 1
