@@ -735,6 +735,10 @@ void coro_yield(void)
     struct kthread *t = self();
     if (++t->ticks % POLL_EVERY) {
         struct coro *next = runq_pop(t);
+        if (next && !next->stack.lo && give_stack(t->s, next) < 0) {
+            runq_push(t, next); /* no stack for it yet: the scheduler retries */
+            next = NULL;
+        }
         if (next) {
             struct coro *co = t->current;
             t->pending = co;

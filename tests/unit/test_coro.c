@@ -364,3 +364,59 @@ TEST(deep_recursion_dies_on_the_guard_page)
     if (!CHECK(strstr(buf, "coroutine stack overflow (guard page hit") != NULL))
         fprintf(stderr, "child stderr: %s\n", buf);
 }
+
+/* ---- coroutines that get a stack only when their fd is ready ---- */
+
+static int lazy_fds[2], lazy_empty[2];
+static int lazy_rc = 99, lazy_got, lazy_timeout_rc = 99;
+
+static void *lazy_reader(void *arg)
+{
+    (void)arg;
+    lazy_rc = coro_start_result();
+    char c;
+    lazy_got = read(lazy_fds[0], &c, 1) == 1 && c == 'y';
+    coro_fd_forget(lazy_fds[0]);
+    return NULL;
+}
+
+static void *lazy_timed_out(void *arg)
+{
+    (void)arg;
+    lazy_timeout_rc = coro_start_result();
+    coro_fd_forget(lazy_empty[0]);
+    return NULL;
+}
+
+static void *lazy_parent(void *arg)
+{
+    (void)arg;
+    CHECK(coro_spawn_on_ready(lazy_fds[0], EPOLLIN, clock_now_ms() + 5000, 0, lazy_reader,
+                              NULL) != NULL);
+    CHECK(coro_spawn_on_ready(lazy_empty[0], EPOLLIN, clock_now_ms() + 30, 0, lazy_timed_out,
+                              NULL) != NULL);
+    /* Yield a lot: the woken coroutine may be switched to directly, and
+     * must get its stack first. */
+    for (int i = 0; i < 2000; i++) {
+        if (i == 10 && write(lazy_fds[1], "y", 1) != 1)
+            return NULL;
+        coro_yield();
+    }
+    return NULL;
+}
+
+TEST(spawn_on_ready_starts_on_data_or_deadline)
+{
+    CHECK_EQ_INT(pipe2(lazy_fds, O_NONBLOCK), 0);
+    CHECK_EQ_INT(pipe2(lazy_empty, O_NONBLOCK), 0);
+    struct sched *s = mk(1);
+    coro_spawn(s, 0, 0, lazy_parent, NULL);
+    finish(s);
+    CHECK_EQ_INT(lazy_rc, 0);
+    CHECK_EQ_INT(lazy_got, 1);
+    CHECK_EQ_INT(lazy_timeout_rc, -ETIMEDOUT);
+    close(lazy_fds[0]);
+    close(lazy_fds[1]);
+    close(lazy_empty[0]);
+    close(lazy_empty[1]);
+}
