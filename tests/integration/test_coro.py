@@ -18,9 +18,18 @@ pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model its
 REQ = b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n"
 
 
-def status(srv):
-    with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/herd-status", timeout=10) as r:
-        return json.loads(r.read())
+def status(srv, slots=0):
+    """The status page; with slots, waits (5 s at most) until that many
+    worker slots show: the master marks them just after the fork, so a
+    fast worker can answer first."""
+    deadline = time.monotonic() + 5
+    while True:
+        with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/herd-status",
+                                    timeout=10) as r:
+            st = json.loads(r.read())
+        if len(st["slots"]) >= slots or time.monotonic() > deadline:
+            return st
+        time.sleep(0.05)
 
 
 def read_response(s):
@@ -45,7 +54,7 @@ def read_response(s):
 
 def test_one_worker_process_with_the_asked_threads(server):
     srv = server("--model", "coro", "--threads", "3", "--status-path", "/herd-status")
-    st = status(srv)
+    st = status(srv, slots=3)
     assert st["model"] == "coro"
     pids = {s["pid"] for s in st["slots"]}
     assert len(pids) == 1 and len(st["slots"]) == 3
@@ -160,5 +169,5 @@ def test_half_a_head_then_eof_is_closed_at_once(server, threads):
 def test_threads_flag_also_sets_the_threads_models_loops(server):
     """--threads is the one-process models' setting, not coro's alone."""
     srv = server("--model", "threads", "--threads", "3", "--status-path", "/herd-status")
-    st = status(srv)
+    st = status(srv, slots=3)
     assert len(st["slots"]) == 3 and len({s["pid"] for s in st["slots"]}) == 1
