@@ -183,8 +183,9 @@ static void coro_main(void *arg)
 int coro__park(commit_fn *fn, void *arg)
 {
     struct coro *co = coro__self()->current;
-    co->commit = fn;
-    co->commit_arg = arg;
+    struct kthread *t = co->thread;
+    t->commit = fn;
+    t->commit_arg = arg;
     to_scheduler(co);
     return co->wait_result;
 }
@@ -247,9 +248,9 @@ static void run(struct kthread *t, struct coro *co)
         finish(t, co);
         return;
     }
-    commit_fn *fn = co->commit;
-    co->commit = NULL;
-    if (fn(co, co->commit_arg))
+    commit_fn *fn = t->commit;
+    t->commit = NULL;
+    if (fn(co, t->commit_arg))
         coro__runq_push(t, co);
 }
 

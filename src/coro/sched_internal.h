@@ -4,6 +4,7 @@
 #ifndef HERD_CORO_SCHED_INTERNAL_H
 #define HERD_CORO_SCHED_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "coro/sched.h"
@@ -23,8 +24,8 @@
 #define ASAN_START(fake, lo, size) __sanitizer_start_switch_fiber(fake, lo, size)
 #define ASAN_FINISH(fake, lo, size) __sanitizer_finish_switch_fiber(fake, lo, size)
 #else
-#define ASAN_START(fake, lo, size) ((void)(fake), (void)(lo), (void)(size))
-#define ASAN_FINISH(fake, lo, size) ((void)(fake), (void)(lo), (void)(size))
+#define ASAN_START(fake, lo, size) do { } while (0)
+#define ASAN_FINISH(fake, lo, size) do { } while (0)
 #endif
 
 #define WAKE_TAG UINT64_MAX
@@ -41,9 +42,10 @@ struct coro {
     struct coro *next;          /* run queue link */
     struct kthread *thread;     /* running on, or parked on */
     coro_fn *fn;
-    void *arg, *result;
-    commit_fn *commit;          /* decides, once switched out, whether to park */
-    void *commit_arg;
+    union {
+        void *arg;              /* until fn starts */
+        void *result;           /* once it returned */
+    };
     int64_t deadline;
     int heap_idx;               /* -1 when not in a timer heap */
     int wait_fd;                /* -1 unless parked on an fd */
@@ -52,7 +54,9 @@ struct coro {
     uint32_t lock;              /* guards done and joiner */
     uint8_t done;
     struct coro *joiner;
+#ifdef CORO_ASAN
     void *asan_fake;
+#endif
 };
 
 struct kthread {
@@ -62,6 +66,8 @@ struct kthread {
     struct coro_ctx ctx;        /* the scheduler loop's own context */
     struct coro *current;
     struct coro *pending;       /* yielded directly to another: queue it once switched out */
+    commit_fn *commit;          /* set by a parking coroutine: decides, once it */
+    void *commit_arg;           /* is switched out, whether it stays parked */
     uint32_t lock;              /* spin lock: guards head, tail, count */
     struct coro *head, *tail;
     uint32_t count;

@@ -183,10 +183,10 @@ enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3 };
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
 struct conn_state {
     int fd;
-    uint8_t idle;      /* counted in M.nidle */
     uint32_t nreq;
-    char *in, *out;    /* only while a request is in progress */
-    size_t len;
+    uint32_t len;
+    uint8_t idle;      /* counted in M.nidle */
+    char *in;          /* only while a request is in progress */
     struct body_skip skip;
     struct sockaddr_storage *peer; /* only when the access log is on */
 };
@@ -207,20 +207,25 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
     struct http_request req;
     size_t pos = 0;
     int ret = GO_ON;
+    char *outbuf = NULL; /* response heads, for this batch only */
     while (pos < st->len && ret == GO_ON) {
         if (body_skip_active(&st->skip)) {
             long n = body_skip(&st->skip, st->in + pos, st->len - pos, hc->max_body_size);
-            if (n < 0)
-                return 0; /* broken or oversized chunked body */
+            if (n < 0) {
+                ret = CLOSE; /* broken or oversized chunked body */
+                break;
+            }
             pos += (size_t)n;
             continue;
         }
         int n = http_parse_request(st->in + pos, st->len - pos, hc->max_header_size, &req);
         if (n == HTTP_PARSE_INCOMPLETE)
             break;
-        if (!st->out && !(st->out = malloc(M.out_cap)))
-            return 0;
-        struct http_out out = {st->out, 0, M.out_cap};
+        if (!outbuf && !(outbuf = malloc(M.out_cap))) {
+            ret = CLOSE;
+            break;
+        }
+        struct http_out out = {outbuf, 0, M.out_cap};
         struct http_plan plan;
         memset(&plan, 0, sizeof plan);
         /* Pinned from the file-cache lookup to the release: the cache
@@ -251,10 +256,11 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             fc_release(plan.file);
         coro_pin(0);
         if (rc < 0)
-            return 0;
-        if (plan.close)
+            ret = CLOSE;
+        else if (plan.close)
             ret = plan.linger ? LINGER : CLOSE;
     }
+    free(outbuf);
     memmove(st->in, st->in + pos, st->len - pos);
     st->len -= pos;
     return ret;
@@ -279,8 +285,7 @@ static int serve(struct conn_state *st, int resumed)
         if (!st->len) {
             /* Idle connections own no buffers. */
             free(st->in);
-            free(st->out);
-            st->in = st->out = NULL;
+            st->in = NULL;
         }
         if (between && drained)
             return coro_stopping() ? CLOSE : IDLE;
@@ -338,7 +343,6 @@ static void *conn_main(void *arg)
     if (r == LINGER)
         linger_close(st->fd);
     free(st->in);
-    free(st->out);
     free(st->peer);
     coro_fd_forget(st->fd);
     close(st->fd);
