@@ -294,9 +294,9 @@ static int serve(struct conn_state *st, int resumed)
          * do not extend it. Edge-triggered netpoll: wait only once a read
          * came back short (the socket is drained); after a full one, read on. */
         if (drained && wait_io(fd, EPOLLIN, head_deadline, 0) < 0)
-            return 0;
+            return CLOSE;
         if (!st->in && !(st->in = malloc(M.in_cap)))
-            return 0;
+            return CLOSE;
         for (;;) {
             ssize_t n = recv(fd, st->in + st->len, M.in_cap - st->len, MSG_DONTWAIT);
             if (n < 0 && errno == EINTR)
@@ -306,7 +306,7 @@ static int serve(struct conn_state *st, int resumed)
                 break;
             }
             if (n <= 0)
-                return 0;
+                return CLOSE;
             drained = (size_t)n < M.in_cap - st->len;
             if (between)
                 head_deadline = clock_now_ms() + cfg->header_timeout_ms;
