@@ -23,7 +23,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all build run test deps deps-test unit integration asan asan-test fuzz clean demo
+.PHONY: all build run test deps deps-test unit integration asan asan-test fuzz clean demo bench-coro
 all: build
 
 build: build/herd demo
@@ -78,15 +78,16 @@ unit: $(UNIT_BINS)
 PART1 := $(addprefix tests/integration/,test_cli.py test_static.py \
 	test_keepalive_pipeline.py test_conditional_range.py test_parsing_errors.py \
 	test_paths.py test_timeouts.py test_robustness.py test_proxy_protocol.py)
-OTHER_MODELS := prefork dispatch threads iterative single
+OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2
 PYTEST := python3 -m pytest -q -p no:cacheprovider
 
 integration: build/herd demo
 	timeout 1500 $(PYTEST) tests/integration
 	@for m in $(OTHER_MODELS); do \
-	  echo "integration: --model $$m"; \
 	  if [ $$m = iterative ]; then sel="not concurrency"; else sel=""; fi; \
-	  HERD_ARGS="--model $$m" timeout 900 $(PYTEST) -m "$$sel" $(PART1) || exit 1; \
+	  case $$m in coro*) args="--model coro --threads $${m#coro}";; *) args="--model $$m";; esac; \
+	  echo "integration: $$args"; \
+	  HERD_ARGS="$$args" timeout 900 $(PYTEST) -m "$$sel" $(PART1) || exit 1; \
 	done
 
 asan: build-asan/herd
@@ -95,6 +96,7 @@ asan-test: build-asan/herd $(ASAN_UNIT)
 	@for t in $(ASAN_UNIT); do timeout 300 $$t || exit 1; done
 	HERD_BIN=build-asan/herd timeout 2400 $(PYTEST) tests/integration
 	HERD_BIN=build-asan/herd HERD_ARGS="--model threads" timeout 1200 $(PYTEST) $(PART1)
+	HERD_BIN=build-asan/herd HERD_ARGS="--model coro --threads 2" timeout 1200 $(PYTEST) $(PART1)
 
 # libFuzzer targets, built with clang, run for FUZZ_SECONDS each on a copy
 # of the committed corpus (new inputs do not dirty the tree).
@@ -114,6 +116,14 @@ fuzz: $(FUZZ_BINS)
 	    || { tail -40 build-fuzz/$$name.log; exit 1; }; \
 	  grep -h "^Done\|stat::number_of_executed_units" build-fuzz/$$name.log | tail -1; \
 	done
+
+# The coroutine switch microbenchmark (not part of `make test`).
+build/bench/coro_yield: bench/coro_yield.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
+
+bench-coro: build/bench/coro_yield
+	taskset -c 0 build/bench/coro_yield
 
 clean:
 	rm -rf build build-asan build-fuzz

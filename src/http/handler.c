@@ -140,8 +140,11 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
         "text/plain; charset=utf-8",
     };
     int fmt = query_has(req, "format=prometheus") ? 1 : query_has(req, "format=table") ? 2 : 0;
-    char body[HTTP_STATUS_MAX];
-    size_t len = ctx->status(ctx->status_arg, fmt, body, sizeof body);
+    /* The body is rendered into the free tail of the head buffer, not a
+     * 32 KiB local: coroutine stacks are small (models/coro.c), and the
+     * head written below stays clear of it (it fits in HTTP_HEAD_RESERVE). */
+    char *body = out->buf + out->cap - HTTP_STATUS_MAX;
+    size_t len = ctx->status(ctx->status_arg, fmt, body, HTTP_STATUS_MAX);
     plan->head_off = (uint32_t)out->len;
     resp_status(out, 200);
     PUT_LIT(out, "Content-Type: ");
@@ -150,7 +153,8 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
     resp_content_length(out, len);
     resp_finish(out, req->minor, keepalive);
     if (req->method != HTTP_HEAD) {
-        resp_header_raw(out, body, len);
+        memmove(out->buf + out->len, body, len);
+        out->len += len;
         plan->inline_len = (uint32_t)len;
     }
     plan->head_len = (uint32_t)(out->len - plan->head_off);

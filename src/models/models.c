@@ -31,6 +31,13 @@ static const struct model_desc models[] = {
         .summary = "one process, an event loop per thread, a SO_REUSEPORT socket per thread",
     },
     {
+        .name = "coro",
+        .worker_main = coro_model_run,
+        .layout = LAYOUT_SHARED,
+        .one_process = 1,
+        .summary = "one process, a coroutine per connection over --threads kernel threads",
+    },
+    {
         .name = "iterative",
         .worker_main = iterative_run,
         .layout = LAYOUT_SHARED,

@@ -12,5 +12,6 @@ const struct model_desc *model_find(const char *name);
 /* Entry points (one file each). */
 int iterative_run(const struct serve_config *cfg, const struct worker_env *env);
 int threads_run(const struct serve_config *cfg, const struct worker_env *env);
+int coro_model_run(const struct serve_config *cfg, const struct worker_env *env);
 
 #endif

@@ -20,8 +20,11 @@ const char config_help[] =
     "  --check-config FILE      validate FILE and exit 0, or print FILE:LINE and exit 2\n"
     "  --workers N              worker processes (default: one per CPU)\n"
     "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
-    "                           prefork, dispatch, threads, iterative, or single (one\n"
-    "                           process, no master)\n"
+    "                           prefork, dispatch, threads, coro, iterative, or single\n"
+    "                           (one process, no master)\n"
+    "  --threads N              threads and coro: kernel threads in the one worker\n"
+    "                           process (default: --workers, else one per CPU)\n"
+    "  --coro-stack SIZE        coro: stack per connection, virtual (default 64k)\n"
     "  --accept-herd            prefork: wake every worker per connection (a demo)\n"
     "  --dispatch rr|least      dispatch: round-robin or least connections (default rr)\n"
     "  --access-log PATH        write an access log through the logger process\n"
@@ -64,6 +67,7 @@ enum kind {
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
     K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
     K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
+    K_THREADS, K_CORO_STACK,
 };
 
 static const struct {
@@ -105,11 +109,13 @@ static const struct {
     {"proxy-connect-timeout", K_PX_CONNECT_TO, 1},
     {"proxy-read-timeout", K_PX_READ_TO, 1},
     {"proxy-send-timeout", K_PX_SEND_TO, 1},
+    {"threads", K_THREADS, 1},
+    {"coro-stack", K_CORO_STACK, 1},
 };
 
 /* Every model herd knows; models/models.c maps them to code. */
 static const char *const model_names[] = {
-    "reuseport", "prefork", "dispatch", "threads", "iterative", "single",
+    "reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single",
 };
 
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -132,6 +138,7 @@ void config_defaults(struct serve_config *cfg)
     cfg->proxy_connect_timeout_ms = 5000;
     cfg->proxy_read_timeout_ms = 60000;
     cfg->proxy_send_timeout_ms = 60000;
+    cfg->coro_stack = 64 * 1024;
 }
 
 int config_known(const char *name)
@@ -346,7 +353,7 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
                 return 0;
             }
         snprintf(err, errlen,
-                 "unknown model '%s' (reuseport, prefork, dispatch, threads, iterative, single)",
+                 "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, iterative, single)",
                  v);
         return -1;
     case K_ACCESS_LOG:
@@ -415,6 +422,17 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         if (unit_count(v, 1, 65535, &n) < 0)
             goto bad;
         cfg->backlog = (int)n;
+        return 0;
+    case K_THREADS:
+        if (unit_count(v, 1, 1024, &n) < 0)
+            goto bad;
+        cfg->threads = (uint32_t)n;
+        return 0;
+    case K_CORO_STACK:
+        /* Below 16k the HTTP code itself overflows; above 8m use threads. */
+        if (unit_size(v, &n) < 0 || n < 16 * 1024 || n > 8 * 1024 * 1024)
+            goto bad;
+        cfg->coro_stack = (uint32_t)n;
         return 0;
     case K_ACCEPT_HERD:
         cfg->accept_herd = 1;

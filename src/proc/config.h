@@ -53,6 +53,8 @@ struct serve_config {
     int64_t shutdown_timeout_ms;
     uint32_t max_connections;   /* 0: from RLIMIT_NOFILE */
     uint32_t workers;           /* 0: one per CPU */
+    uint32_t threads;           /* one-process models: kernel threads, 0: as workers */
+    uint32_t coro_stack;        /* coro: bytes of stack per coroutine */
     int backlog;                /* listen(2) queue */
     char model[16];
     char access_log[1024];      /* "" when off */

@@ -746,6 +746,10 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
     if (n > MAX_WORKERS)
         n = MAX_WORKERS;
+    if (m->model->one_process && cfg->threads)
+        n = (int)cfg->threads;
+    if (n > MAX_WORKERS)
+        n = MAX_WORKERS;
     if (m->model->single_worker)
         n = 1;
     m->nworkers = m->model->one_process ? 1 : n;

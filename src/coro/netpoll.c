@@ -1,0 +1,263 @@
+/* The netpoll: each kernel thread's epoll instance watches the fds its
+ * coroutines wait on (edge-triggered, registered once, moved when a
+ * stolen coroutine waits on another thread), wakes the waiters, and ends
+ * waits whose deadline passed or that a stop cancels. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "coro/sched_internal.h"
+
+static void fd_event(struct kthread *t, int fd, uint32_t events)
+{
+    struct pollent *pe = &t->s->pe[fd];
+    spin_lock(&pe->lock);
+    if (pe->owner != t->index) {
+        /* the fd moved to another thread's epoll since this was queued */
+        spin_unlock(&pe->lock);
+        return;
+    }
+    pe->ready |= events;
+    struct coro *co = pe->waiter;
+    if (co && (events & pe->wanted)) {
+        pe->waiter = NULL;
+        /* The waiter consumes the data edge; a hang-up or error stays
+         * noted, since a read that drains the data will see no new edge. */
+        pe->ready &= ~(pe->wanted & (EPOLLIN | EPOLLOUT));
+    } else {
+        co = NULL;
+    }
+    spin_unlock(&pe->lock);
+    if (co) {
+        coro__heap_remove(t, co);
+        coro__wake(co, 0);
+    }
+}
+
+static void unwait(struct kthread *t, struct coro *co, int result)
+{
+    coro__heap_remove(t, co);
+    if (co->wait_fd >= 0) {
+        struct pollent *pe = &t->s->pe[co->wait_fd];
+        spin_lock(&pe->lock);
+        if (pe->waiter == co)
+            pe->waiter = NULL;
+        spin_unlock(&pe->lock);
+    }
+    coro__wake(co, result);
+}
+
+static void expire(struct kthread *t)
+{
+    int64_t now = clock_now_ms();
+    while (t->nheap && t->heap[0]->deadline <= now)
+        unwait(t, t->heap[0], -ETIMEDOUT);
+}
+
+static void cancel_waits(struct kthread *t, int level)
+{
+    if (!t->nheap)
+        return;
+    struct coro **copy = malloc((size_t)t->nheap * sizeof *copy);
+    if (!copy)
+        return;
+    int n = t->nheap;
+    memcpy(copy, t->heap, (size_t)n * sizeof *copy);
+    for (int i = 0; i < n; i++)
+        if (copy[i]->heap_idx >= 0 && (level >= 2 || copy[i]->interruptible))
+            unwait(t, copy[i], -ECANCELED);
+    free(copy);
+}
+
+void coro__poll(struct kthread *t, int timeout)
+{
+    struct epoll_event ev[MAX_EVENTS];
+    if (timeout) {
+        __atomic_store_n(&t->sleeping, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&t->count, __ATOMIC_SEQ_CST) ||
+            (t->s->started && !__atomic_load_n(&t->s->nlive, __ATOMIC_SEQ_CST)))
+            timeout = 0;
+    }
+    int n = epoll_wait(t->epfd, ev, MAX_EVENTS, timeout);
+    __atomic_store_n(&t->sleeping, 0, __ATOMIC_SEQ_CST);
+    clock_update();
+    for (int i = 0; i < n; i++) {
+        if (ev[i].data.u64 == WAKE_TAG) {
+            uint64_t v;
+            if (read(t->evfd, &v, sizeof v) < 0) {
+                /* already drained */
+            }
+            continue;
+        }
+        fd_event(t, (int)ev[i].data.u64, ev[i].events);
+    }
+    int level = __atomic_load_n(&t->s->stop_level, __ATOMIC_ACQUIRE);
+    if (level != t->seen_stop) {
+        t->seen_stop = level;
+        cancel_waits(t, level);
+    }
+    expire(t);
+}
+
+int coro__next_timeout(struct kthread *t)
+{
+    if (!t->nheap)
+        return MAX_SLEEP_MS;
+    int64_t w = t->heap[0]->deadline - clock_now_ms();
+    /* The coarse clock ticks every few ms: round up, never spin early. */
+    return w <= 0 ? 0 : w > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)w + 2;
+}
+
+struct wait_arg {
+    struct pollent *pe;
+    int fd;
+    uint32_t mask;
+    int64_t deadline;
+    int flags;
+};
+
+static int wait_commit(struct coro *co, void *arg)
+{
+    struct wait_arg *w = arg;
+    struct kthread *t = co->thread;
+    co->wait_result = 0;
+    if (w->pe) {
+        spin_lock(&w->pe->lock);
+        if (w->pe->ready & w->mask) {
+            w->pe->ready &= ~w->mask;
+            spin_unlock(&w->pe->lock);
+            return 1;
+        }
+        w->pe->waiter = co;
+        w->pe->wanted = w->mask;
+        spin_unlock(&w->pe->lock);
+    }
+    co->wait_fd = w->pe ? w->fd : -1;
+    co->interruptible = (uint8_t)(w->flags & CORO_INTERRUPTIBLE);
+    co->deadline = w->deadline < 0 ? INT64_MAX : w->deadline;
+    /* Every wait sits in the heap, even without a deadline: a stop finds
+     * them all there. */
+    if (coro__heap_insert(t, co) < 0) {
+        unwait(t, co, -ENOMEM);
+        return 0;
+    }
+    return 0;
+}
+
+static int stop_applies(struct sched *s, int flags)
+{
+    int level = __atomic_load_n(&s->stop_level, __ATOMIC_ACQUIRE);
+    return level >= 2 || (level >= 1 && (flags & CORO_INTERRUPTIBLE));
+}
+
+/* Makes t's epoll the one that watches fd. */
+static int fd_claim(struct kthread *t, int fd)
+{
+    struct sched *s = t->s;
+    struct pollent *pe = &s->pe[fd];
+    spin_lock(&pe->lock);
+    int old = pe->owner;
+    if (old != t->index) {
+        pe->owner = t->index;
+        pe->ready = 0;
+        pe->waiter = NULL;
+    }
+    spin_unlock(&pe->lock);
+    if (old == t->index)
+        return 0;
+    /* First wait here (or the coroutine was stolen): move the fd to this
+     * thread's epoll. ADD reports readiness that is already there. */
+    if (old >= 0)
+        epoll_ctl(s->t[old].epfd, EPOLL_CTL_DEL, fd, NULL);
+    struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                            .data.u64 = (uint64_t)fd};
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+        int err = errno;
+        coro_fd_forget(fd);
+        return -err;
+    }
+    return 0;
+}
+
+static uint32_t wait_mask(uint32_t events)
+{
+    uint32_t mask = events | EPOLLERR | EPOLLHUP;
+    if (events & EPOLLIN)
+        mask |= EPOLLRDHUP;
+    return mask;
+}
+
+int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags)
+{
+    struct kthread *t = coro__self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds)
+        return -EBADF;
+    if (stop_applies(s, flags))
+        return -ECANCELED;
+    int err = fd_claim(t, fd);
+    if (err < 0)
+        return err;
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags};
+    return coro__park(wait_commit, &w);
+}
+
+struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, int flags,
+                                 coro_fn *fn, void *arg)
+{
+    struct kthread *t = coro__self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds)
+        return NULL;
+    struct coro *co = coro__new(fn, arg, 0);
+    if (!co)
+        return NULL;
+    if (fd_claim(t, fd) < 0) {
+        free(co);
+        return NULL;
+    }
+    co->thread = t;
+    __atomic_add_fetch(&s->nlive, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&t->load, 1, __ATOMIC_RELAXED);
+    if (stop_applies(s, flags)) {
+        co->wait_result = -ECANCELED;
+        coro__runq_push(t, co);
+        return co;
+    }
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags};
+    if (wait_commit(co, &w))
+        coro__runq_push(t, co);
+    return co;
+}
+
+int coro_start_result(void) { return coro__self()->current->wait_result; }
+
+void coro_fd_forget(int fd)
+{
+    struct kthread *t = coro__self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds)
+        return;
+    struct pollent *pe = &s->pe[fd];
+    spin_lock(&pe->lock);
+    int old = pe->owner;
+    pe->owner = -1;
+    pe->ready = 0;
+    pe->waiter = NULL;
+    spin_unlock(&pe->lock);
+    if (old >= 0)
+        epoll_ctl(s->t[old].epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+int coro_sleep(int64_t ms)
+{
+    struct kthread *t = coro__self();
+    if (stop_applies(t->s, CORO_INTERRUPTIBLE))
+        return -ECANCELED;
+    struct wait_arg w = {NULL, -1, 0, clock_now_ms() + ms, CORO_INTERRUPTIBLE};
+    int r = coro__park(wait_commit, &w);
+    return r == -ETIMEDOUT ? 0 : r;
+}

@@ -1,0 +1,84 @@
+/* The M:N scheduler: coroutines (user threads) over N kernel threads.
+ *
+ * Each kernel thread has its own run queue, its own epoll instance (the
+ * netpoll) and its own timer heap. A thread whose queue runs dry steals
+ * half of the busiest queue; new coroutines go to the least-loaded thread.
+ *
+ * A coroutine that would block parks: coro_wait_fd registers interest in
+ * its thread's epoll (once per fd, edge-triggered) and sleeps until the fd
+ * is ready, its deadline passes, or a stop cancels the wait. Deadlines are
+ * entries in the thread's heap: no timer syscall per wait. A parked
+ * coroutine is woken on the thread it parked on; only runnable ones move.
+ *
+ * Functions named coro_* other than coro_spawn must run inside a
+ * coroutine. Errors are -errno. */
+#ifndef HERD_CORO_SCHED_H
+#define HERD_CORO_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sched;
+struct coro;
+
+typedef void *coro_fn(void *arg);
+
+struct sched_opts {
+    int nthreads;
+    size_t stack_size;                        /* 0: CORO_STACK_DEFAULT */
+    void (*thread_start)(int index, void *arg); /* in each kernel thread, first */
+    void (*thread_idle)(int index, void *arg);  /* before a thread sleeps in epoll */
+    void *arg;
+};
+
+struct sched *sched_create(const struct sched_opts *o);
+/* Starts the kernel threads. They run until every coroutine has ended. */
+int sched_start(struct sched *s);
+/* Readable (an eventfd) once every coroutine has ended after start. */
+int sched_done_fd(const struct sched *s);
+/* level 1: coro_stopping() turns true and interruptible waits end with
+ * -ECANCELED; level 2: every wait ends so. Safe from any thread. */
+void sched_stop(struct sched *s, int level);
+/* Waits for the kernel threads to end, then frees everything. */
+void sched_destroy(struct sched *s);
+/* Coroutines queued on or running on thread i (a balance figure). */
+int64_t sched_load(const struct sched *s, int i);
+/* How many coroutines moved between threads by stealing. */
+uint64_t sched_steals(const struct sched *s);
+
+/* Creates a coroutine running fn(arg) on thread (-1: the least loaded).
+ * A joinable one must be joined (that frees it); others free themselves.
+ * NULL when no stack can be had. Callable from anywhere. */
+struct coro *coro_spawn(struct sched *s, int thread, int joinable, coro_fn *fn, void *arg);
+/* Waits for a joinable coroutine to end; returns what its fn returned. */
+void *coro_join(struct coro *co);
+
+void coro_yield(void);
+/* Sleeps ms milliseconds: 0, or -ECANCELED when a stop interrupts. */
+int coro_sleep(int64_t ms);
+
+#define CORO_INTERRUPTIBLE 1 /* a stop at level 1 ends this wait */
+
+/* Waits until fd may be ready for events (EPOLLIN / EPOLLOUT), until the
+ * clock_now_ms() deadline (-1: none), or a stop. 0: retry the call (the fd
+ * may still say EAGAIN: loop), -ETIMEDOUT, -ECANCELED, -EBADF for an fd
+ * beyond the table. fd must be non-blocking. */
+int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags);
+/* A coroutine that starts only once fd is ready for events, its deadline
+ * passes or a stop cancels the wait (as coro_wait_fd), and only then gets
+ * a stack: a connection idle between requests costs a small record, not a
+ * stack. It runs on the calling thread. fn learns why it started from
+ * coro_start_result() (0, -ETIMEDOUT, -ECANCELED). NULL on failure. */
+struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, int flags,
+                                 coro_fn *fn, void *arg);
+int coro_start_result(void);
+
+/* Call before closing an fd that was waited on. */
+void coro_fd_forget(int fd);
+
+int coro_thread_index(void);
+int coro_stopping(void);
+/* A pinned coroutine is never stolen (it holds per-thread state). */
+void coro_pin(int on);
+
+#endif

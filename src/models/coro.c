@@ -1,0 +1,531 @@
+/* The coro model: one process, --threads kernel threads running one
+ * coroutine per connection (src/coro). A connection's code reads like the
+ * iterative model's blocking loop (wait for a request, answer it, repeat),
+ * and a read or write that would block parks the coroutine in the
+ * scheduler's netpoll instead of blocking the kernel thread.
+ *
+ * Socket layout: one shared listen socket; an acceptor coroutine per
+ * listen address accepts until EAGAIN and spawns each connection on the
+ * least-loaded kernel thread. Idle threads steal runnable coroutines from
+ * busy ones.
+ *
+ * A coroutine may move between kernel threads, so everything per thread
+ * (file cache, access-log buffer, scoreboard slot) is looked up afresh
+ * after any wait, and a coroutine is pinned while it holds file-cache
+ * references. An idle keep-alive connection holds no buffer: only its
+ * stack pages and the socket. Signals stay with the main thread, as in the
+ * threads model. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/signals.h"
+#include "coro/sched.h"
+#include "http/body.h"
+#include "models/models.h"
+#include "net/accept.h"
+#include "proc/accesslog.h"
+#include "proc/status.h"
+
+#define LINGER_TIMEOUT_MS 5000
+#define LINGER_READS_MAX 64
+
+struct cthread {
+    struct http_ctx http;
+    struct alog alog;
+    struct sb_slot *slot;
+} __attribute__((aligned(64)));
+
+struct listener {
+    int fd;
+    int tcp;
+    struct acceptor ac;
+};
+
+
+static struct {
+    const struct serve_config *cfg;
+    const struct worker_env *env;
+    struct sched *s;
+    struct cthread *ct;
+    struct sb_slot *own_slots;
+    int n;
+    size_t in_cap, out_cap;
+    uint64_t nconns, nidle;    /* atomics: the whole process's */
+    uint64_t max_conns;
+    struct listener ls[CONFIG_MAX_LISTEN];
+    int nls;
+} M;
+
+/* The kernel thread's state: call again after anything that may park. */
+static struct cthread *here(void)
+{
+    return &M.ct[coro_thread_index()];
+}
+
+/* Slot 0 carries the process's connection counts (slots only sum). */
+static void count(uint64_t *counter, int delta, int is_idle)
+{
+    uint64_t v = __atomic_add_fetch(counter, (uint64_t)(int64_t)delta, __ATOMIC_RELAXED);
+    if (is_idle)
+        SB_SET(M.ct[0].slot->idle, v);
+    else
+        SB_SET(M.ct[0].slot->active, v);
+}
+
+/* Waits for fd to allow `events`: 0 to retry, -1 to give up. */
+static int wait_io(int fd, uint32_t events, int64_t deadline, int flags)
+{
+    int r = coro_wait_fd(fd, events, deadline, flags);
+    return r < 0 ? -1 : 0;
+}
+
+/* Writes all of iov[0..niov) (MSG_MORE when more follows), parking while
+ * the socket is full; each bit of progress restarts the send timeout. */
+static int send_all(int fd, struct iovec *iov, int niov, int more)
+{
+    int64_t to = M.cfg->send_timeout_ms;
+    while (niov) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN || wait_io(fd, EPOLLOUT, clock_now_ms() + to, 0) < 0)
+                return -1;
+            continue;
+        }
+        SB_ADD(here()->slot->bytes_out, (uint64_t)n);
+        size_t done = (size_t)n;
+        while (niov && done >= iov->iov_len) {
+            done -= iov->iov_len;
+            iov++;
+            niov--;
+        }
+        if (niov) {
+            iov->iov_base = (char *)iov->iov_base + done;
+            iov->iov_len -= done;
+        }
+    }
+    return 0;
+}
+
+static int send_file(int fd, const struct fc_entry *f, off_t off, off_t end)
+{
+    while (off < end) {
+        size_t chunk = end - off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - off);
+        ssize_t n = sendfile(fd, f->fd, &off, chunk);
+        if (n > 0) {
+            SB_ADD(here()->slot->bytes_out, (uint64_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        /* 0: the file shrank under us; Content-Length was a promise. */
+        if (n == 0 || errno != EAGAIN ||
+            wait_io(fd, EPOLLOUT, clock_now_ms() + M.cfg->send_timeout_ms, 0) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Head and in-memory body in one sendmsg, then sendfile for a file range. */
+static int write_plan(int fd, const struct http_out *out, const struct http_plan *plan)
+{
+    struct iovec iov[3];
+    int niov = 0;
+    iov[niov++] = (struct iovec){out->buf + plan->head_off, plan->head_len};
+    if (plan->body_len)
+        iov[niov++] = (struct iovec){(void *)plan->body, plan->body_len};
+    if (plan->file && plan->file->data && plan->file_len)
+        iov[niov++] = (struct iovec){(char *)plan->file->data + plan->file_off,
+                                     (size_t)plan->file_len};
+    int by_sendfile = plan->file && !plan->file->data;
+    if (send_all(fd, iov, niov, by_sendfile) < 0)
+        return -1;
+    if (by_sendfile)
+        return send_file(fd, plan->file, plan->file_off, plan->file_off + plan->file_len);
+    return 0;
+}
+
+/* After a response that closes with input maybe unread: closing now would
+ * send RST and could destroy the response, so shut our side and read until
+ * the peer closes (or the linger time ends). */
+static void linger_close(int fd)
+{
+    shutdown(fd, SHUT_WR);
+    char buf[4096];
+    int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
+    for (int i = 0; i < LINGER_READS_MAX * 16; i++) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && errno == EINTR))
+            continue;
+        if (n < 0 && errno == EAGAIN && wait_io(fd, EPOLLIN, deadline, 0) == 0)
+            continue;
+        return;
+    }
+}
+
+enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3 };
+
+/* A connection, alive across its coroutines: between requests it has no
+ * coroutine (and no stack) at all, only this and a wait in the netpoll. */
+struct conn_state {
+    int fd;
+    uint32_t nreq;
+    uint32_t len;
+    uint8_t idle;      /* counted in M.nidle */
+    char *in;          /* only while a request is in progress */
+    struct body_skip skip;
+    struct sockaddr_storage *peer; /* only when the access log is on */
+};
+
+static void set_idle(struct conn_state *st, int idle)
+{
+    if (st->idle != idle) {
+        st->idle = idle;
+        count(&M.nidle, idle ? 1 : -1, 1);
+    }
+}
+
+/* Answers every complete request in st->in: GO_ON (read more), CLOSE, or
+ * LINGER (close after draining the peer's input). */
+static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
+{
+    const struct http_config *hc = &M.cfg->http;
+    struct http_request req;
+    size_t pos = 0;
+    int ret = GO_ON;
+    char *outbuf = NULL; /* response heads, for this batch only */
+    while (pos < st->len && ret == GO_ON) {
+        if (body_skip_active(&st->skip)) {
+            long n = body_skip(&st->skip, st->in + pos, st->len - pos, hc->max_body_size);
+            if (n < 0) {
+                ret = CLOSE; /* broken or oversized chunked body */
+                break;
+            }
+            pos += (size_t)n;
+            continue;
+        }
+        int n = http_parse_request(st->in + pos, st->len - pos, hc->max_header_size, &req);
+        if (n == HTTP_PARSE_INCOMPLETE)
+            break;
+        if (!outbuf && !(outbuf = malloc(M.out_cap))) {
+            ret = CLOSE;
+            break;
+        }
+        struct http_out out = {outbuf, 0, M.out_cap};
+        struct http_plan plan;
+        memset(&plan, 0, sizeof plan);
+        /* Pinned from the file-cache lookup to the release: the cache
+         * belongs to this kernel thread. */
+        coro_pin(1);
+        struct cthread *t = here();
+        if (n == HTTP_PARSE_ERROR) {
+            http_handle_parse_error(&req, &out, &plan);
+            pos = st->len;
+        } else {
+            pos += (size_t)n;
+            st->nreq++;
+            int may = !coro_stopping() && st->nreq < hc->keepalive_requests;
+            http_handle(&t->http, &req, may, &out, &plan);
+            if (!plan.close && (req.content_length > 0 || req.chunked))
+                body_skip_start(&st->skip, req.content_length, req.chunked);
+            *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+        }
+        SB_ADD(t->slot->requests, 1);
+        SB_ADD(t->slot->status[plan.status / 100 % 6], 1);
+        if (alog_on(&t->alog))
+            alog_record(&t->alog, st->peer,
+                        n == HTTP_PARSE_ERROR ? NULL : &req, plan.status,
+                        plan.body_len + plan.inline_len +
+                            (uint64_t)(plan.file ? plan.file_len : 0));
+        int rc = write_plan(st->fd, &out, &plan);
+        if (plan.file)
+            fc_release(plan.file);
+        coro_pin(0);
+        if (rc < 0)
+            ret = CLOSE;
+        else if (plan.close)
+            ret = plan.linger ? LINGER : CLOSE;
+    }
+    free(outbuf);
+    memmove(st->in, st->in + pos, st->len - pos);
+    st->len -= pos;
+    return ret;
+}
+
+/* Serves requests until the connection is to close, or is idle between
+ * requests (IDLE: the caller parks it without a stack). resumed: it was
+ * idle and its socket turned readable (that edge is consumed: read first). */
+static int serve(struct conn_state *st, int resumed)
+{
+    const struct serve_config *cfg = M.cfg;
+    int fd = st->fd;
+    int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+    int drained = !resumed;
+    for (;;) {
+        if (st->len) {
+            int r = answer_buffered(st, &head_deadline);
+            if (r != GO_ON)
+                return r;
+        }
+        int between = !st->len && !body_skip_active(&st->skip) && st->nreq > 0;
+        if (!st->len) {
+            /* Idle connections own no buffers. */
+            free(st->in);
+            st->in = NULL;
+        }
+        if (between && drained)
+            return coro_stopping() ? CLOSE : IDLE;
+        /* Inside a request the header timeout bounds the wait: the first
+         * head is due a header timeout after accept, and bytes trickling in
+         * do not extend it. Edge-triggered netpoll: wait only once a read
+         * came back short (the socket is drained); after a full one, read on. */
+        if (drained && wait_io(fd, EPOLLIN, head_deadline, 0) < 0)
+            return CLOSE;
+        if (!st->in && !(st->in = malloc(M.in_cap)))
+            return CLOSE;
+        for (;;) {
+            ssize_t n = recv(fd, st->in + st->len, M.in_cap - st->len, MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN) {
+                drained = 1; /* a wakeup for another event: wait again */
+                break;
+            }
+            if (n <= 0)
+                return CLOSE;
+            drained = (size_t)n < M.in_cap - st->len;
+            if (between)
+                head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+            st->len += (size_t)n;
+            SB_ADD(here()->slot->bytes_in, (uint64_t)n);
+            break;
+        }
+    }
+}
+
+/* A connection's coroutine: the first after accept, and a new one each
+ * time an idle connection turns readable (or its keep-alive time ends, or
+ * a graceful stop cancels the wait). */
+static void *conn_main(void *arg)
+{
+    struct conn_state *st = arg;
+    int resumed = st->nreq > 0;
+    int r = GO_ON;
+    if (resumed) {
+        set_idle(st, 0);
+        if (coro_start_result() < 0)
+            r = CLOSE;
+    }
+    if (r == GO_ON)
+        r = serve(st, resumed);
+    if (r == IDLE) {
+        set_idle(st, 1);
+        int64_t deadline = clock_now_ms() + M.cfg->keepalive_timeout_ms;
+        if (coro_spawn_on_ready(st->fd, EPOLLIN, deadline, CORO_INTERRUPTIBLE, conn_main, st))
+            return NULL;
+        set_idle(st, 0);
+        r = CLOSE;
+    }
+    if (r == LINGER)
+        linger_close(st->fd);
+    free(st->in);
+    free(st->peer);
+    coro_fd_forget(st->fd);
+    close(st->fd);
+    free(st);
+    count(&M.nconns, -1, 0);
+    return NULL;
+}
+
+static void *acceptor_main(void *arg)
+{
+    struct listener *l = arg;
+    time_t last_log = 0;
+    while (!coro_stopping()) {
+        if (__atomic_load_n(&M.nconns, __ATOMIC_RELAXED) >= M.max_conns) {
+            /* Leave the rest in the backlog until some close. */
+            if (clock_wall() != last_log) {
+                last_log = clock_wall();
+                log_msg(LOG_WARN, "%lu connections: at --max-connections, not accepting",
+                        (unsigned long)M.nconns);
+            }
+            if (coro_sleep(10) < 0)
+                break;
+            continue;
+        }
+        struct conn_state *c = calloc(1, sizeof *c);
+        struct sockaddr_storage peer;
+        int want_peer = alog_on(&here()->alog);
+        if (!c || (want_peer && l->tcp && !(c->peer = malloc(sizeof peer)))) {
+            if (c)
+                free(c);
+            coro_sleep(10);
+            continue;
+        }
+        int fd = net_accept(&l->ac, l->fd, l->tcp, want_peer ? &peer : NULL);
+        if (fd >= 0) {
+            c->fd = fd;
+            if (c->peer)
+                *c->peer = peer;
+            SB_ADD(here()->slot->accepted, 1);
+            count(&M.nconns, 1, 0);
+            if (!coro_spawn(M.s, -1, 0, conn_main, c)) {
+                log_msg(LOG_ERROR, "no stack for a new connection: closing it");
+                count(&M.nconns, -1, 0);
+                close(fd);
+                free(c->peer);
+                free(c);
+            }
+            continue;
+        }
+        free(c->peer);
+        free(c);
+        if (fd == -EAGAIN) {
+            if (coro_wait_fd(l->fd, EPOLLIN, -1, CORO_INTERRUPTIBLE) == -ECANCELED)
+                break;
+            continue;
+        }
+        if (fd == -EMFILE) {
+            if (clock_wall() != last_log) {
+                last_log = clock_wall();
+                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far)",
+                        l->ac.emfile_hits);
+            }
+            continue;
+        }
+        log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
+        coro_sleep(10);
+    }
+    /* Stopping: no new connections (a closed socket refuses them). */
+    coro_fd_forget(l->fd);
+    close(l->fd);
+    l->fd = -1;
+    return NULL;
+}
+
+static void thread_idle(int index, void *arg)
+{
+    (void)arg;
+    alog_flush(&M.ct[index].alog);
+}
+
+static size_t render_status(void *arg, int format, char *buf, size_t cap)
+{
+    return arg ? status_render(arg, (enum status_format)format, buf, cap) : 0;
+}
+
+static int setup(const struct serve_config *cfg, const struct worker_env *env)
+{
+    M.cfg = cfg;
+    M.env = env;
+    M.n = env->nthreads > 0 ? env->nthreads : 1;
+    M.in_cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024 : 16384;
+    M.out_cap = HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + cfg->http.max_header_size;
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    uint64_t fds = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur;
+    M.max_conns = cfg->max_connections ? cfg->max_connections : fds > 128 ? fds - 64 : 64;
+    M.ct = aligned_alloc(64, (size_t)M.n * sizeof *M.ct);
+    M.own_slots = calloc((size_t)M.n, sizeof *M.own_slots);
+    if (!M.ct || !M.own_slots)
+        return -1;
+    memset(M.ct, 0, (size_t)M.n * sizeof *M.ct);
+    struct filecache_limits lim = {.max_entries = 1024, .max_inline_size = 32 * 1024,
+                                   .max_inline_total = 64 * 1024 * 1024};
+    for (int i = 0; i < M.n; i++) {
+        struct cthread *t = &M.ct[i];
+        t->slot = env->slot ? env->slot + i : &M.own_slots[i];
+        alog_init(&t->alog, env->log_fd, cfg->access_log_format, t->slot);
+        t->http.cfg = &cfg->http;
+        t->http.status = render_status;
+        t->http.status_arg = (void *)env->sb;
+        t->http.fc = fc_create(cfg->docroot, &lim);
+        if (!t->http.fc) {
+            log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));
+            return -1;
+        }
+    }
+    struct sched_opts o = {.nthreads = M.n, .stack_size = cfg->coro_stack,
+                           .thread_idle = thread_idle};
+    M.s = sched_create(&o);
+    if (!M.s)
+        return -1;
+    for (int l = 0; env->listen_fds && l < cfg->nlisten; l++) {
+        struct listener *ls = &M.ls[M.nls++];
+        ls->fd = env->listen_fds[l * env->nthreads];
+        ls->tcp = cfg->listen[l].family != AF_UNIX;
+        acceptor_init(&ls->ac);
+        if (!coro_spawn(M.s, l % M.n, 0, acceptor_main, ls))
+            return -1;
+    }
+    return 0;
+}
+
+static void teardown(void)
+{
+    sched_destroy(M.s);
+    for (int i = 0; M.ct && i < M.n; i++) {
+        alog_flush(&M.ct[i].alog);
+        if (M.ct[i].http.fc)
+            fc_destroy(M.ct[i].http.fc);
+    }
+    for (int l = 0; l < M.nls; l++)
+        acceptor_close(&M.ls[l].ac);
+    free(M.ct);
+    free(M.own_slots);
+}
+
+int coro_model_run(const struct serve_config *cfg, const struct worker_env *env)
+{
+    clock_update();
+    if (setup(cfg, env) < 0 || sched_start(M.s) < 0) {
+        log_msg(LOG_CRIT, "coro: cannot start");
+        if (M.s)
+            sched_stop(M.s, 2);
+        teardown();
+        return 1;
+    }
+    int64_t deadline = -1;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = env->signal_fd, .events = POLLIN},
+                              {.fd = sched_done_fd(M.s), .events = POLLIN}};
+        int n = poll(p, 2, deadline < 0 ? -1 : 100);
+        if (n < 0 && errno != EINTR)
+            break;
+        clock_update();
+        if (p[1].revents)
+            break;
+        int sig;
+        while ((sig = signals_read(env->signal_fd)) > 0) {
+            if (sig == SIGQUIT) {
+                log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
+                sched_stop(M.s, 2);
+            } else if ((sig == SIGTERM || sig == SIGINT) && deadline < 0) {
+                deadline = clock_now_ms() + cfg->shutdown_timeout_ms;
+                sched_stop(M.s, 1);
+            }
+        }
+        if (deadline >= 0 && clock_now_ms() >= deadline) {
+            log_msg(LOG_WARN, "shutdown timeout: closing %lu connections",
+                    (unsigned long)__atomic_load_n(&M.nconns, __ATOMIC_RELAXED));
+            sched_stop(M.s, 2);
+            deadline = INT64_MAX;
+        }
+    }
+    teardown();
+    return 0;
+}

@@ -1,0 +1,422 @@
+/* The coroutine runtime: yield ping-pong at scale, join, stealing, netpoll
+ * waits and timeouts, stop, the futex mutex, and the guard page. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "coro/kmutex.h"
+#include "coro/sched.h"
+#include "coro/stack.h"
+#include "unit.h"
+
+static struct sched *mk(int n)
+{
+    struct sched_opts o = {.nthreads = n};
+    return sched_create(&o);
+}
+
+/* Runs until every coroutine has ended, then frees s. */
+static void finish(struct sched *s)
+{
+    CHECK_EQ_INT(sched_start(s), 0);
+    struct pollfd p = {.fd = sched_done_fd(s), .events = POLLIN};
+    CHECK_EQ_INT(poll(&p, 1, 60000), 1);
+    sched_destroy(s);
+}
+
+/* ---- 10,000 coroutines in 5,000 ping-pong pairs ---- */
+
+#define PAIRS 5000
+#define ROUNDS 20
+
+struct pair {
+    int turn;  /* 0: ping's move, 1: pong's */
+    int hits;
+};
+
+static struct pair pairs[PAIRS];
+
+static void *player(void *arg)
+{
+    uintptr_t v = (uintptr_t)arg;
+    struct pair *p = &pairs[v >> 1];
+    int me = (int)(v & 1);
+    for (int r = 0; r < ROUNDS; r++) {
+        while (__atomic_load_n(&p->turn, __ATOMIC_ACQUIRE) != me)
+            coro_yield();
+        __atomic_add_fetch(&p->hits, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->turn, !me, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void pingpong(int threads)
+{
+    memset(pairs, 0, sizeof pairs);
+    struct sched *s = mk(threads);
+    CHECK(s != NULL);
+    for (uintptr_t i = 0; i < 2 * PAIRS; i++)
+        CHECK(coro_spawn(s, -1, 0, player, (void *)i) != NULL);
+    finish(s);
+    long total = 0;
+    for (int i = 0; i < PAIRS; i++)
+        total += pairs[i].hits;
+    CHECK_EQ_INT(total, 2L * PAIRS * ROUNDS);
+}
+
+TEST(pingpong_10000_one_thread) { pingpong(1); }
+TEST(pingpong_10000_two_threads) { pingpong(2); }
+
+/* ---- join ---- */
+
+static void *square(void *arg)
+{
+    uintptr_t v = (uintptr_t)arg;
+    coro_yield();
+    return (void *)(v * v);
+}
+
+static long join_sum;
+
+static struct sched *join_sched;
+
+static void *parent_joins(void *arg)
+{
+    (void)arg;
+    struct coro *kids[100];
+    for (uintptr_t i = 0; i < 100; i++)
+        kids[i] = coro_spawn(join_sched, -1, 1, square, (void *)i);
+    long sum = 0;
+    for (int i = 0; i < 100; i++)
+        sum += (long)(uintptr_t)coro_join(kids[i]);
+    join_sum = sum;
+    return NULL;
+}
+
+TEST(join_returns_results)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        join_sum = 0;
+        join_sched = mk(threads);
+        coro_spawn(join_sched, 0, 0, parent_joins, NULL);
+        finish(join_sched);
+        CHECK_EQ_INT(join_sum, 328350); /* sum of i*i for i < 100 */
+    }
+}
+
+/* ---- stealing ---- */
+
+static int ran_on[2];
+static int thread1_up;
+
+/* Thread 1 is running: the work below cannot all be done before it starts
+ * (the machine may be loaded), so the split measures stealing. */
+static void *mark_thread1(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&thread1_up, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *busy(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&thread1_up, __ATOMIC_ACQUIRE))
+        coro_yield();
+    for (int r = 0; r < 50; r++) {
+        volatile unsigned x = 0;
+        for (int i = 0; i < 20000; i++)
+            x += (unsigned)i;
+        __atomic_add_fetch(&ran_on[coro_thread_index()], 1, __ATOMIC_RELAXED);
+        coro_yield();
+    }
+    return NULL;
+}
+
+TEST(stealing_balances_a_skewed_load)
+{
+    struct sched *s = mk(2);
+    /* Every coroutine starts on thread 0; thread 1 has nothing of its own. */
+    for (int i = 0; i < 200; i++)
+        coro_spawn(s, 0, 0, busy, NULL);
+    CHECK_EQ_INT(sched_load(s, 0), 200);
+    CHECK_EQ_INT(sched_load(s, 1), 0);
+    coro_spawn(s, 1, 0, mark_thread1, NULL);
+    CHECK_EQ_INT(sched_start(s), 0);
+    struct pollfd p = {.fd = sched_done_fd(s), .events = POLLIN};
+    CHECK_EQ_INT(poll(&p, 1, 60000), 1);
+    uint64_t steals = sched_steals(s);
+    sched_destroy(s);
+    CHECK(steals > 0);
+    /* Each thread ran a real share of the work (not an even one: the OS
+     * may give a loaded machine's CPUs unevenly). */
+    int total = ran_on[0] + ran_on[1];
+    CHECK_EQ_INT(total, 200 * 50);
+    CHECK(ran_on[1] * 10 > total);
+    CHECK(ran_on[0] * 10 > total);
+}
+
+TEST(new_coroutines_go_to_the_least_loaded_thread)
+{
+    struct sched *s = mk(3);
+    for (int i = 0; i < 9; i++)
+        coro_spawn(s, -1, 0, square, NULL);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(sched_load(s, i), 3);
+    finish(s);
+}
+
+/* ---- netpoll ---- */
+
+static int pipefd[2];
+static int wait_rc, sleep_rc, timeout_rc;
+static int64_t waited_ms;
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    int64_t t0 = clock_now_ms();
+    char c;
+    for (;;) {
+        ssize_t n = read(pipefd[0], &c, 1);
+        if (n == 1) {
+            wait_rc = 0;
+            break;
+        }
+        int r = coro_wait_fd(pipefd[0], EPOLLIN, clock_now_ms() + 5000, 0);
+        if (r < 0) {
+            wait_rc = r;
+            break;
+        }
+    }
+    waited_ms = clock_now_ms() - t0;
+    coro_fd_forget(pipefd[0]);
+    return NULL;
+}
+
+static void *writer(void *arg)
+{
+    (void)arg;
+    sleep_rc = coro_sleep(50);
+    if (write(pipefd[1], "x", 1) != 1)
+        sleep_rc = -EIO;
+    return NULL;
+}
+
+static void *times_out(void *arg)
+{
+    int fd = *(int *)arg;
+    timeout_rc = coro_wait_fd(fd, EPOLLIN, clock_now_ms() + 30, 0);
+    coro_fd_forget(fd);
+    return NULL;
+}
+
+TEST(wait_fd_wakes_on_data_and_times_out)
+{
+    int empty[2];
+    CHECK_EQ_INT(pipe2(pipefd, O_NONBLOCK), 0);
+    CHECK_EQ_INT(pipe2(empty, O_NONBLOCK), 0);
+    struct sched *s = mk(2);
+    coro_spawn(s, 0, 0, reader, NULL);
+    coro_spawn(s, 1, 0, writer, NULL);
+    coro_spawn(s, 1, 0, times_out, &empty[0]);
+    finish(s);
+    CHECK_EQ_INT(wait_rc, 0);
+    CHECK_EQ_INT(sleep_rc, 0);
+    CHECK(waited_ms >= 40);
+    CHECK_EQ_INT(timeout_rc, -ETIMEDOUT);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    close(empty[0]);
+    close(empty[1]);
+}
+
+static int cancel_rc;
+
+static void *idle_waiter(void *arg)
+{
+    int fd = *(int *)arg;
+    cancel_rc = coro_wait_fd(fd, EPOLLIN, -1, CORO_INTERRUPTIBLE);
+    coro_fd_forget(fd);
+    return NULL;
+}
+
+TEST(stop_cancels_interruptible_waits_first)
+{
+    int p[2];
+    CHECK_EQ_INT(pipe2(p, O_NONBLOCK), 0);
+    struct sched *s = mk(2);
+    coro_spawn(s, 0, 0, idle_waiter, &p[0]);
+    CHECK_EQ_INT(sched_start(s), 0);
+    usleep(50000);
+    sched_stop(s, 1);
+    struct pollfd pf = {.fd = sched_done_fd(s), .events = POLLIN};
+    CHECK_EQ_INT(poll(&pf, 1, 5000), 1);
+    sched_destroy(s);
+    CHECK_EQ_INT(cancel_rc, -ECANCELED);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* ---- kernel-thread mutex ---- */
+
+static struct kmutex km;
+static long kcount;
+
+static void *kbump(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 200000; i++) {
+        kmutex_lock(&km);
+        kcount++;
+        kmutex_unlock(&km);
+    }
+    return NULL;
+}
+
+static struct kcond kc;
+static int kready;
+
+static void *ksignal(void *arg)
+{
+    (void)arg;
+    usleep(20000);
+    kmutex_lock(&km);
+    kready = 1;
+    kcond_signal(&kc);
+    kmutex_unlock(&km);
+    return NULL;
+}
+
+TEST(futex_mutex_and_condition)
+{
+    pthread_t a, b;
+    pthread_create(&a, NULL, kbump, NULL);
+    pthread_create(&b, NULL, kbump, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK_EQ_INT(kcount, 400000);
+    pthread_create(&a, NULL, ksignal, NULL);
+    kmutex_lock(&km);
+    while (!kready)
+        kcond_wait(&kc, &km);
+    kmutex_unlock(&km);
+    pthread_join(a, NULL);
+    CHECK_EQ_INT(kready, 1);
+}
+
+/* ---- the guard page ---- */
+
+static int recurse(int n)
+{
+    volatile char pad[256];
+    pad[0] = (char)n;
+    return n == 0 ? pad[0] : recurse(n - 1) + pad[0];
+}
+
+static void *deep(void *arg)
+{
+    (void)arg;
+    /* 256 bytes a frame, a million frames: far past a 16 KiB stack. */
+    printf("%d\n", recurse(1000000));
+    return NULL;
+}
+
+TEST(deep_recursion_dies_on_the_guard_page)
+{
+    int err[2];
+    CHECK_EQ_INT(pipe(err), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(err[1], 2);
+        close(err[0]);
+        struct sched_opts o = {.nthreads = 1, .stack_size = CORO_STACK_MIN};
+        struct sched *s = sched_create(&o);
+        coro_spawn(s, 0, 0, deep, NULL);
+        sched_start(s);
+        struct pollfd p = {.fd = sched_done_fd(s), .events = POLLIN};
+        poll(&p, 1, 10000);
+        _exit(0); /* reaching here means the overflow went unnoticed */
+    }
+    close(err[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t n;
+    struct pollfd p = {.fd = err[0], .events = POLLIN};
+    while (len < sizeof buf - 1 && poll(&p, 1, 20000) == 1 &&
+           (n = read(err[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = 0;
+    close(err[0]);
+    int status = 0;
+    CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+    CHECK(WIFSIGNALED(status));
+    if (WIFSIGNALED(status))
+        CHECK_EQ_INT(WTERMSIG(status), SIGSEGV);
+    if (!CHECK(strstr(buf, "coroutine stack overflow (guard page hit") != NULL))
+        fprintf(stderr, "child stderr: %s\n", buf);
+}
+
+/* ---- coroutines that get a stack only when their fd is ready ---- */
+
+static int lazy_fds[2], lazy_empty[2];
+static int lazy_rc = 99, lazy_got, lazy_timeout_rc = 99;
+
+static void *lazy_reader(void *arg)
+{
+    (void)arg;
+    lazy_rc = coro_start_result();
+    char c;
+    lazy_got = read(lazy_fds[0], &c, 1) == 1 && c == 'y';
+    coro_fd_forget(lazy_fds[0]);
+    return NULL;
+}
+
+static void *lazy_timed_out(void *arg)
+{
+    (void)arg;
+    lazy_timeout_rc = coro_start_result();
+    coro_fd_forget(lazy_empty[0]);
+    return NULL;
+}
+
+static void *lazy_parent(void *arg)
+{
+    (void)arg;
+    CHECK(coro_spawn_on_ready(lazy_fds[0], EPOLLIN, clock_now_ms() + 5000, 0, lazy_reader,
+                              NULL) != NULL);
+    CHECK(coro_spawn_on_ready(lazy_empty[0], EPOLLIN, clock_now_ms() + 30, 0, lazy_timed_out,
+                              NULL) != NULL);
+    /* Yield a lot: the woken coroutine may be switched to directly, and
+     * must get its stack first. */
+    for (int i = 0; i < 2000; i++) {
+        if (i == 10 && write(lazy_fds[1], "y", 1) != 1)
+            return NULL;
+        coro_yield();
+    }
+    return NULL;
+}
+
+TEST(spawn_on_ready_starts_on_data_or_deadline)
+{
+    CHECK_EQ_INT(pipe2(lazy_fds, O_NONBLOCK), 0);
+    CHECK_EQ_INT(pipe2(lazy_empty, O_NONBLOCK), 0);
+    struct sched *s = mk(1);
+    coro_spawn(s, 0, 0, lazy_parent, NULL);
+    finish(s);
+    CHECK_EQ_INT(lazy_rc, 0);
+    CHECK_EQ_INT(lazy_got, 1);
+    CHECK_EQ_INT(lazy_timeout_rc, -ETIMEDOUT);
+    close(lazy_fds[0]);
+    close(lazy_fds[1]);
+    close(lazy_empty[0]);
+    close(lazy_empty[1]);
+}
