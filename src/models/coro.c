@@ -35,6 +35,7 @@
 #include "http/body.h"
 #include "models/models.h"
 #include "net/accept.h"
+#include "net/proxy_protocol.h"
 #include "proc/accesslog.h"
 #include "proc/status.h"
 
@@ -50,6 +51,7 @@ struct cthread {
 struct listener {
     int fd;
     int tcp;
+    int proxy;         /* connections start with a PROXY protocol header */
     struct acceptor ac;
 };
 
@@ -186,6 +188,7 @@ struct conn_state {
     uint32_t nreq;
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
+    uint8_t await_proxy; /* a PROXY protocol header comes first */
     char *in;          /* only while a request is in progress */
     struct body_skip skip;
     struct sockaddr_storage *peer; /* only when the access log is on */
@@ -266,6 +269,28 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
     return ret;
 }
 
+/* A listener behind a load balancer: takes the PROXY protocol header off
+ * the front of st->in. GO_ON when it is done or still incomplete, CLOSE
+ * when the bytes are not one. */
+static int take_proxy_header(struct conn_state *st)
+{
+    struct proxy_info info;
+    int k = proxy_protocol_parse(st->in, st->len, &info);
+    if (k == -2)
+        return st->len < M.in_cap ? GO_ON : CLOSE;
+    if (k < 0)
+        return CLOSE;
+    st->await_proxy = 0;
+    memmove(st->in, st->in + k, st->len - (size_t)k);
+    st->len -= (uint32_t)k;
+    if (!info.local) {
+        if (!st->peer && !(st->peer = malloc(sizeof *st->peer)))
+            return CLOSE;
+        *st->peer = info.src;
+    }
+    return GO_ON;
+}
+
 /* Serves requests until the connection is to close, or is idle between
  * requests (IDLE: the caller parks it without a stack). resumed: it was
  * idle and its socket turned readable (that edge is consumed: read first). */
@@ -276,7 +301,9 @@ static int serve(struct conn_state *st, int resumed)
     int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
     int drained = !resumed;
     for (;;) {
-        if (st->len) {
+        if (st->len && st->await_proxy && take_proxy_header(st) != GO_ON)
+            return CLOSE;
+        if (st->len && !st->await_proxy) {
             int r = answer_buffered(st, &head_deadline);
             if (r != GO_ON)
                 return r;
@@ -379,6 +406,7 @@ static void *acceptor_main(void *arg)
         int fd = net_accept(&l->ac, l->fd, l->tcp, want_peer ? &peer : NULL);
         if (fd >= 0) {
             c->fd = fd;
+            c->await_proxy = (uint8_t)l->proxy;
             if (c->peer)
                 *c->peer = peer;
             SB_ADD(here()->slot->accepted, 1);
@@ -468,6 +496,7 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         struct listener *ls = &M.ls[M.nls++];
         ls->fd = env->listen_fds[l * env->nthreads];
         ls->tcp = cfg->listen[l].family != AF_UNIX;
+        ls->proxy = cfg->listen_proxy[l];
         acceptor_init(&ls->ac);
         if (!coro_spawn(M.s, l % M.n, 0, acceptor_main, ls))
             return -1;

@@ -504,7 +504,9 @@ def test_access_log_and_counters(server, backends, tmp_path):
     (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
     (["--proxy-read-timeout", "soon"], "invalid duration"),
     (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
-     "event-loop model"),
+     "event-loop model (not iterative)"),
+    (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "coro"],
+     "event-loop model (not coro)"),
 ])
 def test_bad_proxy_config_exits_2(args, msg):
     r = run_herd(["serve", ".", *args], extra=False)
