@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from conftest import HERD_ARGS
+from herdtest import wait_for
 
 # These tests pick the model themselves.
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
@@ -230,7 +231,9 @@ def test_prefork_exclusive_wakes_one_worker(server):
 
 def test_threads_model_has_one_worker_process_with_threads(server):
     srv = server("--model", "threads", "--workers", "2", "--status-path", "/herd-status")
-    st = status(srv)
+    # The master fills the slots after the fork: a fast worker can answer first.
+    st = wait_for(lambda: (lambda s: s if len(s["slots"]) == 2 and all(x["pid"] for x in s["slots"])
+                           else None)(status(srv)), 10, what="both thread slots filled")
     pids = {s["pid"] for s in st["slots"]}
     assert len(pids) == 1 and len(st["slots"]) == 2
     pid = pids.pop()
