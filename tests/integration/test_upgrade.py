@@ -107,12 +107,12 @@ def fetch_ok(srv, target="/small.txt"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads"])
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro"])
 def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
     srv, pidfile = upgradable("--model", model, "--workers", "2")
     masters = [srv.pid]
     # the master's own fds, once its workers are up (not mid-spawn)
-    nprocs = 1 if model == "threads" else 2
+    nprocs = 1 if model in ("threads", "coro") else 2
     wait_for(lambda: len(descendants(srv.pid)) == nprocs, timeout=5, what="the workers")
     time.sleep(0.3)
     fds_before = fd_count(srv.pid)
