@@ -11,14 +11,8 @@
 #include "coro/stack.h"
 #include "coro/switch.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CORO_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define CORO_ASAN 1
-#endif
+#include "coro/asan.h"
+
 #ifdef CORO_ASAN
 #include <sanitizer/common_interface_defs.h>
 #define ASAN_START(fake, lo, size) __sanitizer_start_switch_fiber(fake, lo, size)

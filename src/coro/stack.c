@@ -11,14 +11,8 @@
 
 #include "coro/kmutex.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CORO_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define CORO_ASAN 1
-#endif
+#include "coro/asan.h"
+
 #ifdef CORO_ASAN
 #include <sanitizer/asan_interface.h>
 #endif

@@ -596,25 +596,11 @@ static void on_writable(struct evloop *ev, struct conn *c)
         arm(ev, c, Q_SEND); /* progress or not, the send timeout restarts on events */
         return;
     }
-    if (c->closing) {
-        finish_closing(ev, c);
-        return;
-    }
-    if (c->in_len) {
-        size_t pos;
-        int served = 0;
-        rc = serve_input(ev, c, c->in, c->in_len, &pos, &served);
-        if (settle(ev, c, c->in, pos, c->in_len, rc, served) == STOP)
-            return;
-    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == STOP) {
-        return;
-    }
-    if (c->want_read) {
-        c->want_read = 0;
-        on_readable(ev, c, 1);
-    }
+    conn_proxy_resume(ev, c);
 }
 
+/* Output is done (a blocked write drained, or a proxy exchange ended):
+ * close, or answer what is buffered, then read what arrived meanwhile. */
 void conn_proxy_resume(struct evloop *ev, struct conn *c)
 {
     if (c->closing) {
@@ -630,7 +616,7 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
     } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == STOP) {
         return;
     }
-    /* Input that arrived during the exchange raised its edge then. */
+    /* Input that arrived meanwhile raised its edge then. */
     if (c->want_read) {
         c->want_read = 0;
         on_readable(ev, c, 1);
