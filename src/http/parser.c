@@ -87,19 +87,26 @@ static int name_is(const struct http_str *s, const char *lower, size_t len)
     return 1;
 }
 
+int http_list_next(const char **p, const char *end, struct http_str *tok)
+{
+    const char *q = *p;
+    while (q < end && (*q == ' ' || *q == '\t' || *q == ','))
+        q++;
+    const char *t = q;
+    while (q < end && *q != ',' && *q != ' ' && *q != '\t')
+        q++;
+    *p = q;
+    *tok = (struct http_str){t, (uint32_t)(q - t)};
+    return q > t;
+}
+
 static int token_list_has(const struct http_str *v, const char *lower, size_t len)
 {
     const char *p = v->p, *end = v->p + v->len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-            p++;
-        const char *t = p;
-        while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-            p++;
-        struct http_str tok = {t, (uint32_t)(p - t)};
+    struct http_str tok;
+    while (http_list_next(&p, end, &tok))
         if (name_is(&tok, lower, len))
             return 1;
-    }
     return 0;
 }
 

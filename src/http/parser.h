@@ -53,6 +53,11 @@ struct http_request {
 int http_parse_request(const char *buf, size_t len, size_t max_head,
                        struct http_request *req);
 
+/* The next token of a comma-separated header value such as Connection's,
+ * from *p up to end: separators (spaces, tabs, commas) are skipped. Returns
+ * 0 when no token is left. */
+int http_list_next(const char **p, const char *end, struct http_str *tok);
+
 /* Keep the connection open after answering req? (1.1 unless close; 1.0 only
  * with keep-alive). */
 static inline int http_wants_keepalive(const struct http_request *req)

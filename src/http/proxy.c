@@ -65,15 +65,10 @@ static int named_in_connection(const struct http_header *hs, int n, const struct
         if (!is(&hs[i].name, "connection"))
             continue;
         const char *p = hs[i].value.p, *end = p + hs[i].value.len;
-        while (p < end) {
-            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-                p++;
-            const char *t = p;
-            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-                p++;
-            if (p > t && same_name(name, t, (size_t)(p - t)))
+        struct http_str tok;
+        while (http_list_next(&p, end, &tok))
+            if (same_name(name, tok.p, tok.len))
                 return 1;
-        }
     }
     return 0;
 }
@@ -200,16 +195,10 @@ static int parse_length(const struct http_str *v, int64_t *out)
 static int has_token(const struct http_str *v, const char *word)
 {
     const char *p = v->p, *end = v->p + v->len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-            p++;
-        const char *t = p;
-        while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-            p++;
-        struct http_str tok = {t, (uint32_t)(p - t)};
-        if (p > t && is(&tok, word))
+    struct http_str tok;
+    while (http_list_next(&p, end, &tok))
+        if (is(&tok, word))
             return 1;
-    }
     return 0;
 }
 
