@@ -375,7 +375,8 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
             int may_keepalive = !ev->stopping && c->nreq < hc->keepalive_requests;
             http_handle(&ev->http, req, may_keepalive, &ev->out, &plan);
             if (!plan.close && (req->content_length > 0 || req->chunked))
-                body_skip_start(&c->skip, req->content_length, req->chunked);
+                body_skip_start(&c->skip, req->content_length, req->chunked,
+                                hc->max_header_size);
         }
         (*served)++;
         SB_ADD(ev->slot->requests, 1);

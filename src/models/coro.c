@@ -244,7 +244,8 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             int may = !coro_stopping() && st->nreq < hc->keepalive_requests;
             http_handle(&t->http, &req, may, &out, &plan);
             if (!plan.close && (req.content_length > 0 || req.chunked))
-                body_skip_start(&st->skip, req.content_length, req.chunked);
+                body_skip_start(&st->skip, req.content_length, req.chunked,
+                                hc->max_header_size);
             *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
         }
         SB_ADD(t->slot->requests, 1);

@@ -187,7 +187,8 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
                 int may = !it->stop && nreq < hc->keepalive_requests;
                 http_handle(&it->http, &it->req, may, &out, &plan);
                 if (!plan.close && (it->req.content_length > 0 || it->req.chunked))
-                    body_skip_start(&skip, it->req.content_length, it->req.chunked);
+                    body_skip_start(&skip, it->req.content_length, it->req.chunked,
+                                    hc->max_header_size);
                 head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
             }
             SB_ADD(it->slot->requests, 1);

@@ -559,7 +559,7 @@ static int parse_head(struct evloop *ev, struct xfer *x)
             x->resp_done = 1;
         else if (kind != UB_CLOSE)
             body_skip_start(&x->resp_body, kind == UB_LENGTH ? r.content_length : 0,
-                            kind == UB_CHUNKED);
+                            kind == UB_CHUNKED, UP_HEAD_MAX);
         size_t rest = x->dlen - (size_t)h;
         memmove(x->dbuf, x->dbuf + h, rest);
         x->dlen = x->doff = 0;
@@ -791,7 +791,8 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     }
     x->ulen = (size_t)hl;
     if (req->chunked || req->content_length > 0) {
-        body_skip_start(&x->req_body, req->content_length, req->chunked);
+        body_skip_start(&x->req_body, req->content_length, req->chunked,
+                        ev->cfg->http.max_header_size);
         took = body_skip(&x->req_body, body, body_len, ev->cfg->http.max_body_size);
         if (took < 0) {
             x->client_keepalive = 0;

@@ -144,7 +144,7 @@ static void run(const char *buf, size_t size, size_t max_head)
         check_head(buf + pos, avail, n, max_head, &req);
         pos += (size_t)n;
         if (req.content_length > 0 || req.chunked)
-            body_skip_start(&skip, req.content_length, req.chunked);
+            body_skip_start(&skip, req.content_length, req.chunked, 8192);
     }
 }
 

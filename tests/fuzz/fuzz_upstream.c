@@ -74,7 +74,8 @@ static void run(const char *buf, size_t len, size_t max_head)
         if (kind == UB_CLOSE)
             return;
         struct body_skip b;
-        body_skip_start(&b, kind == UB_LENGTH ? r.content_length : 0, kind == UB_CHUNKED);
+        body_skip_start(&b, kind == UB_LENGTH ? r.content_length : 0,
+                        kind == UB_CHUNKED, 16384);
         long k = body_skip(&b, buf + pos, len - pos, UINT64_MAX);
         if (k < 0)
             return;
