@@ -25,15 +25,27 @@ void http_handle_parse_error(const struct http_request *req, struct http_out *ou
     plan->linger = 1;
 }
 
-/* "Location: /dir/?query" for a directory asked for without its slash. */
-static void redirect_to_dir(const struct http_request *req, int keepalive,
-                            struct http_out *out, struct http_plan *plan)
+/* "Location: /dir/?query" for a directory asked for without its slash.
+ * path is the normalised one (never the raw target, which could say
+ * "//evil.example/../dir" and send a browser to another host), encoded
+ * again; the query string is kept as sent, as nginx does. The head buffer
+ * holds it: a driver leaves HTTP_HEAD_RESERVE + HTTP_STATUS_MAX +
+ * max_header_size free, and 3 * 4096 + the query + the head fit. */
+static void redirect_to_dir(const struct http_request *req, const char *path, size_t plen,
+                            int keepalive, struct http_out *out, struct http_plan *plan)
 {
     static const char body[] = "<html><body>Moved</body></html>\r\n";
     plan->head_off = (uint32_t)out->len;
     resp_status(out, 301);
     PUT_LIT(out, "Location: ");
-    resp_header_raw(out, req->path.p, req->path.len);
+    size_t room = out->cap - out->len;
+    size_t rest = HTTP_HEAD_RESERVE + req->query.len; /* "/?query" and the head after it */
+    int n = room > rest ? path_encode(path, plen, out->buf + out->len, room - rest) : -1;
+    if (n < 0) {
+        out->len = plan->head_off;
+        return error_close(out, plan, 414, req);
+    }
+    out->len += (size_t)n;
     PUT_LIT(out, "/");
     if (req->query.len) {
         PUT_LIT(out, "?");
@@ -202,7 +214,7 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
     switch (rc) {
     case -EISDIR:
         if (!want_dir)
-            return redirect_to_dir(req, keepalive, out, plan);
+            return redirect_to_dir(req, path, (size_t)plen, keepalive, out, plan);
         status = 403; /* "index.html" is itself a directory */
         break;
     case -ENOENT:
