@@ -174,7 +174,7 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
 }
 
 static void handle(struct http_ctx *ctx, const struct http_request *req, int keepalive,
-                   struct http_out *out, struct http_plan *plan)
+                   int status_ok, struct http_out *out, struct http_plan *plan)
 {
     const struct http_config *cfg = ctx->cfg;
     int head_only = req->method == HTTP_HEAD;
@@ -188,8 +188,11 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
     }
 
     if (cfg->status_path[0] && ctx->status && req->path.len == strlen(cfg->status_path) &&
-        memcmp(req->path.p, cfg->status_path, req->path.len) == 0)
+        memcmp(req->path.p, cfg->status_path, req->path.len) == 0) {
+        if (!status_ok)
+            return resp_error(out, plan, 403, req->minor, keepalive, head_only);
         return status_page(ctx, req, keepalive, out, plan);
+    }
 
     char path[4096 + 16];
     int plen = path_normalize(req->path.p, req->path.len, path, sizeof path - 16);
@@ -238,11 +241,11 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
 }
 
 void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
-                 struct http_out *out, struct http_plan *plan)
+                 int status_ok, struct http_out *out, struct http_plan *plan)
 {
     int keepalive = may_keepalive && http_wants_keepalive(req);
     memset(plan, 0, sizeof *plan);
-    handle(ctx, req, keepalive, out, plan);
+    handle(ctx, req, keepalive, status_ok, out, plan);
     /* Every response said "Connection: close" when keepalive is off. */
     if (!keepalive)
         plan->close = 1;

@@ -1,5 +1,6 @@
 /* http_handle on a real docroot: the directory redirect's Location (built
- * from the normalised path, never the raw target).
+ * from the normalised path, never the raw target) and the status page's
+ * access bit.
  *
  * Requests go through http_parse_request first, as in a driver, and the
  * head buffer is a heap block of exactly the size a driver guarantees, so
@@ -90,7 +91,7 @@ struct result {
 };
 
 /* Parses and handles one request; the response head lands in r. */
-static void run(const char *in, size_t len, struct result *r)
+static void run(const char *in, size_t len, int status_ok, struct result *r)
 {
     memset(r, 0, sizeof *r);
     char *buf = malloc(len);
@@ -104,7 +105,7 @@ static void run(const char *in, size_t len, struct result *r)
     if (n < 0) {
         r->perr = req.error;
     } else {
-        http_handle(&ctx, &req, 1, &out, &plan);
+        http_handle(&ctx, &req, 1, status_ok, &out, &plan);
         r->status = plan.status;
         size_t hl = plan.head_len < sizeof r->head - 1 ? plan.head_len : sizeof r->head - 1;
         memcpy(r->head, out.buf + plan.head_off, hl);
@@ -126,7 +127,7 @@ static void get(const char *target, struct result *r)
 {
     char req[8192];
     int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", target);
-    run(req, (size_t)n, r);
+    run(req, (size_t)n, 0, r);
 }
 
 /* Every Location must stay on this host and its path hold no dot segment
@@ -215,7 +216,7 @@ TEST(redirect_head_has_no_body)
 {
     static const char in[] = "HEAD //evil.example/../about?q HTTP/1.1\r\nHost: h\r\n\r\n";
     struct result r;
-    run(in, sizeof in - 1, &r);
+    run(in, sizeof in - 1, 0, &r);
     CHECK_EQ_INT(r.status, 301);
     CHECK(strcmp(r.location, "/about/?q") == 0);
 }
@@ -248,6 +249,23 @@ TEST(redirect_long_path)
     snprintf(longer, sizeof longer, "%s/%0120d", target, 0);
     get(longer, &r);
     CHECK_EQ_INT(r.status, 400);
+}
+
+TEST(status_page_needs_the_bit)
+{
+    static const char in[] = "GET /herd-status HTTP/1.1\r\nHost: h\r\n\r\n";
+    struct result r;
+    run(in, sizeof in - 1, 1, &r);
+    CHECK_EQ_INT(r.status, 200);
+    run(in, sizeof in - 1, 0, &r);
+    CHECK_EQ_INT(r.status, 403);
+    CHECK(strstr(r.head, "Content-Length: ") != NULL);
+    static const char head[] = "HEAD /herd-status?format=table HTTP/1.1\r\nHost: h\r\n\r\n";
+    run(head, sizeof head - 1, 0, &r);
+    CHECK_EQ_INT(r.status, 403);
+    /* other paths do not care */
+    get("/about", &r);
+    CHECK_EQ_INT(r.status, 301);
 }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
