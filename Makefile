@@ -77,7 +77,8 @@ unit: $(UNIT_BINS)
 # on every other model (the process tests pick their model themselves).
 PART1 := $(addprefix tests/integration/,test_cli.py test_static.py \
 	test_keepalive_pipeline.py test_conditional_range.py test_parsing_errors.py \
-	test_paths.py test_timeouts.py test_robustness.py test_proxy_protocol.py)
+	test_paths.py test_timeouts.py test_robustness.py test_proxy_protocol.py \
+	test_redirects.py test_status_access.py)
 OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2
 PYTEST := python3 -m pytest -q -p no:cacheprovider
 

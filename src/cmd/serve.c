@@ -133,7 +133,8 @@ static int apply_flags(const struct invocation *inv, struct serve_config *cfg)
 }
 
 /* Settings = defaults, then the config file, then the flags (a --listen
- * flag replaces the file's listen lines). Returns 0; or -1 with a reason in
+ * flag replaces the file's listen lines, a --status-allow flag its
+ * status-allow lines). Returns 0; or -1 with a reason in
  * err; or 2 when a flag was wrong (already reported on stderr). */
 static int build_config(const struct invocation *inv, struct serve_config *cfg, char *err,
                         size_t errlen)
@@ -144,6 +145,8 @@ static int build_config(const struct invocation *inv, struct serve_config *cfg, 
     for (int i = 1; i < inv->argc; i++)
         if (!strncmp(inv->argv[i], "--listen", 8))
             cfg->nlisten = 0;
+        else if (!strncmp(inv->argv[i], "--status-allow", 14))
+            memset(&cfg->status_allow, 0, sizeof cfg->status_allow);
     if (apply_flags(inv, cfg) >= 0)
         return 2;
     return config_finish(cfg, err, errlen);

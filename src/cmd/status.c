@@ -161,8 +161,14 @@ static char *fetch(const struct target *t, const char *fmt, char *err, size_t er
         char *eol = strstr(buf, "\r\n");
         if (eol)
             *eol = '\0';
-        snprintf(err, errlen, "no status page at %s (%s); start the server with --status-path",
-                 t->path, len ? buf : "empty reply");
+        if (!strncmp(buf, "HTTP/1.1 403", 12))
+            snprintf(err, errlen,
+                     "the status page at %s refused this client (%s); the server's "
+                     "--status-allow does not list its address", t->path, buf);
+        else
+            snprintf(err, errlen,
+                     "no status page at %s (%s); start the server with --status-path", t->path,
+                     len ? buf : "empty reply");
         free(buf);
         return NULL;
     }

@@ -25,15 +25,27 @@ void http_handle_parse_error(const struct http_request *req, struct http_out *ou
     plan->linger = 1;
 }
 
-/* "Location: /dir/?query" for a directory asked for without its slash. */
-static void redirect_to_dir(const struct http_request *req, int keepalive,
-                            struct http_out *out, struct http_plan *plan)
+/* "Location: /dir/?query" for a directory asked for without its slash.
+ * path is the normalised one (never the raw target, which could say
+ * "//evil.example/../dir" and send a browser to another host), encoded
+ * again; the query string is kept as sent, as nginx does. The head buffer
+ * holds it: a driver leaves HTTP_HEAD_RESERVE + HTTP_STATUS_MAX +
+ * max_header_size free, and 3 * 4096 + the query + the head fit. */
+static void redirect_to_dir(const struct http_request *req, const char *path, size_t plen,
+                            int keepalive, struct http_out *out, struct http_plan *plan)
 {
     static const char body[] = "<html><body>Moved</body></html>\r\n";
     plan->head_off = (uint32_t)out->len;
     resp_status(out, 301);
     PUT_LIT(out, "Location: ");
-    resp_header_raw(out, req->path.p, req->path.len);
+    size_t room = out->cap - out->len;
+    size_t rest = HTTP_HEAD_RESERVE + req->query.len; /* "/?query" and the head after it */
+    int n = room > rest ? path_encode(path, plen, out->buf + out->len, room - rest) : -1;
+    if (n < 0) {
+        out->len = plan->head_off;
+        return error_close(out, plan, 414, req);
+    }
+    out->len += (size_t)n;
     PUT_LIT(out, "/");
     if (req->query.len) {
         PUT_LIT(out, "?");
@@ -162,7 +174,7 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
 }
 
 static void handle(struct http_ctx *ctx, const struct http_request *req, int keepalive,
-                   struct http_out *out, struct http_plan *plan)
+                   int status_ok, struct http_out *out, struct http_plan *plan)
 {
     const struct http_config *cfg = ctx->cfg;
     int head_only = req->method == HTTP_HEAD;
@@ -176,8 +188,11 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
     }
 
     if (cfg->status_path[0] && ctx->status && req->path.len == strlen(cfg->status_path) &&
-        memcmp(req->path.p, cfg->status_path, req->path.len) == 0)
+        memcmp(req->path.p, cfg->status_path, req->path.len) == 0) {
+        if (!status_ok)
+            return resp_error(out, plan, 403, req->minor, keepalive, head_only);
         return status_page(ctx, req, keepalive, out, plan);
+    }
 
     char path[4096 + 16];
     int plen = path_normalize(req->path.p, req->path.len, path, sizeof path - 16);
@@ -202,7 +217,7 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
     switch (rc) {
     case -EISDIR:
         if (!want_dir)
-            return redirect_to_dir(req, keepalive, out, plan);
+            return redirect_to_dir(req, path, (size_t)plen, keepalive, out, plan);
         status = 403; /* "index.html" is itself a directory */
         break;
     case -ENOENT:
@@ -226,11 +241,11 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
 }
 
 void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
-                 struct http_out *out, struct http_plan *plan)
+                 int status_ok, struct http_out *out, struct http_plan *plan)
 {
     int keepalive = may_keepalive && http_wants_keepalive(req);
     memset(plan, 0, sizeof *plan);
-    handle(ctx, req, keepalive, out, plan);
+    handle(ctx, req, keepalive, status_ok, out, plan);
     /* Every response said "Connection: close" when keepalive is off. */
     if (!keepalive)
         plan->close = 1;

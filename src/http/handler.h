@@ -34,9 +34,12 @@ struct http_ctx {
 };
 
 /* may_keepalive: the driver allows another request on this connection
- * (keep-alive request limit not reached, not shutting down). */
+ * (keep-alive request limit not reached, not shutting down).
+ * status_ok: the client may read the status page (--status-allow, decided
+ * once per connection by the driver from the client's address); else the
+ * status path answers 403. */
 void http_handle(struct http_ctx *ctx, const struct http_request *req, int may_keepalive,
-                 struct http_out *out, struct http_plan *plan);
+                 int status_ok, struct http_out *out, struct http_plan *plan);
 
 /* The answer to a request that failed to parse: error page, then close. */
 void http_handle_parse_error(const struct http_request *req, struct http_out *out,

@@ -137,10 +137,65 @@ static int host_valid(const struct http_str *v)
     return 1;
 }
 
+static int hex_digit(char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* unreserved or sub-delims (RFC 3986 2.2, 2.3) */
+static int host_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("-._~!$&'()*+,;=", c));
+}
+
+/* The authority of an absolute-form target, host [":" port] (RFC 3986
+ * 3.2.2): an IP literal in brackets, or a reg-name or IPv4 address
+ * (unreserved, sub-delims, pct-encoded), then an optional port 0..65535.
+ * Userinfo ("user@host") is refused: RFC 9110 4.2.4 forbids it in http(s)
+ * URIs, and it is the classic way to dress one host up as another. */
+static int authority_valid(const char *p, size_t len)
+{
+    size_t i = 0;
+    if (len && p[0] == '[') {
+        while (++i < len && p[i] != ']')
+            if (!hex_digit(p[i]) && p[i] != ':' && p[i] != '.')
+                return 0;
+        if (i >= len || i == 1)
+            return 0;
+        i++;
+    } else {
+        for (; i < len && p[i] != ':'; i++) {
+            char c = p[i];
+            if (c == '%') {
+                if (i + 2 >= len || !hex_digit(p[i + 1]) || !hex_digit(p[i + 2]))
+                    return 0;
+                i += 2;
+            } else if (!host_char(c)) {
+                return 0;
+            }
+        }
+        if (i == 0)
+            return 0;
+    }
+    if (i == len)
+        return 1;
+    if (p[i] != ':' || len - i - 1 < 1 || len - i - 1 > 5)
+        return 0;
+    unsigned port = 0;
+    for (i++; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        port = port * 10 + (unsigned)(p[i] - '0');
+    }
+    return port <= 65535;
+}
+
 /* Splits the request-target into path and query. Origin-form "/p?q",
- * absolute-form "http://host/p?q" (the authority is dropped: Host rules),
- * asterisk-form "*" (OPTIONS only, answered 405 anyway). */
-static int split_target(struct http_request *req)
+ * absolute-form "http://host/p?q" (its authority goes to *authority: it
+ * replaces Host, RFC 9112 3.2.2), asterisk-form "*" (OPTIONS only,
+ * answered 405 anyway). */
+static int split_target(struct http_request *req, struct http_str *authority)
 {
     const char *p = req->target.p, *end = p + req->target.len;
     if (memchr(p, '#', req->target.len))
@@ -155,8 +210,10 @@ static int split_target(struct http_request *req)
             p += skip;
             const char *slash = memchr(p, '/', (size_t)(end - p));
             const char *q = memchr(p, '?', (size_t)(end - p));
-            if (slash == p || q == p)
-                return -1; /* empty authority */
+            const char *aend = slash && (!q || slash < q) ? slash : q ? q : end;
+            if (!authority_valid(p, (size_t)(aend - p)))
+                return -1; /* empty, userinfo, or not a host */
+            *authority = (struct http_str){p, (uint32_t)(aend - p)};
             if (q && (!slash || q < slash)) {
                 /* "http://host?query": the path is empty, which means "/" */
                 req->path.p = "/";
@@ -190,7 +247,8 @@ static int split_target(struct http_request *req)
     return 0;
 }
 
-static int parse_request_line(const char *p, const char *eol, struct http_request *req)
+static int parse_request_line(const char *p, const char *eol, struct http_request *req,
+                              struct http_str *authority)
 {
     const char *s = p;
     while (p < eol && (cls[(unsigned char)*p] & C_TOKEN))
@@ -215,7 +273,7 @@ static int parse_request_line(const char *p, const char *eol, struct http_reques
     if (p[5] != '1' || p[7] > '1')
         return fail(req, 505);
     req->minor = (uint8_t)(p[7] - '0');
-    if (split_target(req) < 0)
+    if (split_target(req, authority) < 0)
         return fail(req, 400);
     return 0;
 }
@@ -277,6 +335,18 @@ static int note_header(struct http_request *req, const struct http_header *h,
     return 0;
 }
 
+/* An absolute-form target's authority is the request's host (RFC 9112
+ * 3.2.2: the Host field is ignored, though a 1.1 request must still carry
+ * one valid Host). The Host entry is pointed at it too, so a consumer that
+ * walks the headers sees the same host as one that reads req->host. */
+static void use_authority(struct http_request *req, struct http_str authority)
+{
+    req->host = authority;
+    for (unsigned i = 0; i < req->nheaders; i++)
+        if (name_is(&req->headers[i].name, "host", 4))
+            req->headers[i].value = authority;
+}
+
 int http_parse_request(const char *buf, size_t len, size_t max_head,
                        struct http_request *req)
 {
@@ -319,7 +389,8 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
     const char *p = start, *end = start + head;
     const char *eol = start + line1;
     const char *line_end = eol > start && eol[-1] == '\r' ? eol - 1 : eol;
-    if (parse_request_line(p, line_end, req) < 0)
+    struct http_str authority = {NULL, 0};
+    if (parse_request_line(p, line_end, req, &authority) < 0)
         return HTTP_PARSE_ERROR;
     p = eol + 1;
 
@@ -372,5 +443,7 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
         return fail(req, 400);
     if (req->minor == 1 && !host_seen)
         return fail(req, 400);
+    if (authority.p)
+        use_authority(req, authority);
     return (int)(skip + head);
 }

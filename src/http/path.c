@@ -1,5 +1,7 @@
 #include "http/path.h"
 
+#include <string.h>
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')
@@ -86,4 +88,33 @@ int path_has_dotfile(const char *path, size_t len)
         if (path[i] == '/' && path[i + 1] == '.')
             return 1;
     return 0;
+}
+
+/* RFC 3986 pchar minus pct-encoded, plus '/': what may stay raw in a path. */
+static int path_char_raw(unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return 1;
+    return c && strchr("-._~!$&'()*+,;=:@/", c) != NULL;
+}
+
+int path_encode(const char *in, size_t len, char *out, size_t outcap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (path_char_raw(c)) {
+            if (o + 1 > outcap)
+                return -1;
+            out[o++] = (char)c;
+        } else {
+            if (o + 3 > outcap)
+                return -1;
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    return (int)o;
 }

@@ -1,6 +1,6 @@
 /* Request path normalisation: percent-decoding and resolution of ".", ".."
  * and empty segments, so that the result is a clean absolute path that can
- * never climb above "/". Pure string work; confinement on disk (symlinks)
+ * never climb above "/"; and the way back to a URI path. Pure string work; confinement on disk (symlinks)
  * is the job of openat2(RESOLVE_BENEATH) in static.c. */
 #ifndef HERD_HTTP_PATH_H
 #define HERD_HTTP_PATH_H
@@ -12,6 +12,13 @@
  * Returns the length, or -1 for invalid percent-encoding, an encoded or
  * raw NUL, a ".." above the root, or a result that does not fit outcap. */
 int path_normalize(const char *in, size_t len, char *out, size_t outcap);
+
+/* Percent-encodes a normalised path for a Location header: every byte
+ * that is not a pchar of RFC 3986 (unreserved, sub-delims, ':', '@') or
+ * '/' becomes %XX, so '%', '?', '#', backslash, space, controls (CR, LF) and
+ * bytes over 0x7f never appear raw. Writes no NUL. Returns the length, or
+ * -1 when it does not fit outcap (at most 3 * len bytes are needed). */
+int path_encode(const char *in, size_t len, char *out, size_t outcap);
 
 /* 1 when a segment of the normalised path starts with '.'. */
 int path_has_dotfile(const char *path, size_t len);

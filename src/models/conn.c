@@ -88,6 +88,7 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
     c->tcp = (uint8_t)tcp;
     c->await_proxy = (uint8_t)proxy;
     set_peer(c, peer);
+    c->status_ok = (uint8_t)acl_allows(&ev->cfg->status_allow, !tcp, peer);
     ev->nconns++;
     SB_SET(ev->slot->active, ev->nconns);
     arm(ev, c, Q_HEADER);
@@ -373,7 +374,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
             pos += (size_t)n;
             c->nreq++;
             int may_keepalive = !ev->stopping && c->nreq < hc->keepalive_requests;
-            http_handle(&ev->http, req, may_keepalive, &ev->out, &plan);
+            http_handle(&ev->http, req, may_keepalive, c->status_ok, &ev->out, &plan);
             if (!plan.close && (req->content_length > 0 || req->chunked))
                 body_skip_start(&c->skip, req->content_length, req->chunked,
                                 hc->max_header_size);
@@ -525,8 +526,10 @@ static int take_proxy_header(struct evloop *ev, struct conn *c, const char *buf,
         return -1;
     }
     c->await_proxy = 0;
-    if (!info.local)
+    if (!info.local) {
         set_peer(c, &info.src);
+        c->status_ok = (uint8_t)acl_allows(&ev->cfg->status_allow, 0, &info.src);
+    }
     return k;
 }
 

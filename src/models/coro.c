@@ -189,6 +189,7 @@ struct conn_state {
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
     uint8_t await_proxy; /* a PROXY protocol header comes first */
+    uint8_t status_ok; /* may read the status page (--status-allow) */
     char *in;          /* only while a request is in progress */
     struct body_skip skip;
     struct sockaddr_storage *peer; /* only when the access log is on */
@@ -242,7 +243,7 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             pos += (size_t)n;
             st->nreq++;
             int may = !coro_stopping() && st->nreq < hc->keepalive_requests;
-            http_handle(&t->http, &req, may, &out, &plan);
+            http_handle(&t->http, &req, may, st->status_ok, &out, &plan);
             if (!plan.close && (req.content_length > 0 || req.chunked))
                 body_skip_start(&st->skip, req.content_length, req.chunked,
                                 hc->max_header_size);
@@ -288,6 +289,7 @@ static int take_proxy_header(struct conn_state *st)
         if (!st->peer && !(st->peer = malloc(sizeof *st->peer)))
             return CLOSE;
         *st->peer = info.src;
+        st->status_ok = (uint8_t)acl_allows(&M.cfg->status_allow, 0, &info.src);
     }
     return GO_ON;
 }
@@ -404,10 +406,13 @@ static void *acceptor_main(void *arg)
             coro_sleep(10);
             continue;
         }
-        int fd = net_accept(&l->ac, l->fd, l->tcp, want_peer ? &peer : NULL);
+        /* The address is read for the status page's access list even when
+         * it is not kept (only the access log keeps it). */
+        int fd = net_accept(&l->ac, l->fd, l->tcp, &peer);
         if (fd >= 0) {
             c->fd = fd;
             c->await_proxy = (uint8_t)l->proxy;
+            c->status_ok = (uint8_t)acl_allows(&M.cfg->status_allow, !l->tcp, &peer);
             if (c->peer)
                 *c->peer = peer;
             SB_ADD(here()->slot->accepted, 1);

@@ -47,10 +47,17 @@ void evloop_conn_closed(struct evloop *ev)
         ev->accept_resume = 1;
 }
 
+/* The client's address is needed by the access log, the proxy
+ * (X-Forwarded-For) and the status page's access list. */
+static int want_peer(struct server *s)
+{
+    return alog_on(&s->alog) || s->ev.proxy || s->ev.cfg->http.status_path[0];
+}
+
 static void accept_from(struct server *s, struct listener *l, int from_event)
 {
     struct evloop *ev = &s->ev;
-    struct sockaddr_storage peer, *pp = alog_on(&s->alog) || ev->proxy ? &peer : NULL;
+    struct sockaddr_storage peer, *pp = want_peer(s) ? &peer : NULL;
     int got = 0;
     while (l->fd >= 0) {
         if (ev->nconns >= ev->max_conns) {
@@ -155,7 +162,7 @@ static void receive_connections(struct server *s)
             SB_ADD(ev->slot->accepted, 1);
             struct sockaddr_storage peer;
             socklen_t plen = sizeof peer;
-            int have_peer = (alog_on(&s->alog) || ev->proxy) &&
+            int have_peer = want_peer(s) &&
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
             conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]), have_peer ? &peer : NULL);
         }

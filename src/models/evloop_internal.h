@@ -46,9 +46,11 @@ struct conn {
     uint8_t closing;         /* a response said close: take no more requests */
     uint8_t linger;          /* ...and the peer may still send: drain before close */
     uint8_t lingering;       /* write side shut, draining input until EOF */
-    uint8_t tcp;
+    uint8_t tcp : 1;
+    uint8_t status_ok : 1;   /* may read the status page (--status-allow); a bit
+                                of tcp's byte, so struct conn stays 112 bytes */
     uint8_t await_proxy;     /* the listener expects a PROXY protocol header first */
-    uint8_t peer_family;     /* AF_INET/AF_INET6 when the access log or proxy is on */
+    uint8_t peer_family;     /* AF_INET/AF_INET6 when the log, proxy or status page is on */
     uint8_t upstream;        /* an upstream connection (models/proxy_conn.c) */
     uint16_t up_id;          /* pooled upstream: group * MAX_SERVERS + server */
     uint8_t peer[16];

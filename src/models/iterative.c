@@ -40,6 +40,7 @@ struct pending_conn {
     int fd;
     int tcp;
     int listener;
+    int status_ok;     /* may read the status page (--status-allow) */
     struct sockaddr_storage peer;
 };
 
@@ -137,9 +138,9 @@ static int write_plan(int fd, const struct http_out *out, const struct http_plan
 }
 
 /* proxy: the connection starts with a PROXY protocol header, whose client
- * address then replaces peer. */
+ * address then replaces peer (and decides status_ok again). */
 static void serve_connection(struct iter *it, int fd, const struct sockaddr_storage *peer,
-                             int proxy)
+                             int proxy, int status_ok)
 {
     struct proxy_info info;
     const struct http_config *hc = &it->cfg->http;
@@ -160,8 +161,10 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
             if (k > 0) {
                 proxy = 0;
                 pos = (size_t)k;
-                if (!info.local)
+                if (!info.local) {
                     peer = &info.src;
+                    status_ok = acl_allows(&it->cfg->status_allow, 0, peer);
+                }
             }
         }
         while (!proxy && pos < len && !close_after) {
@@ -185,7 +188,7 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
                 pos += (size_t)n;
                 nreq++;
                 int may = !it->stop && nreq < hc->keepalive_requests;
-                http_handle(&it->http, &it->req, may, &out, &plan);
+                http_handle(&it->http, &it->req, may, status_ok, &out, &plan);
                 if (!plan.close && (it->req.content_length > 0 || it->req.chunked))
                     body_skip_start(&skip, it->req.content_length, it->req.chunked,
                                     hc->max_header_size);
@@ -292,6 +295,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 queue[nq].fd = fd;
                 queue[nq].tcp = tcp;
                 queue[nq].listener = l;
+                queue[nq].status_ok = acl_allows(&cfg->status_allow, !tcp, &queue[nq].peer);
                 nq++;
                 got++;
                 SB_ADD(it.slot->accepted, 1);
@@ -307,7 +311,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 SB_SET(it.slot->active, (uint64_t)(nq - i));
                 clock_update();
                 serve_connection(&it, fd, queue[i].tcp ? &queue[i].peer : NULL,
-                                 cfg->listen_proxy[queue[i].listener]);
+                                 cfg->listen_proxy[queue[i].listener], queue[i].status_ok);
             }
             close(fd);
         }

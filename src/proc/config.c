@@ -30,6 +30,10 @@ const char config_help[] =
     "  --access-log PATH        write an access log through the logger process\n"
     "  --access-log-format F    combined (default) or json\n"
     "  --status-path PATH       serve live counters at PATH (e.g. /herd-status)\n"
+    "  --status-allow ADDR[/BITS]|unix  who may read the status page: an IPv4/IPv6\n"
+    "                           address or CIDR, or unix (unix-socket clients);\n"
+    "                           repeatable; default loopback and unix; others get 403\n"
+    "                           (PROXY protocol listeners: the client it declares)\n"
     "  --pid-file PATH          write the master's pid here\n"
     "  --upgrade-binary PATH    the binary USR2 execs (default: the running one)\n"
     "  --daemon                 detach from the terminal\n"
@@ -67,7 +71,7 @@ enum kind {
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
     K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
     K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
-    K_THREADS, K_CORO_STACK,
+    K_THREADS, K_CORO_STACK, K_STATUS_ALLOW,
 };
 
 static const struct {
@@ -82,6 +86,7 @@ static const struct {
     {"access-log", K_ACCESS_LOG, 1},
     {"access-log-format", K_ACCESS_LOG_FORMAT, 1},
     {"status-path", K_STATUS_PATH, 1},
+    {"status-allow", K_STATUS_ALLOW, 1},
     {"pid-file", K_PID_FILE, 1},
     {"daemon", K_DAEMON, 0},
     {"user", K_USER, 1},
@@ -373,6 +378,8 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         }
         strcpy(cfg->http.status_path, v);
         return 0;
+    case K_STATUS_ALLOW:
+        return acl_add(&cfg->status_allow, v, err, errlen);
     case K_PID_FILE:
         return copy_str(cfg->pid_file, sizeof cfg->pid_file, v, name, err, errlen);
     case K_UPGRADE_BIN:
@@ -556,6 +563,7 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
     if (cfg->proxy_protocol)
         for (int i = 0; i < cfg->nlisten; i++)
             cfg->listen_proxy[i] = 1;
+    acl_default_if_empty(&cfg->status_allow);
     for (int i = 0; i < cfg->nroutes; i++) {
         cfg->routes[i].group = find_upstream(cfg, cfg->route_upstream[i]);
         if (cfg->routes[i].group < 0) {

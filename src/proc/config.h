@@ -21,6 +21,7 @@
 
 #include "http/handler.h"
 #include "http/proxy.h"
+#include "net/acl.h"
 #include "net/listen.h"
 
 #define CONFIG_MAX_LISTEN 16
@@ -47,6 +48,7 @@ struct serve_config {
     uint8_t listen_default;     /* no listen address given: 127.0.0.1:8080, or
                                    every socket systemd passed (LISTEN_FDS) */
     struct http_config http;
+    struct acl status_allow;    /* who may read http.status_path */
     int64_t header_timeout_ms;
     int64_t keepalive_timeout_ms;
     int64_t send_timeout_ms;

@@ -101,6 +101,31 @@ def test_two_host_headers_400(shared):
                 400, close=True)
 
 
+@pytest.mark.parametrize("host", ["a/b", "user@a", "a b", "a?b", "a#b", "a\\b"])
+def test_invalid_host_value_400(shared, host):
+    send_expect(shared, build_request("GET", "/small.txt", host=host), 400, close=True)
+
+
+@pytest.mark.parametrize("target", [
+    "http://user@a.example/small.txt",
+    "http://user:pw@a.example/small.txt",
+    "http://a.example@evil.example/small.txt",
+    "http://a.example:99999/small.txt",
+    "http://[::1/small.txt",
+])
+def test_absolute_form_bad_authority_400(shared, target):
+    send_expect(shared, build_request("GET", target, host="a.example"), 400, close=True)
+
+
+def test_absolute_form_with_another_host_is_served(shared):
+    """RFC 9112 3.2.2: the target's authority is the host; Host (which a 1.1
+    request still needs) is ignored, so it may disagree."""
+    with shared.connect() as c:
+        c.send(build_request("GET", "http://a.example:8080/small.txt?x", host="b.example"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == SMALL, r
+
+
 # ------------------------------------------------------------ header syntax
 
 @pytest.mark.parametrize("hdr", [

@@ -156,17 +156,69 @@ TEST(absolute_form)
     CHECK_EQ_INT(PARSE(c, &r), sizeof c - 1);
     CHECK_STR(r.path.p, r.path.len, "/p");
 
-    /* the authority is dropped even when it disagrees with Host */
+    /* the authority replaces a Host that disagrees (RFC 9112 3.2.2) */
     static const char d[] = "GET http://other/x HTTP/1.1\r\nHost: h\r\n\r\n";
     CHECK_EQ_INT(PARSE(d, &r), sizeof d - 1);
     CHECK_STR(r.path.p, r.path.len, "/x");
-    CHECK_STR(r.host.p, r.host.len, "h");
+    CHECK_STR(r.host.p, r.host.len, "other");
 
-    /* 1.0 absolute-form without Host */
+    /* 1.0 absolute-form without Host: the authority is the host */
     static const char e[] = "GET http://h/q?z HTTP/1.0\r\n\r\n";
     CHECK_EQ_INT(PARSE(e, &r), sizeof e - 1);
     CHECK_STR(r.path.p, r.path.len, "/q");
     CHECK_STR(r.query.p, r.query.len, "z");
+    CHECK_STR(r.host.p, r.host.len, "h");
+    CHECK_EQ_INT(r.nheaders, 0);
+}
+
+/* RFC 9112 3.2.2: with an absolute-form target the server uses its
+ * authority and ignores Host; req->host and the Host entry both say it, so
+ * every consumer (the proxy's head builder, a log) sees the same host. */
+TEST(absolute_form_authority_replaces_host)
+{
+    static const struct {
+        const char *in, *host;
+    } cases[] = {
+        {"GET http://a.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n", "a.example"},
+        {"GET http://a.example:8080/x HTTP/1.1\r\nHost: b.example\r\n\r\n", "a.example:8080"},
+        {"GET http://a.example HTTP/1.1\r\nHost: b.example\r\n\r\n", "a.example"},
+        {"GET http://a.example?q HTTP/1.1\r\nHost: b.example\r\n\r\n", "a.example"},
+        {"GET HTTPS://A.Example:443/ HTTP/1.1\r\nHost: b\r\n\r\n", "A.Example:443"},
+        {"GET http://[::1]:80/x HTTP/1.1\r\nHost: b\r\n\r\n", "[::1]:80"},
+        {"GET http://[2001:db8::7]/ HTTP/1.1\r\nHost: b\r\n\r\n", "[2001:db8::7]"},
+        {"GET http://10.0.0.1:65535/ HTTP/1.1\r\nHost: b\r\n\r\n", "10.0.0.1:65535"},
+        {"GET http://a-b_c~d.e%41/ HTTP/1.1\r\nHost: b\r\n\r\n", "a-b_c~d.e%41"},
+        {"GET http://a/x HTTP/1.0\r\nHost: b\r\n\r\n", "a"},
+        {"GET http://a/x HTTP/1.1\r\nX: 1\r\nhost: b\r\nY: 2\r\n\r\n", "a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct http_request r;
+        const char *in = cases[i].in;
+        int ok = CHECK_EQ_INT(parse_max(in, strlen(in), MAXH, &r), (int)strlen(in));
+        if (!ok) {
+            UNIT_NOTE("case %zu: %s", i, in);
+            continue;
+        }
+        size_t hl = strlen(cases[i].host);
+        ok &= CHECK(r.host.len == hl && memcmp(r.host.p, cases[i].host, hl) == 0);
+        ok &= CHECK(in_buf(r.host));
+        const struct http_str *h = find_header(&r, "host");
+        ok &= CHECK(h && h->len == hl && memcmp(h->p, cases[i].host, hl) == 0);
+        if (!ok)
+            UNIT_NOTE("case %zu: %s: host \"%.*s\"", i, in, (int)r.host.len, r.host.p);
+    }
+    /* other headers are untouched */
+    struct http_request r;
+    static const char in[] = "GET http://a/x HTTP/1.1\r\nX: 1\r\nhost: b\r\nY: 2\r\n\r\n";
+    CHECK_EQ_INT(PARSE(in, &r), sizeof in - 1);
+    CHECK_EQ_INT(r.nheaders, 3);
+    CHECK_STR(r.headers[0].value.p, r.headers[0].value.len, "1");
+    CHECK_STR(r.headers[2].value.p, r.headers[2].value.len, "2");
+    CHECK_STR(r.headers[1].name.p, r.headers[1].name.len, "host");
+    /* origin-form keeps the Host header's value */
+    static const char o[] = "GET /x HTTP/1.1\r\nHost: b.example\r\n\r\n";
+    CHECK_EQ_INT(PARSE(o, &r), sizeof o - 1);
+    CHECK_STR(r.host.p, r.host.len, "b.example");
 }
 
 TEST(query_split)
@@ -543,6 +595,35 @@ static const struct bad bad_cases[] = {
     BAD("GET ftp://h/a HTTP/1.1\r\n" H "\r\n", 400),
     BAD("GET http:/h/a HTTP/1.1\r\n" H "\r\n", 400),
     BAD("GET http:///a HTTP/1.1\r\n" H "\r\n", 400),       /* empty authority */
+    /* absolute-form authority: host[:port], no userinfo (RFC 9110 4.2.4) */
+    BAD("GET http://user@a.example/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://user:pw@a.example/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://@a.example/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a.example@evil.example/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a.example@ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a@b?q HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://:80/ HTTP/1.1\r\n" H "\r\n", 400),      /* no host */
+    BAD("GET http://a:/ HTTP/1.1\r\n" H "\r\n", 400),       /* empty port */
+    BAD("GET http://a:x/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a:65536/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a:123456/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a:80:80/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a:-1/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://[::1/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://[]/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://[::1]x/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://[::g]/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a%2/ HTTP/1.1\r\n" H "\r\n", 400),      /* bad escape */
+    BAD("GET http://a%zz/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a{b/ HTTP/1.1\r\n" H "\r\n", 400),      /* not host characters */
+    BAD("GET http://a|b/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a^b/ HTTP/1.1\r\n" H "\r\n", 400),
+    BAD("GET http://a[b]/ HTTP/1.1\r\n" H "\r\n", 400),
+    /* ... and a 1.1 request still needs one valid Host */
+    BAD("GET http://a/ HTTP/1.1\r\n\r\n", 400),
+    BAD("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400),
+    BAD("GET http://a/ HTTP/1.1\r\nHost: a/b\r\n\r\n", 400),
+    BAD("GET http://a/ HTTP/1.1\r\nHost: user@a\r\n\r\n", 400),
     /* leading garbage */
     BAD("\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
         "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"

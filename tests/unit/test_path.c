@@ -1,4 +1,4 @@
-/* path_normalize and path_has_dotfile. */
+/* path_normalize, path_encode and path_has_dotfile. */
 #include "unit.h"
 
 #include "http/path.h"
@@ -286,4 +286,103 @@ TEST(has_dotfile)
     CHECK_EQ_INT(path_has_dotfile("/a/.x", 3), 0);
     CHECK_EQ_INT(path_has_dotfile("/a/.x", 4), 1);
     CHECK_EQ_INT(path_has_dotfile("", 0), 0);
+}
+
+/* Encodes in (len bytes) into a heap buffer of exactly outcap bytes (so
+ * ASan sees a write past it); the result is copied to got as a C string. */
+static int enc_cap(const char *in, size_t len, size_t outcap, char *got, size_t gotcap)
+{
+    char *out = malloc(outcap ? outcap : 1);
+    int n = path_encode(in, len, out, outcap);
+    got[0] = '\0';
+    if (n >= 0 && (size_t)n < gotcap) {
+        memcpy(got, out, (size_t)n);
+        got[n] = '\0';
+    }
+    free(out);
+    return n;
+}
+
+TEST(encode_for_location)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"/", "/"},
+        {"/about", "/about"},
+        {"/a/b-c_d.e~f", "/a/b-c_d.e~f"},
+        {"/!$&'()*+,;=:@", "/!$&'()*+,;=:@"},   /* sub-delims, ':' and '@' stay */
+        {"/a b", "/a%20b"},
+        {"/%", "/%25"},                          /* a decoded '%' is encoded again */
+        {"/%41", "/%2541"},
+        {"/a?b#c", "/a%3Fb%23c"},                /* would end the path */
+        {"/\\evil", "/%5Cevil"},                 /* browsers read "/\\" as "//" */
+        {"/a\r\nSet-Cookie: x=1", "/a%0D%0ASet-Cookie:%20x=1"},
+        {"/\t\x01\x7f", "/%09%01%7F"},
+        {"/caf\xc3\xa9", "/caf%C3%A9"},
+        {"/\xff", "/%FF"},
+        {"/{}|^`\"<>[]", "/%7B%7D%7C%5E%60%22%3C%3E%5B%5D"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char got[256];
+        int n = enc_cap(cases[i].in, strlen(cases[i].in), 256, got, sizeof got);
+        if (!CHECK_EQ_INT(n, (int)strlen(cases[i].want)) || !CHECK(strcmp(got, cases[i].want) == 0))
+            UNIT_NOTE("\"%s\" -> \"%s\", want \"%s\"", cases[i].in, got, cases[i].want);
+    }
+    /* an embedded NUL is encoded too (len, not strlen, bounds the input) */
+    char got[64];
+    CHECK_EQ_INT(enc_cap("/a\0b", 4, 64, got, sizeof got), 6);
+    CHECK(strcmp(got, "/a%00b") == 0);
+}
+
+TEST(encode_capacity)
+{
+    char got[64];
+    CHECK_EQ_INT(enc_cap("/ab", 3, 3, got, sizeof got), 3);
+    CHECK_EQ_INT(enc_cap("/ab", 3, 2, got, sizeof got), -1);
+    CHECK_EQ_INT(enc_cap("/ ", 2, 4, got, sizeof got), 4);
+    CHECK(strcmp(got, "/%20") == 0);
+    CHECK_EQ_INT(enc_cap("/ ", 2, 3, got, sizeof got), -1); /* no half escape */
+    CHECK_EQ_INT(enc_cap("/ ", 2, 0, got, sizeof got), -1);
+    CHECK_EQ_INT(enc_cap("", 0, 0, got, sizeof got), 0);
+    /* the worst case is three bytes per byte */
+    char in[4096];
+    memset(in, '{', sizeof in);
+    in[0] = '/';
+    CHECK_EQ_INT(enc_cap(in, sizeof in, 3 * sizeof in, got, 0), 1 + 3 * 4095);
+    CHECK_EQ_INT(enc_cap(in, sizeof in, 3 * sizeof in - 3, got, 0), -1);
+}
+
+/* Whatever a normalised path holds, its encoding is a safe Location: no
+ * "//" at the start, no "." or ".." segment, no byte outside the URI
+ * characters, and decoding it gives the path back. */
+TEST(encode_normalised_is_safe_location)
+{
+    static const char *const raw[] = {
+        "//evil.example/../about", "/%2F%2Fevil/", "/%5Cevil", "/./x", "/a/../b",
+        "/%2e%2e%2fx/..%2f%2e/y", "/dir%0D%0ALocation:%20//evil", "/%00", "/%C3%A9/%25",
+        "/%2F/%2F/%5C%5C", "/a/%2e/b/%2E%2E/c",
+    };
+    for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
+        char norm[256], loc[768];
+        int n = norm_cap(raw[i], strlen(raw[i]), 256, norm, sizeof norm);
+        if (n < 0)
+            continue; /* refused (NUL, above the root): never redirected */
+        int m = path_encode(norm, (size_t)n, loc, sizeof loc - 1);
+        if (!CHECK(m > 0))
+            continue;
+        loc[m] = '\0';
+        int ok = CHECK(loc[0] == '/' && loc[1] != '/' && loc[1] != '\\');
+        ok &= CHECK(strstr(loc, "/./") == NULL && strstr(loc, "/../") == NULL);
+        size_t k = strlen(loc);
+        ok &= CHECK(!(k >= 2 && strcmp(loc + k - 2, "/.") == 0) &&
+                    !(k >= 3 && strcmp(loc + k - 3, "/..") == 0));
+        for (int j = 0; j < m; j++)
+            ok &= CHECK(loc[j] > 0x20 && loc[j] < 0x7f && !strchr("\\\"<>`{}|^ ?#", loc[j]));
+        char back[256];
+        ok &= CHECK_EQ_INT(norm_cap(loc, (size_t)m, 256, back, sizeof back), n);
+        ok &= CHECK(strcmp(back, norm) == 0);
+        if (!ok)
+            UNIT_NOTE("\"%s\" -> \"%s\" -> \"%s\"", raw[i], norm, loc);
+    }
 }

@@ -1,0 +1,285 @@
+/* http_handle on a real docroot: the directory redirect's Location (built
+ * from the normalised path, never the raw target) and the status page's
+ * access bit.
+ *
+ * Requests go through http_parse_request first, as in a driver, and the
+ * head buffer is a heap block of exactly the size a driver guarantees, so
+ * under ASan a write past it is a crash. */
+#include "unit.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "http/handler.h"
+
+#define MAXH 8192
+#define LONG_DEPTH 16
+#define LONG_NAME 248
+
+static char g_root[] = "/tmp/herd-unit-handler-XXXXXX";
+static struct filecache *g_fc;
+static struct http_config g_cfg = {
+    .max_header_size = MAXH, .max_body_size = 1 << 20, .keepalive_requests = 100,
+    .status_path = "/herd-status",
+};
+
+static void mkdir_in(const char *rel)
+{
+    char p[5000];
+    snprintf(p, sizeof p, "%s/%s", g_root, rel);
+    if (mkdir(p, 0755) < 0)
+        perror(p);
+}
+
+/* 16 nested directories of 248 '{' each: a 3984-byte path, near the
+ * longest the file cache looks up (4000), and every byte of it needs
+ * escaping in a Location. */
+static void make_long_dirs(void)
+{
+    char name[LONG_NAME + 1];
+    memset(name, '{', LONG_NAME);
+    name[LONG_NAME] = '\0';
+    int fd = open(g_root, O_PATH | O_DIRECTORY);
+    for (int i = 0; i < LONG_DEPTH; i++) {
+        mkdirat(fd, name, 0755);
+        int next = openat(fd, name, O_PATH | O_DIRECTORY);
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+}
+
+static struct filecache *fc(void)
+{
+    if (g_fc)
+        return g_fc;
+    if (!mkdtemp(g_root)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    mkdir_in("about");
+    mkdir_in("b");
+    mkdir_in("x");
+    mkdir_in("evil");
+    mkdir_in("\\evil");
+    mkdir_in("a\r\nSet-Cookie: x=1");
+    mkdir_in("sp ace%");
+    make_long_dirs();
+    struct filecache_limits lim = {.max_entries = 16, .max_inline_size = 1024,
+                                   .max_inline_total = 1 << 20};
+    g_fc = fc_create(g_root, &lim);
+    clock_update();
+    return g_fc;
+}
+
+static size_t fake_status(void *arg, int format, char *buf, size_t cap)
+{
+    (void)arg;
+    (void)format;
+    return (size_t)snprintf(buf, cap, "{\"ok\":1}");
+}
+
+struct result {
+    int status;            /* 0: the parser refused the request (its error in perr) */
+    int perr;
+    char head[16384];
+    char location[16384];  /* "" when none */
+    int has_location;
+};
+
+/* Parses and handles one request; the response head lands in r. */
+static void run(const char *in, size_t len, int status_ok, struct result *r)
+{
+    memset(r, 0, sizeof *r);
+    char *buf = malloc(len);
+    memcpy(buf, in, len);
+    struct http_request req;
+    struct http_ctx ctx = {&g_cfg, fc(), fake_status, NULL};
+    size_t cap = HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + MAXH;
+    struct http_out out = {malloc(cap), 0, cap};
+    struct http_plan plan;
+    int n = http_parse_request(buf, len, MAXH, &req);
+    if (n < 0) {
+        r->perr = req.error;
+    } else {
+        http_handle(&ctx, &req, 1, status_ok, &out, &plan);
+        r->status = plan.status;
+        size_t hl = plan.head_len < sizeof r->head - 1 ? plan.head_len : sizeof r->head - 1;
+        memcpy(r->head, out.buf + plan.head_off, hl);
+        const char *l = strstr(r->head, "\r\nLocation: ");
+        if (l) {
+            l += 12;
+            const char *e = strstr(l, "\r\n");
+            r->has_location = 1;
+            memcpy(r->location, l, (size_t)(e - l));
+        }
+        if (plan.file)
+            fc_release(plan.file);
+    }
+    free(out.buf);
+    free(buf);
+}
+
+static void get(const char *target, struct result *r)
+{
+    char req[8192];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", target);
+    run(req, (size_t)n, 0, r);
+}
+
+/* Every Location must stay on this host and its path hold no dot segment
+ * or raw control byte (the query is the client's, as sent). */
+static int location_safe(const char *loc)
+{
+    if (loc[0] != '/' || loc[1] == '/' || loc[1] == '\\')
+        return 0;
+    char path[sizeof ((struct result *)0)->location];
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(loc, "?"), loc);
+    if (strstr(path, "/./") || strstr(path, "/../"))
+        return 0;
+    for (const char *p = loc; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || *p == '\\')
+            return 0;
+    return 1;
+}
+
+TEST(redirect_uses_normalised_path)
+{
+    static const struct {
+        const char *target, *location;
+    } cases[] = {
+        {"//evil.example/../about", "/about/"},
+        {"//evil.example/..//about", "/about/"},
+        {"/%2F%2Fevil", "/evil/"},
+        {"/%2f%2fevil.example/%2e%2e/about", "/about/"},
+        {"/%5Cevil", "/%5Cevil/"},
+        {"/./x", "/x/"},
+        {"/a/../b", "/b/"},
+        {"/b/.//../about", "/about/"},
+        {"/b?x=1&y=/a/../b", "/b/?x=1&y=/a/../b"}, /* the query is kept as sent */
+        {"/b?", "/b/"},
+        {"/sp%20ace%25", "/sp%20ace%25/"},
+        {"/a%0D%0ASet-Cookie:%20x=1", "/a%0D%0ASet-Cookie:%20x=1/"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct result r;
+        get(cases[i].target, &r);
+        int ok = CHECK_EQ_INT(r.status, 301);
+        ok &= CHECK(strcmp(r.location, cases[i].location) == 0);
+        ok &= CHECK(location_safe(r.location));
+        if (!ok)
+            UNIT_NOTE("GET %s -> %d Location \"%s\", want \"%s\"", cases[i].target, r.status,
+                      r.location, cases[i].location);
+    }
+}
+
+TEST(redirect_never_injects_a_header)
+{
+    struct result r;
+    get("/a%0D%0ASet-Cookie:%20x=1", &r);
+    CHECK_EQ_INT(r.status, 301);
+    CHECK(strstr(r.head, "\r\nSet-Cookie") == NULL);
+    CHECK(strchr(r.location, '\r') == NULL && strchr(r.location, '\n') == NULL);
+    /* a lone CR or LF, and NUL, which is refused before any lookup */
+    get("/a%0Dx", &r);
+    CHECK_EQ_INT(r.status, 404);
+    CHECK(!r.has_location);
+    get("/b%00", &r);
+    CHECK_EQ_INT(r.status, 400);
+    CHECK(!r.has_location);
+}
+
+TEST(no_redirect_for_other_answers)
+{
+    struct result r;
+    /* with its slash: a directory without an index is 403, no Location */
+    get("/%2F%2Fevil/", &r);
+    CHECK_EQ_INT(r.status, 403);
+    CHECK(!r.has_location);
+    get("//evil.example/", &r);
+    CHECK_EQ_INT(r.status, 404);
+    CHECK(!r.has_location);
+    /* a raw backslash is not a target character at all */
+    get("/\\evil", &r);
+    CHECK_EQ_INT(r.status, 0);
+    CHECK_EQ_INT(r.perr, 400);
+    /* above the root */
+    get("//evil.example/../../about", &r);
+    CHECK_EQ_INT(r.status, 400);
+    CHECK(!r.has_location);
+}
+
+TEST(redirect_head_has_no_body)
+{
+    static const char in[] = "HEAD //evil.example/../about?q HTTP/1.1\r\nHost: h\r\n\r\n";
+    struct result r;
+    run(in, sizeof in - 1, 0, &r);
+    CHECK_EQ_INT(r.status, 301);
+    CHECK(strcmp(r.location, "/about/?q") == 0);
+}
+
+/* A directory path near the longest (3984 bytes, all escaped: a 12 KB
+ * Location) fits the head buffer a driver guarantees. */
+TEST(redirect_long_path)
+{
+    char target[LONG_DEPTH * (LONG_NAME + 1) + 1], want[LONG_DEPTH * (3 * LONG_NAME + 1) + 2];
+    size_t t = 0, w = 0;
+    for (int i = 0; i < LONG_DEPTH; i++) {
+        target[t++] = '/';
+        want[w++] = '/';
+        for (int k = 0; k < LONG_NAME; k++) {
+            target[t++] = '{';
+            memcpy(want + w, "%7B", 3);
+            w += 3;
+        }
+    }
+    target[t] = '\0';
+    want[w++] = '/';
+    want[w] = '\0';
+    struct result r;
+    get(target, &r);
+    CHECK_EQ_INT(r.status, 301);
+    CHECK_EQ_INT(strlen(r.location), w);
+    CHECK(strcmp(r.location, want) == 0);
+    /* 120 more bytes are longer than any path the handler takes */
+    char longer[sizeof target + 128];
+    snprintf(longer, sizeof longer, "%s/%0120d", target, 0);
+    get(longer, &r);
+    CHECK_EQ_INT(r.status, 400);
+}
+
+TEST(status_page_needs_the_bit)
+{
+    static const char in[] = "GET /herd-status HTTP/1.1\r\nHost: h\r\n\r\n";
+    struct result r;
+    run(in, sizeof in - 1, 1, &r);
+    CHECK_EQ_INT(r.status, 200);
+    run(in, sizeof in - 1, 0, &r);
+    CHECK_EQ_INT(r.status, 403);
+    CHECK(strstr(r.head, "Content-Length: ") != NULL);
+    static const char head[] = "HEAD /herd-status?format=table HTTP/1.1\r\nHost: h\r\n\r\n";
+    run(head, sizeof head - 1, 0, &r);
+    CHECK_EQ_INT(r.status, 403);
+    /* other paths do not care */
+    get("/about", &r);
+    CHECK_EQ_INT(r.status, 301);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+TEST(zz_cleanup)
+{
+    if (g_fc)
+        fc_destroy(g_fc);
+    g_fc = NULL;
+    CHECK_EQ_INT(nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
