@@ -105,7 +105,8 @@ static int unix_path_is_stale(const struct listen_addr *a)
     return rc < 0 && err == ECONNREFUSED;
 }
 
-int listen_open(struct listen_addr *a, int backlog, int reuseport)
+/* A socket for a with the options every listener has; -errno on failure. */
+static int listen_socket(const struct listen_addr *a, int reuseport)
 {
     int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -121,6 +122,29 @@ int listen_open(struct listen_addr *a, int backlog, int reuseport)
     }
     if (a->family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    return fd;
+}
+
+int listen_probe(struct listen_addr *a)
+{
+    int fd = listen_socket(a, 0);
+    if (fd < 0)
+        return fd;
+    if (bind(fd, (struct sockaddr *)&a->ss, a->len) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    a->len = sizeof a->ss;
+    getsockname(fd, (struct sockaddr *)&a->ss, &a->len);
+    return fd;
+}
+
+int listen_open(struct listen_addr *a, int backlog, int reuseport)
+{
+    int fd = listen_socket(a, reuseport);
+    if (fd < 0)
+        return fd;
     if (a->family == AF_UNIX) {
         const char *path = ((struct sockaddr_un *)&a->ss)->sun_path;
         if (access(path, F_OK) == 0) {

@@ -24,6 +24,16 @@ int listen_parse(const char *s, struct listen_addr *out, char *err, size_t errle
  * -errno. */
 int listen_open(struct listen_addr *a, int backlog, int reuseport);
 
+/* Before binding a reuseport group on a TCP address: SO_REUSEPORT lets any
+ * process of the same user join a listening group, so a second server on a
+ * served address would start and silently take a share of its connections.
+ * The probe is bound (not listening) without SO_REUSEPORT, which fails with
+ * EADDRINUSE when anything listens on a. It has SO_REUSEADDR and does not
+ * listen, so the group's own sockets bind next to it; keep it until they
+ * listen, then close it (with port 0 it holds the port it picked, which it
+ * writes into a, for the group). Returns the probe's fd or -errno. */
+int listen_probe(struct listen_addr *a);
+
 /* Removes a unix socket path at exit. */
 void listen_cleanup(const struct listen_addr *a);
 

@@ -155,14 +155,22 @@ static int open_listeners(struct master *m, struct inherited *in)
             count = m->shared[l] ? 1 : m->nsockets;
         else
             m->path_ours[l] = 1;
-        for (int i = inherited; i < count; i++) {
+        /* A reuseport group would join one that already serves a. */
+        int probe = !inherited && !m->shared[l] ? listen_probe(a) : 0;
+        int err = probe < 0 ? probe : 0;
+        for (int i = inherited; i < count && !err; i++) {
             /* The first bind resolves port 0; the others reuse that port. */
             int fd = listen_open(a, m->cfg->backlog, !m->shared[l]);
-            if (fd < 0) {
-                fprintf(stderr, "herd: cannot listen on %s: %s\n", a->text, strerror(-fd));
-                return -1;
-            }
-            m->fds[l][i] = fd;
+            if (fd < 0)
+                err = fd;
+            else
+                m->fds[l][i] = fd;
+        }
+        if (probe > 0)
+            close(probe);
+        if (err) {
+            fprintf(stderr, "herd: cannot listen on %s: %s\n", a->text, strerror(-err));
+            return -1;
         }
         for (int i = count; i < m->nsockets; i++)
             m->fds[l][i] = m->fds[l][0];
