@@ -31,7 +31,7 @@ static const char serve_usage_tail[] =
     "\n"
     "SIZE takes k/m/g suffixes; DUR takes ms, s, m, h (plain numbers are seconds).\n"
     "Signals to the master: TERM/INT stop gracefully, QUIT at once, HUP reloads the\n"
-    "config (new workers, old ones drain), USR1 reopens the access log, USR2 execs\n"
+    "config (new workers, old ones drain), USR1 reopens the log files, USR2 execs\n"
     "the binary again (or --upgrade-binary) on the same sockets, then the old master\n"
     "drains and exits. Sockets passed by systemd (LISTEN_FDS) are used, not bound.\n";
 
@@ -294,6 +294,10 @@ int cmd_serve(int argc, char **argv)
     }
     if (!S_ISDIR(st.st_mode)) {
         fprintf(stderr, "herd: docroot %s: not a directory\n", cfg.docroot);
+        return 1;
+    }
+    if (cfg.error_log[0] && (rc = log_open_file(cfg.error_log)) < 0) {
+        fprintf(stderr, "herd: error log %s: %s\n", cfg.error_log, strerror(-rc));
         return 1;
     }
     raise_fd_limit();

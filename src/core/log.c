@@ -1,9 +1,14 @@
 #include "core/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +17,94 @@ enum log_level log_max_level = LOG_INFO;
 static const char *const level_names[] = {
     "crit", "error", "warn", "notice", "info", "debug",
 };
+
+/* The error log file, when there is one. Every process of a server holds
+ * its own fd for it (inherited at fork, same number everywhere). A reopen
+ * bumps a counter in memory shared across fork; each process compares it
+ * before it writes and reopens the path when it moved, so workers need no
+ * signal of their own and no line goes to a file rotated away. */
+static int log_fd = STDERR_FILENO;
+static char log_path[1024];
+static int stderr_taken;                /* fd 2 points at the file too */
+static uint32_t *shared_gen;            /* bumped by log_reopen */
+static uint32_t seen_gen;               /* what this process has opened */
+
+static int open_log(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Points log_fd (and fd 2 when taken) at fd's file; closes fd. */
+static void switch_to(int fd)
+{
+    dup3(fd, log_fd, O_CLOEXEC);
+    if (stderr_taken)
+        dup2(fd, STDERR_FILENO);
+    close(fd);
+}
+
+int log_open_file(const char *path)
+{
+    if (strlen(path) >= sizeof log_path)
+        return -ENAMETOOLONG;
+    int fd = open_log(path);
+    if (fd < 0)
+        return fd;
+    void *page = mmap(NULL, sizeof *shared_gen, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    shared_gen = page;
+    strcpy(log_path, path);
+    log_fd = fd;
+    return 0;
+}
+
+void log_take_stderr(void)
+{
+    if (log_fd != STDERR_FILENO && dup2(log_fd, STDERR_FILENO) >= 0)
+        stderr_taken = 1;
+}
+
+int log_reopen(int uid, int gid)
+{
+    if (!shared_gen)
+        return 0;
+    int fd = open_log(log_path);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    /* Only a regular file: never chown a device such as /dev/null. */
+    if (uid >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        fchown(fd, (uid_t)uid, (gid_t)gid) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    switch_to(fd);
+    __atomic_store_n(&seen_gen, __atomic_add_fetch(shared_gen, 1, __ATOMIC_ACQ_REL),
+                     __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Another process reopened the log: follow it before writing. A failure
+ * keeps the old file (the process that reopened first has reported why).
+ * seen_gen moves only after the switch, so another thread of this process
+ * either reopens too (harmless) or finds the new file in place. */
+static void follow_reopen(void)
+{
+    uint32_t gen = __atomic_load_n(shared_gen, __ATOMIC_ACQUIRE);
+    if (gen == __atomic_load_n(&seen_gen, __ATOMIC_ACQUIRE))
+        return;
+    int fd = open_log(log_path);
+    if (fd >= 0)
+        switch_to(fd);
+    __atomic_store_n(&seen_gen, gen, __ATOMIC_RELEASE);
+}
 
 static void log_write(enum log_level level, const char *fmt, va_list ap)
 {
@@ -28,8 +121,10 @@ static void log_write(enum log_level level, const char *fmt, va_list ap)
     if (n > (int)sizeof line - 2)
         n = (int)sizeof line - 2;
     line[n++] = '\n';
+    if (shared_gen)
+        follow_reopen();
     /* One write per line, so lines from several processes never interleave. */
-    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    ssize_t w = write(log_fd, line, (size_t)n);
     (void)w;
 }
 

@@ -226,6 +226,15 @@ static int on_signals(struct server *s, int sfd)
             return 1;
         case SIGCHLD:
             break;
+        case SIGUSR1: { /* --model single: no master reopens the error log for us */
+            int rc = log_reopen(-1, -1);
+            if (rc < 0)
+                log_msg(LOG_ERROR, "error log: cannot reopen it: %s (keeping the old file)",
+                        strerror(-rc));
+            else
+                log_msg(LOG_NOTICE, "reopened the error log");
+            break;
+        }
         default:
             log_msg(LOG_NOTICE, "signal %d ignored (no master process in this mode)", sig);
             break;

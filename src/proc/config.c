@@ -29,6 +29,7 @@ const char config_help[] =
     "  --dispatch rr|least      dispatch: round-robin or least connections (default rr)\n"
     "  --access-log PATH        write an access log through the logger process\n"
     "  --access-log-format F    combined (default) or json\n"
+    "  --error-log PATH         the error log of every process (default: stderr)\n"
     "  --status-path PATH       serve live counters at PATH (e.g. /herd-status)\n"
     "  --status-allow ADDR[/BITS]|unix  who may read the status page: an IPv4/IPv6\n"
     "                           address or CIDR, or unix (unix-socket clients);\n"
@@ -71,7 +72,7 @@ enum kind {
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
     K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
     K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
-    K_THREADS, K_CORO_STACK, K_STATUS_ALLOW,
+    K_THREADS, K_CORO_STACK, K_STATUS_ALLOW, K_ERROR_LOG,
 };
 
 static const struct {
@@ -85,6 +86,7 @@ static const struct {
     {"model", K_MODEL, 1},
     {"access-log", K_ACCESS_LOG, 1},
     {"access-log-format", K_ACCESS_LOG_FORMAT, 1},
+    {"error-log", K_ERROR_LOG, 1},
     {"status-path", K_STATUS_PATH, 1},
     {"status-allow", K_STATUS_ALLOW, 1},
     {"pid-file", K_PID_FILE, 1},
@@ -363,6 +365,8 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         return -1;
     case K_ACCESS_LOG:
         return copy_str(cfg->access_log, sizeof cfg->access_log, v, name, err, errlen);
+    case K_ERROR_LOG:
+        return copy_str(cfg->error_log, sizeof cfg->error_log, v, name, err, errlen);
     case K_ACCESS_LOG_FORMAT:
         if (!strcmp(v, "combined"))
             cfg->access_log_format = ACCESS_LOG_COMBINED;

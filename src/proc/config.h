@@ -61,6 +61,7 @@ struct serve_config {
     char model[16];
     char access_log[1024];      /* "" when off */
     enum log_format access_log_format;
+    char error_log[1024];       /* "" for stderr */
     char pid_file[1024];
     char upgrade_binary[1024];  /* USR2 execs this; "" for the running binary */
     char user[64], group[64];

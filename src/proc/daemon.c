@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/log.h"
+
 int pidfile_write(const char *path, char *err, size_t errlen)
 {
     if (!path || !*path)
@@ -57,6 +59,32 @@ int daemonize(char *err, size_t errlen)
         if (fd > STDERR_FILENO)
             close(fd);
     }
+    log_take_stderr();
+    return 0;
+}
+
+int user_ids(const char *user, const char *group, uid_t *uid, gid_t *gid, char *err,
+             size_t errlen)
+{
+    *uid = geteuid();
+    *gid = getegid();
+    if (user && *user) {
+        struct passwd *pw = getpwnam(user);
+        if (!pw) {
+            snprintf(err, errlen, "unknown user '%s'", user);
+            return -1;
+        }
+        *uid = pw->pw_uid;
+        *gid = pw->pw_gid;
+    }
+    if (group && *group) {
+        struct group *gr = getgrnam(group);
+        if (!gr) {
+            snprintf(err, errlen, "unknown group '%s'", group);
+            return -1;
+        }
+        *gid = gr->gr_gid;
+    }
     return 0;
 }
 
@@ -68,25 +96,10 @@ int drop_privileges(const char *user, const char *group, char *err, size_t errle
         snprintf(err, errlen, "--user/--group need root");
         return -1;
     }
-    uid_t uid = geteuid();
-    gid_t gid = getegid();
-    if (user && *user) {
-        struct passwd *pw = getpwnam(user);
-        if (!pw) {
-            snprintf(err, errlen, "unknown user '%s'", user);
-            return -1;
-        }
-        uid = pw->pw_uid;
-        gid = pw->pw_gid;
-    }
-    if (group && *group) {
-        struct group *gr = getgrnam(group);
-        if (!gr) {
-            snprintf(err, errlen, "unknown group '%s'", group);
-            return -1;
-        }
-        gid = gr->gr_gid;
-    }
+    uid_t uid;
+    gid_t gid;
+    if (user_ids(user, group, &uid, &gid, err, errlen) < 0)
+        return -1;
     if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         snprintf(err, errlen, "cannot drop privileges: %s", strerror(errno));
         return -1;

@@ -5,13 +5,20 @@
 #define HERD_PROC_DAEMON_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 int pidfile_write(const char *path, char *err, size_t errlen);
 void pidfile_remove(const char *path);
 
 /* Forks; the parent exits 0, the child starts a new session with stdin
- * and stdout on /dev/null (stderr, the error log, stays). */
+ * and stdout on /dev/null; stderr goes to the error log file when there is
+ * one (--error-log), else it stays. */
 int daemonize(char *err, size_t errlen);
+
+/* The ids --user/--group name (the user's group when no group is given;
+ * ours for what is not given). */
+int user_ids(const char *user, const char *group, uid_t *uid, gid_t *gid, char *err,
+             size_t errlen);
 
 /* setgid/setuid to user (and group, default: the user's group) when root. */
 int drop_privileges(const char *user, const char *group, char *err, size_t errlen);

@@ -500,6 +500,9 @@ static void reload(struct master *m)
                           "(keeping the current sockets)");
     if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
         log_msg(LOG_WARN, "reload: the model and worker count change only on restart");
+    if (strcmp(next.error_log, m->cfg->error_log))
+        log_msg(LOG_WARN, "reload: the error log changes only on restart");
+    memcpy(next.error_log, m->cfg->error_log, sizeof next.error_log);
     /* What the sockets and the process tree were built from stays. */
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
     memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
@@ -688,6 +691,28 @@ static void begin_stop(struct master *m, int fast)
     log_msg(LOG_NOTICE, "%s stop: %d workers", fast ? "fast" : "graceful", live_workers(m));
 }
 
+/* USR1: the error log's new file belongs to the user the workers run as,
+ * so that they can open it too; they do before their next line. */
+static void reopen_error_log(struct master *m)
+{
+    int uid = -1, gid = -1;
+    char err[256];
+    if (geteuid() == 0 && (m->cfg->user[0] || m->cfg->group[0])) {
+        uid_t u;
+        gid_t g;
+        if (user_ids(m->cfg->user, m->cfg->group, &u, &g, err, sizeof err) < 0) {
+            log_msg(LOG_ERROR, "error log: %s", err);
+        } else {
+            uid = (int)u;
+            gid = (int)g;
+        }
+    }
+    int rc = log_reopen(uid, gid);
+    if (rc < 0)
+        log_msg(LOG_ERROR, "error log: reopen %s: %s (keeping the old file)",
+                m->cfg->error_log, strerror(-rc));
+}
+
 static void on_signal(struct master *m, int sig)
 {
     switch (sig) {
@@ -708,6 +733,7 @@ static void on_signal(struct master *m, int sig)
     case SIGUSR1:
         if (m->logger)
             kill(m->logger, SIGUSR1);
+        reopen_error_log(m);
         log_msg(LOG_NOTICE, "reopening log files");
         break;
     case SIGCHLD:
@@ -788,6 +814,8 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         fprintf(stderr, "herd: %s\n", err);
         return 1;
     }
+    if (cfg->daemon)
+        log_take_stderr(); /* after an upgrade too: USR1 must move fd 2 along */
     m->pid = getpid();
     if (m->sfd < 0) {
         fprintf(stderr, "herd: signalfd: %s\n", strerror(-m->sfd));
