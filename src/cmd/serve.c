@@ -16,6 +16,7 @@
 #include "models/models.h"
 #include "net/inherit.h"
 #include "proc/config.h"
+#include "proc/config_paths.h"
 #include "proc/daemon.h"
 #include "proc/master.h"
 
@@ -274,6 +275,11 @@ int cmd_serve(int argc, char **argv)
         if (config_load(&cfg, check, err, sizeof err) < 0 ||
             config_finish(&cfg, err, sizeof err) < 0) {
             fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        /* what starting would find wrong: a docroot or a log folder missing */
+        if (config_check_paths(&cfg, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", check, err);
             return 2;
         }
         printf("%s: ok\n", check);

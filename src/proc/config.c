@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +11,16 @@
 #include <sys/un.h>
 
 #include "core/units.h"
+#include "proc/config_paths.h"
 
 const char config_help[] =
     "  --listen ADDR            HOST:PORT, [V6]:PORT or unix:/path; repeatable\n"
     "                           (default 127.0.0.1:8080; port 0 picks a free one)\n"
     "  --docroot DIR            the files to serve (or the first argument; default .)\n"
-    "  --config FILE            read settings from FILE (`name = value` lines);\n"
-    "                           flags given too override it\n"
-    "  --check-config FILE      validate FILE and exit 0, or print FILE:LINE and exit 2\n"
+    "  --config FILE            read settings from FILE (`name = value` lines; its\n"
+    "                           relative paths start at its folder); flags override it\n"
+    "  --check-config FILE      validate FILE, its docroot and log folders: exit 0,\n"
+    "                           or print FILE:LINE (or FILE) and a reason, exit 2\n"
     "  --workers N              worker processes (default: one per CPU)\n"
     "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
     "                           prefork, dispatch, threads, coro, iterative, or single\n"
@@ -535,8 +538,17 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
             }
         }
         char *name = trim(s);
+        if (!eq && strpbrk(name, " \t")) {
+            /* "listen 127.0.0.1:80": a name never holds a space; nginx habits */
+            snprintf(err, errlen, "%s:%d: expected `name = value`, got '%s'", path, lineno, name);
+            rc = -1;
+            break;
+        }
         int nroutes = cfg->nroutes;
-        if (config_set(cfg, name, value, why, sizeof why) < 0) {
+        char resolved[PATH_MAX + sizeof line];
+        if (config_path_resolve(path, name, value, resolved, sizeof resolved, why,
+                                sizeof why) < 0 ||
+            config_set(cfg, name, value ? resolved : NULL, why, sizeof why) < 0) {
             snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
             rc = -1;
             break;

@@ -4,7 +4,8 @@
  *
  * Config file format: one setting per line, `name = value` or `name` for
  * switches; `#` starts a comment; blank lines are ignored; `listen` may be
- * repeated. Example:
+ * repeated. Relative paths are relative to the file's folder
+ * (proc/config_paths.h). Example:
  *
  *     # /etc/herd.conf
  *     docroot = /srv/www
