@@ -9,5 +9,6 @@ int cmd_load(int argc, char **argv);
 int cmd_lat(int argc, char **argv);
 int cmd_lab(int argc, char **argv);
 int cmd_spawn(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  serve [DOCROOT]   serve static files over HTTP/1.1 (herd serve --help)\n"
+    "  reload            HUP to a running server, wait for its answer (herd reload --help)\n"
     "  status [URL]      live counters of a running server (herd status --help)\n"
     "  load URL          HTTP load generator: req/s, HDR latency, --rate (herd load --help)\n"
     "  lat HOST|-s       ping-pong round-trip latency and its echo server (herd lat --help)\n"
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "serve"))
         return cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "reload"))
+        return cmd_reload(argc - 1, argv + 1);
     if (!strcmp(cmd, "status"))
         return cmd_status(argc - 1, argv + 1);
     if (!strcmp(cmd, "load"))

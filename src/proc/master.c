@@ -20,6 +20,7 @@
 #include "proc/daemon.h"
 #include "proc/dispatch.h"
 #include "proc/logger.h"
+#include "proc/reload_answer.h"
 #include "proc/scoreboard.h"
 #include "proc/upgrade.h"
 
@@ -83,6 +84,9 @@ struct master {
     /* binary upgrade, new master's side */
     int ready_fd;       /* tell the old master here once serving, else -1 */
     int64_t settle_at;  /* when to check that the workers still live */
+    /* the outcome of a HUP, for `herd reload` (proc/reload_answer.h) */
+    struct reload_answer answer;
+    size_t answer_len;
 };
 
 static int nslots(const struct master *m) { return (int)m->sb->nslots; }
@@ -478,31 +482,50 @@ static int same_listeners(const struct serve_config *a, const struct serve_confi
 
 static int open_log_channel(struct master *m);
 
-static void reload(struct master *m)
+/* A line about a reload: logged, and kept for its answer. */
+static void reload_say(struct master *m, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void reload_say(struct master *m, enum log_level level, const char *fmt, ...)
+{
+    char line[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log_msg(level, "%s", line);
+    size_t room = sizeof m->answer.text - m->answer_len;
+    int n = snprintf(m->answer.text + m->answer_len, room, "%s\n", line);
+    if (n > 0)
+        m->answer_len += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+/* Returns 1 when a new generation started, 0 when the reload was refused. */
+static int reload(struct master *m)
 {
     static struct serve_config next; /* large: keep it off the stack */
     char err[1200];
     if (!m->hooks->reload || m->hooks->reload(m->hooks->arg, &next, err, sizeof err) < 0) {
-        log_msg(LOG_ERROR, "reload refused, old workers keep serving: %s",
-                m->hooks->reload ? err : "no way to re-read the settings");
-        return;
+        reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s",
+                   m->hooks->reload ? err : "no way to re-read the settings");
+        return 0;
     }
     int free = 0;
     for (int s = 0; s < nslots(m); s++)
         free += m->w[s].pid == 0;
     if (free < m->nworkers * m->nthreads) {
-        log_msg(LOG_ERROR, "reload refused: an earlier generation is still draining");
-        return;
+        reload_say(m, LOG_ERROR, "reload refused: an earlier generation is still draining");
+        return 0;
     }
     /* With no listen address given, the passed sockets were the set. */
     if (!(next.listen_default && m->listen_passed) && !same_listeners(m->cfg, &next))
-        log_msg(LOG_WARN, "reload: listen addresses changed; that needs a restart "
-                          "(keeping the current sockets)");
+        reload_say(m, LOG_WARN, "reload: listen addresses changed; that needs a restart "
+                                "(keeping the current sockets)");
     if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
-        log_msg(LOG_WARN, "reload: the model and worker count change only on restart");
-    if (strcmp(next.error_log, m->cfg->error_log))
-        log_msg(LOG_WARN, "reload: the error log changes only on restart");
+        reload_say(m, LOG_WARN, "reload: the model and worker count change only on restart");
+    if (strcmp(next.error_log, m->cfg->error_log) || strcmp(next.pid_file, m->cfg->pid_file))
+        reload_say(m, LOG_WARN, "reload: the error log and pid file change only on restart");
     memcpy(next.error_log, m->cfg->error_log, sizeof next.error_log);
+    memcpy(next.pid_file, m->cfg->pid_file, sizeof next.pid_file);
     /* What the sockets and the process tree were built from stays. */
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
     memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
@@ -527,7 +550,26 @@ static void reload(struct master *m)
         spawn_worker(m, i);
     }
     signal_generation(m, SIGTERM, 1);
-    log_msg(LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
+    reload_say(m, LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
+    return 1;
+}
+
+/* HUP: reload, then answer in PIDFILE.reload. */
+static void answer_reload(struct master *m)
+{
+    m->answer.started_ns = reload_answer_clock();
+    m->answer.pid = m->pid;
+    m->answer.text[0] = '\0';
+    m->answer_len = 0;
+    if (m->stopping) {
+        reload_say(m, LOG_NOTICE, "reload refused: the server is stopping");
+        m->answer.ok = 0;
+    } else {
+        m->answer.ok = reload(m);
+    }
+    char err[1200];
+    if (reload_answer_write(m->cfg->pid_file, &m->answer, err, sizeof err) < 0)
+        log_msg(LOG_ERROR, "%s", err);
 }
 
 /* ---- binary upgrade ---- */
@@ -724,8 +766,7 @@ static void on_signal(struct master *m, int sig)
         begin_stop(m, 1);
         break;
     case SIGHUP:
-        if (!m->stopping)
-            reload(m);
+        answer_reload(m);
         break;
     case SIGUSR2:
         start_upgrade(m);
@@ -911,6 +952,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         }
     }
     loop_close(l);
+    reload_answer_remove(cfg->pid_file, m->pid);
     pidfile_remove(cfg->pid_file);
     if (m->up.pid)
         m->handed_over = 1; /* stopped mid-upgrade: the new master may yet serve */

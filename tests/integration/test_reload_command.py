@@ -1,0 +1,136 @@
+"""herd reload (issue 18): HUP to the master a pid file names, then wait for
+the master's answer (PIDFILE.reload): exit 0 when a new generation started
+(with the warnings about settings that need a restart), 1 with the reason
+when the reload was refused, the master is gone or does not answer."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HERD_ARGS, run_herd
+from herdtest import get_req, wait_for
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="drives the master/worker model itself")
+
+STATUS = "/herd-status"
+
+
+def reload(*args, timeout=15):
+    return run_herd(["reload", *map(str, args)], timeout=timeout, extra=False)
+
+
+def generation(srv):
+    r = srv.request(get_req(STATUS, headers=[("Connection", "close")]), timeout=5)
+    assert r.status == 200, r
+    return json.loads(r.body)["generation"]
+
+
+def fetch(srv, target):
+    return srv.request(get_req(target, headers=[("Connection", "close")]), timeout=5)
+
+
+@pytest.fixture
+def configured(server, tmp_path):
+    """A server run from tmp/herd.conf, whose pid-file line is relative."""
+    cfg = tmp_path / "herd.conf"
+    base = f"workers = 2\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    cfg.write_text(base)
+    srv = server("--config", cfg)
+    pidfile = tmp_path / "herd.pid"
+    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
+             what="the pid file")
+    return srv, cfg, pidfile, base
+
+
+def test_reload_reports_the_new_generation(configured):
+    srv, cfg, pidfile, base = configured
+    assert fetch(srv, "/.hidden").status == 404
+    cfg.write_text(base + "serve-dotfiles\n")
+    r = reload("--pid-file", pidfile)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "reloaded: generation 2, 2 workers\n", r.stdout
+    assert generation(srv) == 2       # answered once the generation started
+    wait_for(lambda: all(fetch(srv, "/.hidden").status == 200 for _ in range(4)), timeout=5,
+             what="the new settings served")
+    # the pid file can come from the config file (its relative path resolved)
+    r = reload("--config", cfg)
+    assert r.returncode == 0 and r.stdout == "reloaded: generation 3, 2 workers\n", r
+
+
+def test_refused_reload_exits_1_with_the_reason(configured):
+    srv, cfg, pidfile, base = configured
+    cfg.write_text(base + "# a mistake on line 5\nkeepalive-timeout = soon\n")
+    r = reload("--pid-file", pidfile)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert "reload refused" in r.stderr and f"{cfg}:5:" in r.stderr and "soon" in r.stderr, \
+        r.stderr
+    assert generation(srv) == 1
+    assert fetch(srv, "/small.txt").status == 200
+    # asked with --config, the file is found wrong before the master is asked
+    r = reload("--config", cfg)
+    assert r.returncode == 1 and f"{cfg}:5:" in r.stderr, r.stderr
+    cfg.write_text(base)
+    assert reload("--pid-file", pidfile).returncode == 0
+    assert generation(srv) == 2
+
+
+def test_settings_that_need_a_restart_are_named(configured):
+    srv, cfg, pidfile, base = configured
+    cfg.write_text(base.replace("workers = 2", "workers = 3").replace("herd.pid", "new.pid"))
+    r = reload("--pid-file", pidfile)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("reload: the model and worker count change only on restart\n"
+                        "reload: the error log and pid file change only on restart\n"
+                        "reloaded: generation 2, 2 workers\n"), r.stdout
+    # the master keeps its pid file, and answers there
+    assert pidfile.read_text() == f"{srv.pid}\n"
+    assert not (pidfile.parent / "new.pid").exists()
+    assert reload("--pid-file", pidfile).returncode == 0
+
+
+def test_answer_file_goes_with_the_master(configured):
+    srv, cfg, pidfile, base = configured
+    assert reload("--pid-file", pidfile).returncode == 0
+    answer = pidfile.with_name("herd.pid.reload")
+    assert answer.read_text().startswith(f"herd-reload {srv.pid} ")
+    assert srv.stop() == 0
+    assert not answer.exists() and not pidfile.exists()
+    r = reload("--pid-file", pidfile)
+    assert r.returncode == 1 and "No such file" in r.stderr, r.stderr
+
+
+def test_no_master_is_an_error(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    pidfile = tmp_path / "stale.pid"
+    pidfile.write_text(f"{gone.pid}\n")
+    r = reload("--pid-file", pidfile)
+    assert r.returncode == 1 and f"cannot signal pid {gone.pid}" in r.stderr, r.stderr
+
+
+def test_a_master_that_does_not_answer_times_out(server, tmp_path):
+    """--model single has no master and does not reload: no answer."""
+    pidfile = tmp_path / "single.pid"
+    srv = server("--model", "single", "--pid-file", pidfile)
+    wait_for(lambda: pidfile.exists(), timeout=5, what="the pid file")
+    r = reload("--pid-file", pidfile, "--timeout", "300ms")
+    assert r.returncode == 1 and "no answer from pid" in r.stderr, r.stderr
+    assert fetch(srv, "/small.txt").status == 200
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert reload().returncode == 2
+    assert reload("--pid-file", "a", "--config", "b").returncode == 2
+    assert reload("--pid-file", "a", "--timeout", "soon").returncode == 2
+    cfg = tmp_path / "nopid.conf"
+    cfg.write_text("workers = 1\n")
+    r = reload("--config", cfg)
+    assert r.returncode == 2 and "no pid-file line" in r.stderr, r.stderr
+    r = run_herd(["reload", "--help"], extra=False)
+    assert r.returncode == 0 and "usage: herd reload" in r.stdout
