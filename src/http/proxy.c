@@ -157,7 +157,7 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
     }
     puts_(&w, client_addr);
     puts_(&w, "\r\nX-Forwarded-Proto: http\r\n");
-    if (req->chunked) {
+    if (req->chunked) { /* herd's chunks (reframe.h), not the client's */
         puts_(&w, "Transfer-Encoding: chunked\r\n");
     } else if (req->content_length >= 0) {
         puts_(&w, "Content-Length: ");

@@ -27,9 +27,10 @@ int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
 /* Builds the request head for the upstream into buf[0..cap): the client's
  * request line as HTTP/1.1, its end-to-end headers, Host (the client's, or
  * default_host when it sent none), X-Forwarded-For (the client's list plus
- * client_addr), X-Forwarded-Proto: http, and the body framing (the
- * Content-Length, or Transfer-Encoding: chunked with the chunks passed on
- * as they are). Returns the length, or -1 when it does not fit. */
+ * client_addr), X-Forwarded-Proto: http, and the framing of the body herd
+ * sends (http/reframe.h): its Content-Length when the client gave one, else
+ * Transfer-Encoding: chunked for herd's own chunks of a chunked body.
+ * Returns the length, or -1 when it does not fit. */
 long proxy_build_request(const struct http_request *req, const char *client_addr,
                          const char *default_host, char *buf, size_t cap);
 
@@ -61,8 +62,9 @@ enum upstream_body upstream_body_kind(const struct upstream_response *r, int hea
 
 /* Builds the head sent to the client into buf[0..cap): the upstream's
  * status line as HTTP/1.1, its headers without the hop-by-hop ones,
- * Transfer-Encoding: chunked when the chunks are passed on, and the
- * Connection header for keepalive. Returns the length or -1. */
+ * Transfer-Encoding: chunked for a chunked body (herd's own chunks of the
+ * upstream's data, http/reframe.h), and the Connection header for
+ * keepalive. Returns the length or -1. */
 long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
                           int client_minor, int keepalive, char *buf, size_t cap);
 

@@ -2,8 +2,10 @@
  * moves bytes client -> ubuf -> upstream and upstream -> dbuf -> client.
  * Both buffers are bounded: a side whose buffer is full is not read until
  * the other side drains it, so a 100 MiB body costs no more memory than a
- * small one (back-pressure). Upstream connections use the same fd-indexed
- * conn slots as clients (marked upstream) and the same epoll set. */
+ * small one (back-pressure). Bodies are framed anew on the way through
+ * (http/reframe.h): no chunk line or trailer a peer wrote reaches the
+ * other side. Upstream connections use the same fd-indexed conn slots as
+ * clients (marked upstream) and the same epoll set. */
 #include "models/proxy_conn.h"
 
 #include <arpa/inet.h>
@@ -21,6 +23,7 @@
 #include "core/log.h"
 #include "http/path.h"
 #include "http/proxy.h"
+#include "http/reframe.h"
 #include "models/evloop_internal.h"
 
 #define DBUF_SIZE 65536          /* upstream -> client */
@@ -86,12 +89,18 @@ struct xfer {
     uint8_t up_wdead;            /* the upstream stopped taking the request (it may answer) */
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t kind;                /* enum upstream_body */
+    uint8_t req_chunked;         /* the client's body is chunked: herd re-chunks it */
+    uint8_t dspill_len;
     struct body_skip req_body, resp_body;
     uint64_t body_sent;          /* response body bytes the client took */
     size_t ulen, uoff, dlen, doff, hlen, hoff;
-    char *ubuf;
+    char *ubuf;                  /* ucap bytes, and REFRAME_SLACK for herd's chunk heads */
     char dbuf[DBUF_SIZE];
     char hbuf[HBUF_SIZE];
+    /* Chunk framing herd wrote beyond a full dbuf; it moves into dbuf once
+     * the client took all of it. Reads then stop exactly when dbuf is full,
+     * as for a Content-Length body. */
+    char dspill[REFRAME_SLACK];
 };
 
 static uint64_t tag_of(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
@@ -339,7 +348,7 @@ static struct xfer *xfer_get(struct proxy *px)
     struct xfer *x = malloc(sizeof *x);
     if (!x)
         return NULL;
-    x->ubuf = malloc(px->ucap);
+    x->ubuf = malloc(px->ucap + REFRAME_SLACK);
     if (!x->ubuf) {
         free(x);
         return NULL;
@@ -428,15 +437,16 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
     if (x->req_done || x->errored || x->resp_done)
         return 0;
     size_t cap = ev->proxy->ucap;
-    if (cap - x->ulen < ev->in_cap && x->uoff) {
+    if (x->ulen + ev->in_cap > cap && x->uoff) {
         memmove(x->ubuf, x->ubuf + x->uoff, x->ulen - x->uoff);
         x->ulen -= x->uoff;
         x->uoff = 0;
         x->udiscarded = 1;
     }
-    size_t room = cap - x->ulen;
-    if (!room)
+    /* ulen may pass cap by the chunk framing herd added (ubuf has room) */
+    if (x->ulen >= cap)
         return 0;
+    size_t room = cap - x->ulen;
     ssize_t n;
     do
         n = read(conn_fd(ev, c), ev->rbuf, room < ev->in_cap ? room : ev->in_cap);
@@ -447,14 +457,16 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
         return abort_client(ev, x); /* gone before its body ended */
     SB_ADD(ev->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
-    long k = body_skip(&x->req_body, ev->rbuf, (size_t)n, ev->cfg->http.max_body_size);
+    struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
+    long k = body_reframe(&x->req_body, x->req_chunked, ev->rbuf, (size_t)n,
+                          ev->cfg->http.max_body_size, &o);
     if (k < 0) {
+        /* the upstream connection closes: what went up of it is not a request */
         x->client_keepalive = 0;
         respond_error(ev, x, 400);
         return 1;
     }
-    memcpy(x->ubuf + x->ulen, ev->rbuf, (size_t)k);
-    x->ulen += (size_t)k;
+    x->ulen = o.len;
     if (!body_skip_active(&x->req_body)) {
         x->req_done = 1;
         if (k < n) {
@@ -492,23 +504,34 @@ static int ubuf_to_upstream(struct xfer *x)
     return 1;
 }
 
-/* New response body bytes at dbuf[at, at+n): find where the body ends. */
-static int frame_body(struct evloop *ev, struct xfer *x, size_t at, size_t n)
+/* New response body bytes src[0..n) from the upstream: find where the body
+ * ends. A Content-Length or close-delimited body was read into dbuf at dlen
+ * and stays as it is; a chunked one was read aside (n at most the room left
+ * in dbuf) and its data goes into dbuf as herd's own chunks, the framing
+ * that does not fit into dspill. */
+static int frame_body(struct evloop *ev, struct xfer *x, const char *src, size_t n)
 {
     if (x->resp_done) {
         x->up_reusable = 0; /* bytes after a complete response */
         return 1;
     }
     if (x->kind == UB_CLOSE) {
-        x->dlen = at + n;
+        x->dlen += n;
         return 1;
     }
-    long k = body_skip(&x->resp_body, x->dbuf + at, n, UINT64_MAX);
+    long k;
+    if (x->kind == UB_CHUNKED) {
+        struct reframe_out o = {x->dbuf, x->dlen, sizeof x->dbuf, x->dspill, x->dspill_len};
+        k = body_reframe(&x->resp_body, 1, src, n, UINT64_MAX, &o);
+        x->dlen = o.len;
+        x->dspill_len = (uint8_t)o.over_len;
+    } else if ((k = body_skip(&x->resp_body, src, n, UINT64_MAX)) >= 0) {
+        x->dlen += (size_t)k;
+    }
     if (k < 0) {
         log_msg(LOG_WARN, "upstream %s: broken chunked body", ev->proxy->groups[x->group].cfg->name);
         return abort_client(ev, x);
     }
-    x->dlen = at + (size_t)k;
     if (!body_skip_active(&x->resp_body)) {
         x->resp_done = 1;
         if ((size_t)k < n)
@@ -561,10 +584,26 @@ static int parse_head(struct evloop *ev, struct xfer *x)
             body_skip_start(&x->resp_body, kind == UB_LENGTH ? r.content_length : 0,
                             kind == UB_CHUNKED, UP_HEAD_MAX);
         size_t rest = x->dlen - (size_t)h;
-        memmove(x->dbuf, x->dbuf + h, rest);
         x->dlen = x->doff = 0;
-        return rest ? frame_body(ev, x, 0, rest) : 1;
+        if (!rest)
+            return 1;
+        if (kind == UB_CHUNKED) { /* framed anew from aside: rest <= UP_HEAD_MAX <= in_cap */
+            memcpy(ev->rbuf, x->dbuf + h, rest);
+            return frame_body(ev, x, ev->rbuf, rest);
+        }
+        memmove(x->dbuf, x->dbuf + h, rest);
+        return frame_body(ev, x, x->dbuf, rest);
     }
+}
+
+/* The client took all of dbuf: start it again, with the framing that
+ * waited in dspill. */
+static void dbuf_drained(struct xfer *x)
+{
+    memcpy(x->dbuf, x->dspill, x->dspill_len);
+    x->dlen = x->dspill_len;
+    x->doff = 0;
+    x->dspill_len = 0;
 }
 
 static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
@@ -572,13 +611,19 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
     if (x->resp_done || x->errored)
         return 0;
     if (x->head_done && x->doff == x->dlen)
-        x->doff = x->dlen = 0;
+        dbuf_drained(x);
     size_t cap = x->head_done ? sizeof x->dbuf : UP_HEAD_MAX;
     if (x->dlen == cap || !x->up_readable)
         return 0; /* back-pressure: the client has not taken it yet */
+    /* a chunked body is read aside and framed anew into dbuf */
+    int aside = x->head_done && x->kind == UB_CHUNKED;
+    char *to = aside ? ev->rbuf : x->dbuf + x->dlen;
+    size_t want = cap - x->dlen;
+    if (aside && want > ev->in_cap)
+        want = ev->in_cap;
     ssize_t n;
     do
-        n = read(x->up_fd, x->dbuf + x->dlen, cap - x->dlen);
+        n = read(x->up_fd, to, want);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         if (errno == EAGAIN) {
@@ -612,7 +657,7 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
         }
         return rc;
     }
-    return frame_body(ev, x, x->dlen, (size_t)n);
+    return frame_body(ev, x, to, (size_t)n);
 }
 
 static int dbuf_to_client(struct evloop *ev, struct xfer *x)
@@ -645,7 +690,7 @@ static int dbuf_to_client(struct evloop *ev, struct xfer *x)
     x->doff += left;
     x->body_sent += left;
     if (x->doff == x->dlen)
-        x->doff = x->dlen = 0;
+        dbuf_drained(x);
     x->client_progress = 1;
     return 1;
 }
@@ -791,16 +836,19 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     }
     x->ulen = (size_t)hl;
     if (req->chunked || req->content_length > 0) {
+        x->req_chunked = req->chunked;
         body_skip_start(&x->req_body, req->content_length, req->chunked,
                         ev->cfg->http.max_header_size);
-        took = body_skip(&x->req_body, body, body_len, ev->cfg->http.max_body_size);
+        /* the head left in_cap bytes, the most body that came with it */
+        struct reframe_out o = {x->ubuf, x->ulen, px->ucap + REFRAME_SLACK, NULL, 0};
+        took = body_reframe(&x->req_body, req->chunked, body, body_len,
+                            ev->cfg->http.max_body_size, &o);
         if (took < 0) {
             x->client_keepalive = 0;
             respond_error(ev, x, 400);
             return (long)body_len;
         }
-        memcpy(x->ubuf + x->ulen, body, (size_t)took);
-        x->ulen += (size_t)took;
+        x->ulen = o.len;
         x->req_done = !body_skip_active(&x->req_body);
         /* As nginx does: we take the body, so we say go ahead ourselves
          * (the upstream never sees the Expect header). */

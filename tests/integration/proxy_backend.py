@@ -12,6 +12,9 @@ path:
   /notmod           304                        /thenclose   ok, then close idle
   /early            413 before the body is read, then close
   /dropnext         echo, then close on the next request without answering
+  /chunkext         a chunked body with chunk extensions and trailers
+  /chunkbig?n=N     N pattern bytes in chunks of many sizes, each with an
+                    extension, then a trailer
   anything else: echo as JSON
 
 Also runnable as a process (for the test that SIGKILLs it):
@@ -164,6 +167,7 @@ class Backend:
                     break
                 h = hashlib.sha256()
                 size = [0]
+                exts, trailers = 0, []  # framing a proxy should not pass on
 
                 def sink(b):
                     h.update(b)
@@ -173,10 +177,12 @@ class Backend:
                     r.exact(int(low["content-length"]), sink)
                 elif low.get("transfer-encoding", "").lower() == "chunked":
                     while True:
-                        n = int(r.until(b"\r\n").split(b";")[0], 16)
+                        line = r.until(b"\r\n")
+                        exts += b";" in line
+                        n = int(line.split(b";")[0], 16)
                         if n == 0:
-                            while r.until(b"\r\n") != b"":
-                                pass
+                            while (t := r.until(b"\r\n")) != b"":
+                                trailers.append(t.decode("latin-1"))
                             break
                         r.exact(n, sink)
                         r.until(b"\r\n")
@@ -186,7 +192,7 @@ class Backend:
                 req = {"method": method, "target": target, "version": version,
                        "path": urlsplit(target).path, "headers": headers,
                        "body_len": size[0], "body_sha": h.hexdigest(), "conn": cid,
-                       "backend": self.name}
+                       "backend": self.name, "chunk_exts": exts, "trailers": trailers}
                 with self.lock:
                     self.requests.append(req)
                 if not self._answer(s, req, low):
@@ -222,6 +228,25 @@ class Backend:
                     s.sendall(b"%x\r\n%s\r\n" % (len(part), part))
                 s.sendall(b"0\r\n\r\n")
             return True
+        if path.endswith("/chunkext"):
+            s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n")
+            if not head_only:
+                s.sendall(b"005;name=\"v;1\"\r\nhello\r\n8 ; ext\r\n chunked\r\n"
+                          b"6;a=b;c\r\n world\r\n0;end=1\r\nX-Sum: 1f2e\r\nX-Other: x\r\n\r\n")
+            return True
+        if path.endswith("/chunkbig"):
+            n = int(q["n"][0])
+            s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            if not head_only:
+                sizes, i = (1, 7, 300, 65536, 70000, 2, 4096), 0
+                for piece in pattern_bytes(n):
+                    while piece:
+                        k = sizes[i % len(sizes)]
+                        i += 1
+                        s.sendall(b"%x;i=%d\r\n%s\r\n" % (min(k, len(piece)), i, piece[:k]))
+                        piece = piece[k:]
+                s.sendall(b"0\r\nX-Done: yes\r\n\r\n")
+            return True
         if path.endswith("/closedelim"):
             s.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
                       + (b"" if head_only else b"the end is the close"))
@@ -252,7 +277,7 @@ class Backend:
             return True
         body = json.dumps({k: req[k] for k in ("method", "target", "version", "headers",
                                                 "body_len", "body_sha", "conn",
-                                                "backend")}).encode()
+                                                "backend", "chunk_exts", "trailers")}).encode()
         s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(body) + (b"" if head_only else body))
         return True

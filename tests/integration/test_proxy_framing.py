@@ -1,0 +1,236 @@
+"""The reverse proxy passes on no framing it did not produce (issue 11):
+request smuggling through a lenient upstream, bodies framed anew both
+ways. Each test runs on the event-loop models that proxy (picked here, as
+test_proxy.py does)."""
+
+import hashlib
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from conftest import HERD_ARGS
+from herdtest import RawConn, build_request
+from lenient_backend import Lenient
+from proxy_backend import PATTERN, Backend, pattern_sha
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="picks its models itself")
+
+MODELS = ["reuseport", "prefork", "dispatch", "threads"]
+
+
+@pytest.fixture(params=MODELS)
+def model(request):
+    return ["--model", request.param]
+
+
+@pytest.fixture
+def backend(tmp_path):
+    made = []
+
+    def make(kind="unix"):
+        b = Backend(f"unix:{tmp_path}/b{len(made)}.sock" if kind == "unix" else "tcp")
+        made.append(b)
+        return b
+
+    yield make
+    for b in made:
+        b.close()
+
+
+@pytest.fixture
+def lenient():
+    b = Lenient()
+    yield b
+    b.close()
+
+
+def echo(resp):
+    assert resp.status == 200, resp
+    return json.loads(resp.body)
+
+
+# ------------------------------------------------------------ smuggling
+
+def hidden(n=16):
+    """A request a lenient parser may find inside a body: it asks for n
+    body bytes, which would be the start of the next client's request."""
+    return (b"GET /smuggled HTTP/1.1\r\nHost: x\r\nX-Req-Id: evil\r\n"
+            b"Content-Length: %d\r\n\r\n" % n)
+
+
+# Chunked bodies that end early for the lenient upstream, the hidden request
+# after that end. RFC 9112 forbids each one: the proxy answers 400.
+MALFORMED = {
+    "LF after chunk data": b"5\r\nhello\n0\r\n\r\n" + hidden(),
+    "LF after the size": b"5\nhello\r\n0\n\r\n" + hidden(),
+    "LF in an extension": b"5;ext\nhello\r\n0\r\n\r\n" + hidden(),
+    "30 hex digits": b"0" * 29 + b"5\r\nhello\r\n0\r\n\r\n" + hidden(),
+    "bare CR in a trailer": b"5\r\nhello\r\n0\r\n\r" + hidden(),
+    "trailer line without a colon": b"5\r\nhello\r\n0\r\nXX" + hidden(),
+}
+# Well-formed bodies with bytes a lenient upstream reads otherwise: trailers
+# (one holding the hidden request: the upstream takes "X:" as the CRLF
+# after the last chunk), extensions, leading zeros. Only their data may
+# reach the upstream.
+WELLFORMED = {
+    "trailers with an embedded request":
+        b"5\r\nhello\r\n0\r\nX:" + hidden() + b"\r\n",
+    "extensions": b"5;a=\"b;c\";d\r\nhello\r\n0;e=f\r\n\r\n",
+    "leading zeros": b"0000000000000005\r\nhello\r\n0\r\n\r\n",
+}
+
+
+def attack(srv, i, name, body, split):
+    """One attacker request (its own connection); returns the response."""
+    head = build_request("POST", "/attack", headers=[
+        ("Transfer-Encoding", "chunked"), ("X-Req-Id", f"atk-{i}")])
+    with srv.connect() as c:
+        if split:  # the body in a later read: the upstream exchange has begun
+            c.send(head)
+            time.sleep(0.005)
+            c.send(body)
+        else:
+            c.send(head + body)
+        return c.read_response()
+
+
+def test_no_request_smuggling_through_lenient_upstream(server, lenient, model):
+    # One worker and one pooled upstream connection: attacker and victim
+    # share it, so anything left over from an attack becomes victim input.
+    srv = server(*model, "--workers", "1", "--upstream", f"l={lenient.address}",
+                 "--proxy", "/=l", "--upstream-keepalive", "1")
+    forms = list(MALFORMED.items()) + list(WELLFORMED.items())
+    victims = {}
+    for i in range(200):
+        name, body = forms[i % len(forms)]
+        r = attack(srv, i, name, body, split=i % 2 == 1)
+        if name in MALFORMED:
+            assert r.status == 400, (i, name, r)
+        else:
+            info = echo(r)
+            assert (info["path"], info["id"], info["body_sha"]) == (
+                "/attack", f"atk-{i}", hashlib.sha256(b"hello").hexdigest()), (i, name, info)
+        vbody = os.urandom(40)
+        vid = f"victim-{i}"
+        with srv.connect() as c:
+            c.send(build_request("POST", "/victim", headers=[
+                ("Cookie", f"session=secret-{i}"), ("X-Req-Id", vid),
+                ("Content-Length", len(vbody))], body=vbody))
+            info = echo(c.read_response())
+        assert (info["method"], info["path"], info["id"], info["body_sha"]) == (
+            "POST", "/victim", vid, hashlib.sha256(vbody).hexdigest()), (
+            f"round {i}, after '{name}': the victim got {info}")
+        victims[vid] = hashlib.sha256(vbody).hexdigest()
+    seen = lenient.seen()
+    assert not [s for s in seen if s["path"] != "/attack" and s["path"] != "/victim"], seen
+    got = {s["id"]: s["body_sha"] for s in seen if s["path"] == "/victim"}
+    assert got == victims
+
+
+# ------------------------------------------------------------ bodies framed anew
+
+def read_chunks(c):
+    """Reads a chunked body strictly: each chunk line only hex digits and
+    CRLF, no trailers. Returns (data, [sizes])."""
+    data, sizes = bytearray(), []
+    while True:
+        line = c.read_until(b"\r\n")
+        assert line[:-2] and all(ch in b"0123456789abcdef" for ch in line[:-2]), line
+        n = int(line[:-2], 16)
+        if n == 0:
+            assert c.read_exact(2) == b"\r\n", "trailers passed on"
+            return bytes(data), sizes
+        data += c.read_exact(n)
+        sizes.append(n)
+        assert c.read_exact(2) == b"\r\n"
+
+
+def test_chunked_response_loses_extensions_and_trailers(server, backend, model):
+    b = backend()
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b")
+    with srv.connect() as c:
+        c.send(build_request("GET", "/chunkext"))
+        head = c.read_until(b"\r\n\r\n")
+        assert b"Transfer-Encoding: chunked\r\n" in head and b"Trailer" not in head, head
+        data, _ = read_chunks(c)
+        assert data == b"hello chunked world"
+        # the connection goes on: the framing herd wrote was complete
+        c.send(build_request("GET", "/echo"))
+        assert json.loads(c.read_response().body)["target"] == "/echo"
+
+
+def test_big_chunked_response_to_a_slow_reader(server, backend, model):
+    """Chunks of many sizes through the bounded buffer while the client
+    stalls: framing herd adds when the buffer is full waits, nothing lost."""
+    b = backend()
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b")
+    n = 3 * 1024 * 1024 + 17
+    with srv.connect(rcvbuf=4096) as c:
+        c.send(build_request("GET", f"/chunkbig?n={n}"))
+        c.read_until(b"\r\n\r\n")
+        time.sleep(0.3)
+        data, sizes = read_chunks(c)
+        assert len(data) == n and hashlib.sha256(data).hexdigest() == pattern_sha(n)
+        assert max(sizes) <= 65536
+        c.send(build_request("GET", "/echo"))
+        assert c.read_response().status == 200
+
+
+def test_request_bodies_reframed(server, backend, model):
+    b = backend()
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--max-body-size", "16m")
+    parts = [os.urandom(k) for k in (1, 3000, 70000, 200000, 5)]
+    body = b"".join(b"%04x;ext=\"v\"\r\n%s\r\n" % (len(p), p) for p in parts)
+    body += b"0\r\nX-Trailer: 1\r\n\r\n"
+    with srv.connect() as c:
+        c.send(build_request("POST", "/c", headers=[("Transfer-Encoding", "chunked"),
+                                                    ("Trailer", "X-Trailer")]) + body)
+        info = json.loads(c.read_response().body)
+        assert info["body_len"] == sum(map(len, parts))
+        assert info["body_sha"] == hashlib.sha256(b"".join(parts)).hexdigest()
+        names = [k.lower() for k, _ in info["headers"]]
+        assert names.count("transfer-encoding") == 1 and "content-length" not in names
+        assert "trailer" not in names and "x-trailer" not in names
+        assert info["chunk_exts"] == 0 and info["trailers"] == [], info
+        # a Content-Length body goes up with its length, unchanged
+        c.send(build_request("PUT", "/l", headers=[("Content-Length", 100000)],
+                             body=PATTERN[:100000]))
+        info = json.loads(c.read_response().body)
+        assert info["body_sha"] == pattern_sha(100000)
+        assert ("Content-Length", "100000") in [tuple(h) for h in info["headers"]]
+
+
+def test_upstream_sees_only_herds_chunk_lines(server, model):
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(4)
+    ls.settimeout(10)
+    srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/=r")
+    socks = [ls]
+    try:
+        c = srv.connect()
+        socks.append(c)
+        c.send(build_request("POST", "/raw", headers=[("Transfer-Encoding", "chunked")]))
+        c.send(b"0003;a=1\r\nabc\r\n2;b\r\nde\r\n0;z=9\r\nT: v\r\n\r\n")
+        up, _ = ls.accept()
+        socks.append(up)
+        up.settimeout(10)
+        got = b""
+        while b"\r\n\r\n" not in got or not got.endswith(b"\r\n\r\n") or \
+                got.index(b"\r\n\r\n") + 4 == len(got):
+            more = up.recv(65536)
+            assert more, got
+            got += more
+        body = got.split(b"\r\n\r\n", 1)[1]
+        assert body == b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", body
+        up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        assert c.read_response().body == b"ok"
+    finally:
+        for s in socks:
+            s.close()
