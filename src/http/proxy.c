@@ -170,6 +170,21 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
     return w.full ? -1 : (long)w.len;
 }
 
+int proxy_may_retry(const struct http_request *req)
+{
+    switch (req->method) {
+    case HTTP_GET:
+    case HTTP_HEAD:
+    case HTTP_OPTIONS:
+    case HTTP_TRACE:
+    case HTTP_PUT:
+    case HTTP_DELETE:
+        return 1;
+    default:
+        return 0; /* POST, PATCH, CONNECT and methods herd does not know */
+    }
+}
+
 /* ---- the upstream's response ---- */
 
 static int tchar(unsigned char c)

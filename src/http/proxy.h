@@ -34,6 +34,11 @@ int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
 long proxy_build_request(const struct http_request *req, const char *client_addr,
                          const char *default_host, char *buf, size_t cap);
 
+/* May req be sent again on another connection after one failed before any
+ * byte of a response came back? Only when its method is idempotent (RFC
+ * 9110 9.2.2): a POST the upstream already acted on must not run twice. */
+int proxy_may_retry(const struct http_request *req);
+
 /* An upstream's response head; strings point into the parsed buffer. */
 struct upstream_response {
     uint16_t status;

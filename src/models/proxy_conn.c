@@ -90,6 +90,7 @@ struct xfer {
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t kind;                /* enum upstream_body */
     uint8_t req_chunked;         /* the client's body is chunked: herd re-chunks it */
+    uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
     struct body_skip req_body, resp_body;
     uint64_t body_sent;          /* response body bytes the client took */
@@ -411,13 +412,16 @@ static int abort_client(struct evloop *ev, struct xfer *x)
 }
 
 /* The upstream failed (error, early close, timeout). Before the response
- * head: retry on a fresh connection when a pooled one turned out dead,
- * else answer 502 (504 on timeout). After it: close the client. */
+ * head: retry on a fresh connection when a pooled one turned out dead
+ * without a byte of an answer and the request is idempotent (the server
+ * may have closed the idle connection as we sent, or may have acted on
+ * the request and died: a POST must not run twice), else answer 502 (504
+ * on timeout). After it: close the client. */
 static int upstream_failed(struct evloop *ev, struct xfer *x, int timeout)
 {
     if (x->head_done)
         return abort_client(ev, x);
-    if (x->reused && !x->got_bytes && !x->udiscarded && !timeout) {
+    if (x->reused && !x->got_bytes && !x->udiscarded && !timeout && x->may_retry) {
         /* the server closed an idle connection as we sent on it */
         up_release(ev, x, 0);
         x->uoff = 0;
@@ -835,6 +839,7 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
         return (long)body_len;
     }
     x->ulen = (size_t)hl;
+    x->may_retry = (uint8_t)proxy_may_retry(req);
     if (req->chunked || req->content_length > 0) {
         x->req_chunked = req->chunked;
         body_skip_start(&x->req_body, req->content_length, req->chunked,

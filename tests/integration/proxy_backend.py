@@ -12,6 +12,7 @@ path:
   /notmod           304                        /thenclose   ok, then close idle
   /early            413 before the body is read, then close
   /dropnext         echo, then close on the next request without answering
+                    (that request is recorded in .dropped, by path)
   /chunkext         a chunked body with chunk extensions and trailers
   /chunkbig?n=N     N pattern bytes in chunks of many sizes, each with an
                     extension, then a trailer
@@ -88,6 +89,7 @@ class Backend:
         self.lock = threading.Lock()
         self.conns = 0
         self.requests = []
+        self.dropped = []
         self.socks = []
         self.closed = False
         if addr.startswith("unix:"):
@@ -187,6 +189,8 @@ class Backend:
                         r.exact(n, sink)
                         r.until(b"\r\n")
                 if drop_next:
+                    with self.lock:
+                        self.dropped.append(urlsplit(target).path)
                     break  # as if the idle connection had timed out just now
                 drop_next = urlsplit(target).path.endswith("/dropnext")
                 req = {"method": method, "target": target, "version": version,

@@ -1,7 +1,7 @@
 """The reverse proxy passes on no framing it did not produce (issue 11):
-request smuggling through a lenient upstream, bodies framed anew both
-ways. Each test runs on the event-loop models that proxy (picked here, as
-test_proxy.py does)."""
+request smuggling through a lenient upstream, bodies framed anew both ways,
+retries only of idempotent requests. Each test runs on the event-loop
+models that proxy (picked here, as test_proxy.py does)."""
 
 import hashlib
 import json
@@ -234,3 +234,22 @@ def test_upstream_sees_only_herds_chunk_lines(server, model):
     finally:
         for s in socks:
             s.close()
+
+
+# ------------------------------------------------------------ retries
+
+def test_post_not_retried_get_retried(server, backend, model):
+    b = backend()
+    srv = server(*model, "--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    echo(srv.get("/dropnext"))
+    # the pooled connection takes the POST, reads it and closes unanswered
+    r = srv.request(build_request("POST", "/post", headers=[("Content-Length", 3)],
+                                  body=b"abc"))
+    assert r.status == 502, r
+    assert b.dropped == ["/post"] and b.paths() == ["/dropnext"], "the POST went up twice"
+    assert b.conns == 1
+    # a GET in the same spot is retried once, on a fresh connection
+    echo(srv.get("/dropnext"))
+    info = echo(srv.get("/get"))
+    assert info["conn"] == 3 and b.dropped == ["/post", "/get"]
+    assert b.paths() == ["/dropnext", "/dropnext", "/get"]

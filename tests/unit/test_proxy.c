@@ -1,6 +1,6 @@
-/* http/proxy.c: route matching, the upstream request head, the upstream
- * response parser (whole, at every split, and its rejections), body
- * framing, and the head passed on to the client. */
+/* http/proxy.c: route matching, the upstream request head, which requests
+ * may be retried, the upstream response parser (whole, at every split, and
+ * its rejections), body framing, and the head passed on to the client. */
 #include "unit.h"
 
 #include "http/proxy.h"
@@ -90,6 +90,25 @@ TEST(request_body_framing_and_versions)
     /* no room: -1, never a partial head */
     for (size_t cap = 0; cap < 40; cap++)
         CHECK_EQ_INT(proxy_build_request(&req, "1.2.3.4", "grp", out, cap), -1);
+}
+
+TEST(retry_only_idempotent_methods)
+{
+    static const struct {
+        const char *method;
+        int retry;
+    } cases[] = {
+        {"GET", 1}, {"HEAD", 1}, {"OPTIONS", 1}, {"TRACE", 1}, {"PUT", 1}, {"DELETE", 1},
+        {"POST", 0}, {"PATCH", 0}, {"PROPFIND", 0}, {"LOCK", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "%s /r HTTP/1.1\r\nHost: h\r\n\r\n", cases[i].method);
+        struct http_request req;
+        parse_req(text, &req);
+        if (!CHECK_EQ_INT(proxy_may_retry(&req), cases[i].retry))
+            fprintf(stderr, "  method %s\n", cases[i].method);
+    }
 }
 
 static const char resp_ok[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
