@@ -307,6 +307,10 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     raise_fd_limit();
+    if (cfg.proxy_pass_underscores)
+        log_msg(LOG_WARN, "--proxy-pass-underscores: request headers whose names hold '_' "
+                          "reach the upstreams (a CGI/WSGI upstream reads X_Forwarded_For "
+                          "as X-Forwarded-For)");
     if (!strcmp(cfg.model, "single"))
         return serve_single(&cfg);
     const struct model_desc *model = model_find(cfg.model);

@@ -108,7 +108,8 @@ static void put_u64(struct w *w, uint64_t v)
 }
 
 long proxy_build_request(const struct http_request *req, const char *client_addr,
-                         const char *default_host, char *buf, size_t cap)
+                         const char *default_host, int pass_underscores, char *buf,
+                         size_t cap)
 {
     struct w w = {buf, 0, cap, 0};
     const struct http_header *hs = req->headers;
@@ -139,7 +140,8 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
         const struct http_str *name = &hs[i].name;
         /* Expect is answered by us (we read the body), never forwarded */
         if (dropped(hs, n, name) || is(name, "host") || is(name, "x-forwarded-proto") ||
-            is(name, "content-length") || is(name, "expect"))
+            is(name, "content-length") || is(name, "expect") ||
+            (!pass_underscores && memchr(name->p, '_', name->len)))
             continue;
         if (is(name, "x-forwarded-for")) {
             xff = &hs[i].value; /* the last one; folded into ours below */

@@ -30,9 +30,13 @@ int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
  * client_addr), X-Forwarded-Proto: http, and the framing of the body herd
  * sends (http/reframe.h): its Content-Length when the client gave one, else
  * Transfer-Encoding: chunked for herd's own chunks of a chunked body.
- * Returns the length, or -1 when it does not fit. */
+ * Header names with '_' are dropped unless pass_underscores: CGI and WSGI
+ * servers map '_' and '-' to the same variable, so "X_Forwarded_For" would
+ * stand in for herd's X-Forwarded-For (nginx drops them too). Returns the
+ * length, or -1 when it does not fit. */
 long proxy_build_request(const struct http_request *req, const char *client_addr,
-                         const char *default_host, char *buf, size_t cap);
+                         const char *default_host, int pass_underscores, char *buf,
+                         size_t cap);
 
 /* May req be sent again on another connection after one failed before any
  * byte of a response came back? Only when its method is idempotent (RFC

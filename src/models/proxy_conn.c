@@ -829,7 +829,8 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     }
     char addr[64];
     client_addr(c, addr, sizeof addr);
-    long hl = proxy_build_request(req, addr, px->groups[x->group].cfg->name, x->ubuf,
+    long hl = proxy_build_request(req, addr, px->groups[x->group].cfg->name,
+                                  ev->cfg->proxy_pass_underscores, x->ubuf,
                                   px->ucap - ev->in_cap);
     long took = 0;
     if (hl < 0) {

@@ -67,6 +67,9 @@ const char config_help[] =
     "  --proxy-connect-timeout DUR  connecting to an upstream (default 5s)\n"
     "  --proxy-read-timeout DUR between two reads from an upstream (default 60s)\n"
     "  --proxy-send-timeout DUR between two writes to an upstream (default 60s)\n"
+    "  --proxy-pass-underscores  pass request headers whose names hold '_' to the\n"
+    "                           upstreams (default: dropped; CGI/WSGI servers read\n"
+    "                           X_Forwarded_For as X-Forwarded-For)\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 enum kind {
@@ -75,6 +78,7 @@ enum kind {
     K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
     K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
     K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
+    K_PX_UNDERSCORES,
     K_THREADS, K_CORO_STACK, K_STATUS_ALLOW, K_ERROR_LOG,
 };
 
@@ -119,6 +123,7 @@ static const struct {
     {"proxy-connect-timeout", K_PX_CONNECT_TO, 1},
     {"proxy-read-timeout", K_PX_READ_TO, 1},
     {"proxy-send-timeout", K_PX_SEND_TO, 1},
+    {"proxy-pass-underscores", K_PX_UNDERSCORES, 0},
     {"threads", K_THREADS, 1},
     {"coro-stack", K_CORO_STACK, 1},
 };
@@ -479,6 +484,9 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         return duration(name, v, &cfg->proxy_read_timeout_ms, err, errlen);
     case K_PX_SEND_TO:
         return duration(name, v, &cfg->proxy_send_timeout_ms, err, errlen);
+    case K_PX_UNDERSCORES:
+        cfg->proxy_pass_underscores = 1;
+        return 0;
     case K_DISPATCH:
         if (!strcmp(v, "rr"))
             cfg->dispatch_least = 0;

@@ -82,6 +82,7 @@ struct serve_config {
     int64_t proxy_connect_timeout_ms;
     int64_t proxy_read_timeout_ms;
     int64_t proxy_send_timeout_ms;
+    uint8_t proxy_pass_underscores; /* header names with '_' go upstream too */
 };
 
 /* Fills in the defaults. */

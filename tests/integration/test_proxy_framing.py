@@ -1,6 +1,6 @@
 """The reverse proxy passes on no framing it did not produce (issue 11):
 request smuggling through a lenient upstream, bodies framed anew both ways,
-retries only of idempotent requests. Each test runs on the event-loop
+retries only of idempotent requests, header names with '_'. Each test runs on the event-loop
 models that proxy (picked here, as test_proxy.py does)."""
 
 import hashlib
@@ -253,3 +253,34 @@ def test_post_not_retried_get_retried(server, backend, model):
     info = echo(srv.get("/get"))
     assert info["conn"] == 3 and b.dropped == ["/post", "/get"]
     assert b.paths() == ["/dropnext", "/dropnext", "/get"]
+
+
+# ------------------------------------------------------------ headers with '_'
+
+def test_underscore_headers_dropped_unless_passed(server, backend, model):
+    b = backend("tcp")
+    hs = [("X_Forwarded_For", "6.6.6.6"), ("X_Forwarded_Proto", "https"), ("X-Kept", "1")]
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b")
+    info = echo(srv.get("/u", headers=hs))
+    names = [k for k, _ in info["headers"]]
+    assert "X_Forwarded_For" not in names and "X_Forwarded_Proto" not in names, names
+    assert "6.6.6.6" not in json.dumps(info)
+    assert [v for k, v in info["headers"] if k == "X-Forwarded-For"] == ["127.0.0.1"]
+    assert "X-Kept" in names
+    assert "underscores" not in srv.stderr_text()
+
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--proxy-pass-underscores")
+    info = echo(srv.get("/u", headers=hs))
+    assert ("X_Forwarded_For", "6.6.6.6") in [tuple(h) for h in info["headers"]]
+    assert ("X_Forwarded_Proto", "https") in [tuple(h) for h in info["headers"]]
+    assert srv.stderr_text().count("--proxy-pass-underscores") == 1, srv.stderr_text()
+
+
+def test_pass_underscores_config_line(server, backend, tmp_path):
+    b = backend()
+    conf = tmp_path / "herd.conf"
+    conf.write_text(f"upstream = b={b.address}\nproxy = /=b\nproxy-pass-underscores\n")
+    srv = server("--config", conf)
+    info = echo(srv.get("/u", headers=[("My_Header", "v")]))
+    assert ("My_Header", "v") in [tuple(h) for h in info["headers"]]

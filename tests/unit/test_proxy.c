@@ -1,6 +1,7 @@
-/* http/proxy.c: route matching, the upstream request head, which requests
- * may be retried, the upstream response parser (whole, at every split, and
- * its rejections), body framing, and the head passed on to the client. */
+/* http/proxy.c: route matching, the upstream request head (its body
+ * framing, header names with '_'), which requests may be retried, the
+ * upstream response parser (whole, at every split, and its rejections),
+ * body framing, and the head passed on to the client. */
 #include "unit.h"
 
 #include "http/proxy.h"
@@ -42,7 +43,7 @@ TEST(request_drops_hop_by_hop_and_sets_forwarding)
               "X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n"
               "Expect: 100-continue\r\nAccept: */*\r\n\r\n",
               &req);
-    long n = proxy_build_request(&req, "192.0.2.5", "grp", out, sizeof out);
+    long n = proxy_build_request(&req, "192.0.2.5", "grp", 0, out, sizeof out);
     if (!CHECK(n > 0))
         return;
     CHECK(STARTS(out, "GET /p?q=1 HTTP/1.1\r\nHost: example.org\r\n"));
@@ -65,31 +66,84 @@ TEST(request_body_framing_and_versions)
 {
     struct http_request req;
     parse_req("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n", &req);
-    long n = proxy_build_request(&req, "::1", "grp", out, sizeof out);
+    long n = proxy_build_request(&req, "::1", "grp", 0, out, sizeof out);
     CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
     CHECK(has(out, n, "X-Forwarded-For: ::1\r\n"));
 
     parse_req("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", &req);
-    n = proxy_build_request(&req, "unix:", "grp", out, sizeof out);
+    n = proxy_build_request(&req, "unix:", "grp", 0, out, sizeof out);
     CHECK(has(out, n, "\r\nTransfer-Encoding: chunked\r\n"));
 
     /* HTTP/1.0 without Host: the group's name, a 1.0 request, no reuse */
     parse_req("GET / HTTP/1.0\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", out, sizeof out);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(STARTS(out, "GET / HTTP/1.0\r\nHost: grp\r\n"));
     CHECK(has(out, n, "\r\nConnection: close\r\n"));
 
     /* absolute-form becomes origin-form */
     parse_req("GET http://other.example/a/b?c HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", out, sizeof out);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(STARTS(out, "GET /a/b?c HTTP/1.1\r\n"));
     parse_req("GET http://other.example?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", out, sizeof out);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(STARTS(out, "GET /?x=1 HTTP/1.1\r\n"));
 
     /* no room: -1, never a partial head */
     for (size_t cap = 0; cap < 40; cap++)
-        CHECK_EQ_INT(proxy_build_request(&req, "1.2.3.4", "grp", out, cap), -1);
+        CHECK_EQ_INT(proxy_build_request(&req, "1.2.3.4", "grp", 0, out, cap), -1);
+}
+
+/* The count of needle in hay[0..len). */
+static int count(const char *hay, long len, const char *needle)
+{
+    int k = 0;
+    size_t nl = strlen(needle);
+    for (const char *p = hay; len > 0 && (p = memmem(p, (size_t)(hay + len - p), needle, nl));
+         p += nl)
+        k++;
+    return k;
+}
+
+/* The upstream gets one framing, herd's: the length when the client gave
+ * one, else chunked (herd's own chunks); never the client's framing
+ * headers (Trailer included: herd sends no trailers). */
+TEST(request_framing_is_herds)
+{
+    struct http_request req;
+    parse_req("POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
+              "Trailer: X-Sum\r\n\r\n", &req);
+    long n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    CHECK_EQ_INT(count(out, n, "Transfer-Encoding: chunked\r\n"), 1);
+    CHECK(!has(out, n, "Content-Length"));
+    CHECK(!has(out, n, "Trailer"));
+
+    parse_req("PUT /l HTTP/1.1\r\nHost: h\r\nContent-Length: 0012\r\n\r\n", &req);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    CHECK_EQ_INT(count(out, n, "Content-Length"), 1);
+    CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
+    CHECK(!has(out, n, "Transfer-Encoding"));
+
+    parse_req("GET /n HTTP/1.1\r\nHost: h\r\n\r\n", &req);
+    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    CHECK(n > 0 && !has(out, n, "Content-Length") && !has(out, n, "Transfer-Encoding"));
+}
+
+TEST(request_drops_underscore_names_unless_asked)
+{
+    struct http_request req;
+    parse_req("GET /u HTTP/1.1\r\nHost: h\r\nX_Forwarded_For: 6.6.6.6\r\n"
+              "X_Forwarded_Proto: https\r\nx_real_ip: 6.6.6.6\r\nX-Kept: 1\r\n\r\n", &req);
+    long n = proxy_build_request(&req, "192.0.2.5", "grp", 0, out, sizeof out);
+    CHECK(n > 0);
+    CHECK(!has(out, n, "_"));
+    CHECK(!has(out, n, "6.6.6.6"));
+    CHECK(has(out, n, "\r\nX-Forwarded-For: 192.0.2.5\r\n"));
+    CHECK(has(out, n, "\r\nX-Kept: 1\r\n"));
+    n = proxy_build_request(&req, "192.0.2.5", "grp", 1, out, sizeof out);
+    CHECK(has(out, n, "\r\nX_Forwarded_For: 6.6.6.6\r\n"));
+    CHECK(has(out, n, "\r\nX_Forwarded_Proto: https\r\n"));
+    CHECK(has(out, n, "\r\nx_real_ip: 6.6.6.6\r\n"));
+    CHECK(has(out, n, "\r\nX-Forwarded-For: 192.0.2.5\r\n"));
 }
 
 TEST(retry_only_idempotent_methods)
