@@ -857,8 +857,9 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
         x->ulen = o.len;
         x->req_done = !body_skip_active(&x->req_body);
         /* As nginx does: we take the body, so we say go ahead ourselves
-         * (the upstream never sees the Expect header). */
-        if (!x->req_done && expects_continue(req))
+         * (the upstream never sees the Expect header). An HTTP/1.0 client
+         * does not know 100 Continue (RFC 9110 10.1.1): it just sends. */
+        if (!x->req_done && x->client_minor && expects_continue(req))
             (void)!send(conn_fd(ev, c), "HTTP/1.1 100 Continue\r\n\r\n", 25,
                         MSG_NOSIGNAL | MSG_DONTWAIT);
     } else {

@@ -1,6 +1,7 @@
 """The reverse proxy passes on no framing it did not produce (issue 11):
 request smuggling through a lenient upstream, bodies framed anew both ways,
-retries only of idempotent requests, header names with '_'. Each test runs on the event-loop
+retries only of idempotent requests, header names with '_', and
+100 Continue only to HTTP/1.1 clients. Each test runs on the event-loop
 models that proxy (picked here, as test_proxy.py does)."""
 
 import hashlib
@@ -284,3 +285,24 @@ def test_pass_underscores_config_line(server, backend, tmp_path):
     srv = server("--config", conf)
     info = echo(srv.get("/u", headers=[("My_Header", "v")]))
     assert ("My_Header", "v") in [tuple(h) for h in info["headers"]]
+
+
+# ------------------------------------------------------------ 100 Continue
+
+def test_100_continue_only_to_http11(server, backend, model):
+    b = backend()
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b")
+    for version in ("HTTP/1.0", "HTTP/1.1"):
+        with srv.connect() as c:
+            c.send(build_request("POST", "/e", version=version, headers=[
+                ("Expect", "100-continue"), ("Content-Length", 5)]))
+            if version == "HTTP/1.1":
+                assert c.read_until(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+            else:
+                assert c.nothing_within(0.5), "100 Continue to an HTTP/1.0 client"
+            c.send(b"hello")
+            if version == "HTTP/1.0":
+                rest = c.read_to_close()
+                assert b"100 Continue" not in rest and rest.startswith(b"HTTP/1.1 200 "), rest
+            else:
+                assert echo(c.read_response())["body_len"] == 5
