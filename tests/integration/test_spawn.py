@@ -333,7 +333,9 @@ def test_herd_serve_runs_as_a_socket_activated_child(spawn, site):
             while chunk := c.recv(65536):
                 data += chunk
         assert data.startswith(b"HTTP/1.1 200") and data.endswith(site.files["small.txt"])
-    assert s.log().count("(inherited)") == 2
+    # the first child may serve all of them before the second has logged
+    wait_for(lambda: s.log().count("(inherited)") == 2, TIMEOUT,
+             what="both children on the inherited socket")
     assert s.stop() == 0
 
 
