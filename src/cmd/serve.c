@@ -34,7 +34,8 @@ static const char serve_usage_tail[] =
     "Signals to the master: TERM/INT stop gracefully, QUIT at once, HUP reloads the\n"
     "config (new workers, old ones drain), USR1 reopens the log files, USR2 execs\n"
     "the binary again (or --upgrade-binary) on the same sockets, then the old master\n"
-    "drains and exits. Sockets passed by systemd (LISTEN_FDS) are used, not bound.\n";
+    "drains and exits. Sockets passed by systemd (LISTEN_FDS) are used, not bound;\n"
+    "a passed fd that is not a listening TCP or unix stream socket is an error.\n";
 
 /* The command line, kept for reloads: settings = defaults, then the config
  * file, then the flags. */
@@ -181,15 +182,23 @@ static void raise_fd_limit(void)
 static int serve_single(struct serve_config *cfg)
 {
     char err[512];
+    /* Passed sockets are checked before we open an fd of our own (see
+     * inherit_from_env). */
+    struct inherited in;
+    int passed = inherit_from_env(&in, err, sizeof err);
+    if (passed < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
+    }
     int sfd = signals_open();
     if (sfd < 0) {
         fprintf(stderr, "herd: signalfd: %s\n", strerror(-sfd));
+        inherit_free(&in);
         return 1;
     }
     int fds[CONFIG_MAX_LISTEN];
     uint8_t inherited[CONFIG_MAX_LISTEN] = {0};
-    struct inherited in;
-    if (inherit_from_env(&in) && cfg->listen_default) {
+    if (passed && cfg->listen_default) {
         int n = inherit_addresses(&in, cfg->listen, CONFIG_MAX_LISTEN);
         if (n > 0)
             cfg->nlisten = n;

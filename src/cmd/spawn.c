@@ -31,6 +31,8 @@ static const char spawn_usage[] =
     "\n"
     "Signals: TERM and INT stop the children gracefully (TERM is passed on), QUIT\n"
     "is passed on as QUIT; HUP, USR1 and USR2 are passed on to every child.\n"
+    "Each child leads its own process group: what it forks gets TERM once the\n"
+    "child is gone (KILL after the stop timeout), and herd spawn waits for it.\n"
     "The socket is blocking and the children's signal mask is clean.\n"
     "\n"
     "Exit status: 0 after a stop signal, or when every child exited 0 (without\n"

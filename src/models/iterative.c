@@ -6,14 +6,16 @@
  * queued behind it. The header and keep-alive timeouts bound how long (a
  * client trickling bytes is cut off), so the server cannot stall forever.
  * Waits use poll() on the socket and the signal fd, so TERM and QUIT are
- * still seen while a connection is open.
+ * still seen while a connection is open; the socket stays non-blocking,
+ * so every wait has a deadline: the header timeout counts from accept
+ * (also for a connection queued behind others), the send timeout from the
+ * last byte the kernel took.
  *
  * Each wakeup accepts until EAGAIN into a FIFO (bounded) and then serves
  * those connections one by one: accepting one per wakeup would leave the
  * kernel's backlog full during a burst, and SYNs dropped there come back
  * only after TCP's retransmission backoff (1 s, 3 s, 7 s...). */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -41,6 +43,7 @@ struct pending_conn {
     int tcp;
     int listener;
     int status_ok;     /* may read the status page (--status-allow) */
+    int64_t accepted_ms;
     struct sockaddr_storage peer;
 };
 
@@ -67,13 +70,17 @@ static void check_signals(struct iter *it)
     }
 }
 
-/* Waits until fd has input or timeout_ms passes; 1 ready, 0 timeout or
- * stop, -1 error. */
-static int wait_input(struct iter *it, int fd, int64_t timeout_ms)
+/* Waits until fd has any of events or the clock reaches deadline_ms;
+ * signals are taken meanwhile. 1 ready, 0 deadline or stop at once, -1
+ * error. A deadline already past still reports what is ready now. */
+static int wait_fd(struct iter *it, int fd, short events, int64_t deadline_ms)
 {
     for (;;) {
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = it->env->signal_fd, .events = POLLIN}};
-        int n = poll(p, 2, timeout_ms > 0 ? (int)timeout_ms : 0);
+        struct pollfd p[2] = {{.fd = fd, .events = events},
+                              {.fd = it->env->signal_fd, .events = POLLIN}};
+        int64_t left = deadline_ms - clock_now_ms();
+        int n = poll(p, 2, left > 0 ? (int)(left < INT32_MAX ? left : INT32_MAX) : 0);
+        clock_update();
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -84,13 +91,66 @@ static int wait_input(struct iter *it, int fd, int64_t timeout_ms)
             return 0;
         if (p[0].revents)
             return 1;
-        if (n == 0)
+        if (clock_now_ms() >= deadline_ms)
             return 0;
     }
 }
 
-/* Blocking write of the head and body; sendfile for a file range. */
-static int write_plan(int fd, const struct http_out *out, const struct http_plan *plan)
+/* Waits for room in the socket's send buffer: the send timeout counts
+ * from the last progress, whether one call or many made it. */
+static int wait_writable(struct iter *it, int fd)
+{
+    return wait_fd(it, fd, POLLOUT, clock_now_ms() + it->cfg->send_timeout_ms) > 0 ? 0 : -1;
+}
+
+/* Writes all of iov[0..niov) (MSG_MORE when more follows). */
+static int send_all(struct iter *it, int fd, struct iovec *iov, int niov, int more)
+{
+    while (niov) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            if (wait_writable(it, fd) < 0)
+                return -1;
+            continue;
+        }
+        if (n <= 0)
+            return -1;
+        size_t done = (size_t)n;
+        while (niov && done >= iov->iov_len) {
+            done -= iov->iov_len;
+            iov++;
+            niov--;
+        }
+        if (niov) {
+            iov->iov_base = (char *)iov->iov_base + done;
+            iov->iov_len -= done;
+        }
+    }
+    return 0;
+}
+
+static int send_file(struct iter *it, int fd, int file_fd, off_t off, off_t end)
+{
+    while (off < end) {
+        ssize_t n = sendfile(fd, file_fd, &off, (size_t)(end - off));
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        /* 0: the file shrank under us; Content-Length was a promise. */
+        if (n == 0 || errno != EAGAIN || wait_writable(it, fd) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The head and an in-memory body in one sendmsg, then sendfile for a
+ * file range. */
+static int write_plan(struct iter *it, int fd, const struct http_out *out,
+                      const struct http_plan *plan)
 {
     struct iovec iov[2] = {{out->buf + plan->head_off, plan->head_len}};
     int niov = 1;
@@ -102,54 +162,30 @@ static int write_plan(int fd, const struct http_out *out, const struct http_plan
     }
     if (mlen)
         iov[niov++] = (struct iovec){(void *)mem, mlen};
-    size_t total = plan->head_len + mlen, done = 0;
-    while (done < total) {
-        struct iovec v[2];
-        int k = 0;
-        size_t skip = done;
-        for (int i = 0; i < niov; i++) {
-            if (skip >= iov[i].iov_len) {
-                skip -= iov[i].iov_len;
-                continue;
-            }
-            v[k++] = (struct iovec){(char *)iov[i].iov_base + skip, iov[i].iov_len - skip};
-            skip = 0;
-        }
-        struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)k};
-        int more = plan->file && !plan->file->data ? MSG_MORE : 0;
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | more);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        done += (size_t)n;
-    }
-    if (plan->file && !plan->file->data) {
-        off_t off = plan->file_off, end = plan->file_off + plan->file_len;
-        while (off < end) {
-            ssize_t n = sendfile(fd, plan->file->fd, &off, (size_t)(end - off));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return -1;
-        }
-    }
+    int on_disk = plan->file && !plan->file->data;
+    if (send_all(it, fd, iov, niov, on_disk) < 0)
+        return -1;
+    if (on_disk)
+        return send_file(it, fd, plan->file->fd, plan->file_off,
+                         plan->file_off + plan->file_len);
     return 0;
 }
 
 /* proxy: the connection starts with a PROXY protocol header, whose client
  * address then replaces peer (and decides status_ok again). */
-static void serve_connection(struct iter *it, int fd, const struct sockaddr_storage *peer,
-                             int proxy, int status_ok)
+static void serve_connection(struct iter *it, const struct pending_conn *pc, int proxy)
 {
     struct proxy_info info;
     const struct http_config *hc = &it->cfg->http;
-    struct timeval tv = {it->cfg->send_timeout_ms / 1000, (it->cfg->send_timeout_ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int fd = pc->fd;
+    const struct sockaddr_storage *peer = pc->tcp ? &pc->peer : NULL;
+    int status_ok = pc->status_ok;
     struct body_skip skip = {0};
     size_t len = 0;
     uint32_t nreq = 0;
-    int64_t head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
+    /* From accept, not from now: a connection that waited in our queue
+     * behind a slow one has used that time (docs/SPEC-serve.md). */
+    int64_t head_deadline = pc->accepted_ms + it->cfg->header_timeout_ms;
     for (;;) {
         /* Answer every complete request already buffered. */
         size_t pos = 0;
@@ -199,7 +235,7 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
             if (alog_on(it->alog))
                 alog_record(it->alog, peer, n == HTTP_PARSE_ERROR ? NULL : &it->req, plan.status,
                             plan.body_len + plan.inline_len + (uint64_t)(plan.file ? plan.file_len : 0));
-            int rc = write_plan(fd, &out, &plan);
+            int rc = write_plan(it, fd, &out, &plan);
             if (plan.file)
                 fc_release(plan.file);
             alog_flush(it->alog);
@@ -214,18 +250,15 @@ static void serve_connection(struct iter *it, int fd, const struct sockaddr_stor
         len -= pos;
         /* Idle between requests: the keep-alive timeout; inside one: the header timeout. */
         int64_t now = clock_now_ms();
-        /* The first request's head is due a header timeout after accept. */
-        int64_t wait = len || body_skip_active(&skip) || nreq == 0
-                           ? head_deadline - now
-                           : it->cfg->keepalive_timeout_ms;
-        if (!len && !body_skip_active(&skip) && nreq > 0) {
+        int idle = !len && !body_skip_active(&skip) && nreq > 0;
+        int64_t until = idle ? now + it->cfg->keepalive_timeout_ms : head_deadline;
+        if (idle) {
             if (it->stop)
                 return;
-            head_deadline = now + it->cfg->keepalive_timeout_ms + it->cfg->header_timeout_ms;
+            head_deadline = until + it->cfg->header_timeout_ms;
         }
-        if (wait_input(it, fd, wait) <= 0)
+        if (wait_fd(it, fd, POLLIN, until) <= 0)
             return;
-        clock_update();
         ssize_t n = recv(fd, it->in + len, it->cap - len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
@@ -296,6 +329,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 queue[nq].tcp = tcp;
                 queue[nq].listener = l;
                 queue[nq].status_ok = acl_allows(&cfg->status_allow, !tcp, &queue[nq].peer);
+                queue[nq].accepted_ms = clock_now_ms();
                 nq++;
                 got++;
                 SB_ADD(it.slot->accepted, 1);
@@ -306,12 +340,9 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
         for (int i = 0; i < nq; i++) {
             int fd = queue[i].fd;
             if (!it.stop) {
-                /* Blocking from here on: the send timeout bounds every write. */
-                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
                 SB_SET(it.slot->active, (uint64_t)(nq - i));
                 clock_update();
-                serve_connection(&it, fd, queue[i].tcp ? &queue[i].peer : NULL,
-                                 cfg->listen_proxy[queue[i].listener], queue[i].status_ok);
+                serve_connection(&it, &queue[i], cfg->listen_proxy[queue[i].listener]);
             }
             close(fd);
         }

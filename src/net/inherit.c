@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -34,31 +35,85 @@ static int sockopt_int(int fd, int level, int name)
     return getsockopt(fd, level, name, &v, &len) < 0 ? -1 : v;
 }
 
-/* A listening TCP or unix stream socket: anything else is not for us. */
-static int is_listener(int fd)
+/* Why fd cannot be a socket passed to us, or NULL when it is what we
+ * accept: an open, listening TCP or unix stream socket. */
+static const char *not_a_listener(int fd)
 {
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return "is not open";
+    if (S_ISREG(st.st_mode))
+        return "is a regular file, not a socket";
+    if (S_ISFIFO(st.st_mode))
+        return "is a pipe, not a socket";
+    if (!S_ISSOCK(st.st_mode))
+        return "is not a socket";
     int domain = sockopt_int(fd, SOL_SOCKET, SO_DOMAIN);
-    return (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX) &&
-           sockopt_int(fd, SOL_SOCKET, SO_TYPE) == SOCK_STREAM &&
-           sockopt_int(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1;
+    if (domain != AF_INET && domain != AF_INET6 && domain != AF_UNIX)
+        return "is a socket of another family (not TCP or unix)";
+    int type = sockopt_int(fd, SOL_SOCKET, SO_TYPE);
+    if (type == SOCK_DGRAM)
+        return "is a datagram socket (UDP or unix dgram), not a stream socket";
+    if (type != SOCK_STREAM)
+        return "is not a stream socket";
+    if (sockopt_int(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1)
+        return "is a stream socket that does not listen (a connection?)";
+    return NULL;
 }
 
-int inherit_from_env(struct inherited *in)
+/* LISTEN_PID and LISTEN_FDS as sd_listen_fds(3) reads them: *n = 0 when
+ * the variables are absent or meant for another process; -1 with a reason
+ * when they are meant for us but malformed. */
+static int passed_count(long *n, char *err, size_t errlen)
+{
+    const char *pid_text = getenv("LISTEN_PID"), *fds_text = getenv("LISTEN_FDS");
+    long pid;
+    *n = 0;
+    if (!pid_text)
+        return 0;
+    if (parse_long(pid_text, &pid) < 0) {
+        snprintf(err, errlen, "LISTEN_PID=%.40s is not a process id", pid_text);
+        return -1;
+    }
+    if (pid != (long)getpid() || !fds_text)
+        return 0;
+    if (parse_long(fds_text, n) < 0 || *n > INHERIT_MAX) {
+        snprintf(err, errlen, "LISTEN_FDS=%.40s is not a count of sockets (0..%d)", fds_text,
+                 INHERIT_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int inherit_from_env(struct inherited *in, char *err, size_t errlen)
 {
     memset(in, 0, sizeof *in);
-    long pid = -1, n = 0;
-    if (parse_long(getenv("LISTEN_PID"), &pid) < 0 || parse_long(getenv("LISTEN_FDS"), &n) < 0)
-        pid = -1;
+    long n;
+    int rc = passed_count(&n, err, errlen);
     const char *names = getenv("LISTEN_FDNAMES");
-    in->names = names ? strdup(names) : NULL;
+    in->names = rc == 0 && n > 0 && names ? strdup(names) : NULL;
     unsetenv("LISTEN_PID");
     unsetenv("LISTEN_FDS");
     unsetenv("LISTEN_FDNAMES");
-    if (pid != (long)getpid() || n <= 0 || n > INHERIT_MAX ||
-        !(in->fds = calloc((size_t)n, sizeof *in->fds))) {
-        free(in->names);
-        in->names = NULL;
-        return 0;
+    if (rc < 0 || n <= 0)
+        return rc;
+    /* Every passed fd is checked before any is used: one that is missing
+     * or of the wrong kind means the launcher was set up wrong, and guessing
+     * would serve on part of what was meant (or on an fd of ours). */
+    for (long i = 0; i < n; i++) {
+        int fd = INHERIT_FIRST_FD + (int)i;
+        const char *why = not_a_listener(fd);
+        if (why) {
+            snprintf(err, errlen, "LISTEN_FDS=%ld for pid %ld: fd %d %s (herd takes only "
+                     "listening TCP or unix stream sockets)", n, (long)getpid(), fd, why);
+            inherit_free(in);
+            return -1;
+        }
+    }
+    if (!(in->fds = calloc((size_t)n, sizeof *in->fds))) {
+        snprintf(err, errlen, "LISTEN_FDS: out of memory");
+        inherit_free(in);
+        return -1;
     }
     char *cursor = in->names;
     for (long i = 0; i < n; i++) {
@@ -71,15 +126,6 @@ int inherit_from_env(struct inherited *in)
             cursor = colon ? colon + 1 : NULL;
         }
         int fd = INHERIT_FIRST_FD + (int)i;
-        if (fcntl(fd, F_GETFD) < 0) {
-            in->skipped++;
-            continue;
-        }
-        if (!is_listener(fd)) {
-            close(fd);
-            in->skipped++;
-            continue;
-        }
         /* systemd passes blocking sockets; our workers accept until EAGAIN. */
         int fl = fcntl(fd, F_GETFL);
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);

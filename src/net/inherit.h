@@ -35,15 +35,17 @@ struct inherited {
     int n;
     struct inherited_fd *fds;
     char *names;                   /* the LISTEN_FDNAMES copy names point into */
-    int skipped;                   /* passed fds that are no listening stream socket */
 };
 
 /* Reads and unsets LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES (so children
- * do not see them). When they are meant for this process, keeps the
- * listening stream sockets among the passed fds (made non-blocking and
- * close-on-exec) and closes the rest (counted in skipped). Returns the
- * number kept: 0 when nothing was passed to us. */
-int inherit_from_env(struct inherited *in);
+ * do not see them). When they are meant for this process, every passed fd
+ * must be an open, listening TCP or unix stream socket; they are made
+ * non-blocking and close-on-exec. Returns how many were passed (0 when
+ * nothing was passed to us), or -1 with a one-line reason in err when the
+ * variables are malformed or a passed fd is missing or of another kind.
+ * Call it before opening any fd of our own: until then, a gap at fd 3..
+ * is not mistaken for one of ours, nor one of ours for a passed socket. */
+int inherit_from_env(struct inherited *in, char *err, size_t errlen);
 
 /* The next unused inherited socket for a, or NULL. The first one taken
  * for an address with port 0 fixes a's real port, so later calls for the

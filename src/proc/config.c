@@ -511,6 +511,28 @@ static char *trim(char *s)
     return s;
 }
 
+/* Reads one line (without its newline) into buf. Returns its length, -1
+ * at the end of the file, -2 when it does not fit in n - 1 bytes (the
+ * rest of it is left unread). Unlike fgets, it says where a NUL byte is:
+ * *nul is the offset of the first one read, or -1. */
+static long read_line(FILE *f, char *buf, size_t n, long *nul)
+{
+    size_t len = 0;
+    int c;
+    *nul = -1;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (len + 1 >= n)
+            return -2;
+        if (c == '\0' && *nul < 0)
+            *nul = (long)len;
+        buf[len++] = (char)c;
+    }
+    if (c == EOF && len == 0)
+        return -1;
+    buf[len] = '\0';
+    return (long)len;
+}
+
 int config_load(struct serve_config *cfg, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "re");
@@ -521,10 +543,19 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
     char line[4096], why[512];
     int lineno = 0, rc = 0, first_route = cfg->nroutes;
     int route_line[CONFIG_MAX_ROUTES] = {0};
-    while (fgets(line, sizeof line, f)) {
+    long len, nul;
+    while ((len = read_line(f, line, sizeof line, &nul)) != -1) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+        if (nul >= 0) {
+            /* Text tools stop at a NUL and would show a different line. */
+            snprintf(err, errlen, "%s:%d: NUL byte at column %ld (a config file is text)", path,
+                     lineno, nul + 1);
+            rc = -1;
+            break;
+        }
+        if (len == -2) {
+            snprintf(err, errlen, "%s:%d: line too long (over %zu bytes)", path, lineno,
+                     sizeof line - 1);
             rc = -1;
             break;
         }

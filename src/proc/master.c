@@ -185,9 +185,6 @@ static int open_listeners(struct master *m, struct inherited *in)
     int unused = inherit_close_unused(in);
     if (unused)
         log_msg(LOG_NOTICE, "closed %d inherited sockets that no listen address wants", unused);
-    if (in->skipped)
-        log_msg(LOG_WARN, "closed %d inherited fds that are no listening stream socket",
-                in->skipped);
     return 0;
 }
 
@@ -816,7 +813,17 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     m->argv = hooks->argv;
     m->argc = hooks->argc;
     m->up.fd = -1;
-    m->ready_fd = upgrade_ready_fd();
+    m->ready_fd = -1;
+    /* The fds the environment names come first: until they are checked,
+     * a signalfd or socketpair of ours could land in a gap at fd 3.. and
+     * be taken for a passed socket (or closed as a stranger). */
+    struct inherited in;
+    if (inherit_from_env(&in, err, sizeof err) < 0 ||
+        upgrade_ready_fd(&in, &m->ready_fd, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        inherit_free(&in);
+        return 1;
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
     if (n > MAX_WORKERS)
@@ -837,6 +844,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         int fd = logger_open_file(cfg->access_log);
         if (fd < 0) {
             fprintf(stderr, "herd: access log %s: %s\n", cfg->access_log, strerror(-fd));
+            inherit_free(&in);
             return 1;
         }
         close(fd);
@@ -844,8 +852,6 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     /* Signals are blocked before anyone can learn our address: a HUP that
      * follows "listening on" at once must find the signalfd, not kill us. */
     m->sfd = signals_open();
-    struct inherited in;
-    inherit_from_env(&in);
     int rc = open_listeners(m, &in);
     inherit_free(&in);
     if (rc < 0)

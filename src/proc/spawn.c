@@ -20,8 +20,13 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
 
+/* A slot: its child and the child's process group (setpgid in the child,
+ * so the group id is the child's pid). Whatever the child forked stays in
+ * the group, may hold the socket, and goes when the child goes. */
 struct child {
     pid_t pid;          /* 0: not running */
+    pid_t pgid;         /* 0: no process of the group is left */
+    int64_t leftover_kill_at; /* child gone, group not: SIGKILL the rest then */
     int64_t started_ms;
     int64_t respawn_at; /* 0: none pending */
     int quick_deaths;   /* in a row */
@@ -81,10 +86,12 @@ static int resolve_command(const char *cmd, char *out, size_t n)
 }
 
 /* In the child, between fork and exec: undo what the supervisor set for
- * itself (blocked signals, ignored SIGPIPE) and put the socket where the
- * chosen convention expects it. Never returns. */
+ * itself (blocked signals, ignored SIGPIPE), lead a process group of its
+ * own and put the socket where the chosen convention expects it. Never
+ * returns. */
 static void exec_child(struct spawner *s, int report_fd)
 {
+    setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -137,6 +144,9 @@ static int start_child(struct spawner *s, int i)
         close(pfd[0]);
         exec_child(s, pfd[1]);
     }
+    /* Both sides set the group, so no signal to it can come too early
+     * (this one fails harmlessly once the child has exec'd). */
+    setpgid(pid, pid);
     close(pfd[1]);
     int err = 0;
     ssize_t r;
@@ -152,16 +162,82 @@ static int start_child(struct spawner *s, int i)
         return -1;
     }
     c->pid = pid;
+    c->pgid = pid;
+    c->leftover_kill_at = 0;
     c->started_ms = now_ms();
     log_msg(LOG_INFO, "herd spawn: child %d started (pid %ld)", i, (long)pid);
     return 0;
 }
 
+/* Signals go to the children themselves (a master among them stops its
+ * own workers, as with systemd's KillMode=mixed); the rest of a group
+ * gets TERM once its child is gone, and SIGKILL at a deadline. */
 static void signal_children(struct spawner *s, int sig)
 {
     for (int i = 0; i < s->cfg->children; i++)
         if (s->kids[i].pid > 0)
             kill(s->kids[i].pid, sig);
+}
+
+/* Some process of the group is left (a zombie not yet reaped counts). */
+static int group_alive(pid_t pgid)
+{
+    return pgid > 0 && kill(-pgid, 0) == 0;
+}
+
+/* Every child and its group (the child too by pid: it may have left the
+ * group with setsid). */
+static void kill_groups(struct spawner *s, int sig)
+{
+    for (int i = 0; i < s->cfg->children; i++) {
+        if (s->kids[i].pid > 0)
+            kill(s->kids[i].pid, sig);
+        if (s->kids[i].pgid > 0)
+            kill(-s->kids[i].pgid, sig);
+    }
+}
+
+/* The child of slot i is gone: TERM what it left in its group (a helper
+ * still accepting on the socket, with nobody watching it). */
+static void stop_leftovers(struct spawner *s, int i)
+{
+    struct child *c = &s->kids[i];
+    if (!group_alive(c->pgid)) {
+        c->pgid = 0;
+        return;
+    }
+    log_msg(LOG_WARN, "herd spawn: child %d left processes in its group %ld: stopping them",
+            i, (long)c->pgid);
+    kill(-c->pgid, SIGTERM);
+    kill(-c->pgid, SIGCONT);
+    c->leftover_kill_at = now_ms() + s->cfg->stop_timeout_ms;
+}
+
+/* Forgets groups that are empty now; SIGKILLs leftovers past their time. */
+static void sweep_groups(struct spawner *s)
+{
+    int64_t now = now_ms();
+    for (int i = 0; i < s->cfg->children; i++) {
+        struct child *c = &s->kids[i];
+        if (c->pid > 0 || !c->pgid)
+            continue;
+        if (!group_alive(c->pgid)) {
+            c->pgid = 0;
+        } else if (now >= c->leftover_kill_at) {
+            log_msg(LOG_WARN, "herd spawn: processes of group %ld outlived the stop timeout: "
+                    "killing them", (long)c->pgid);
+            kill(-c->pgid, SIGKILL);
+            c->leftover_kill_at = now + 60000;
+        }
+    }
+}
+
+static int leftovers(const struct spawner *s)
+{
+    for (int i = 0; i < s->cfg->children; i++)
+        if (s->kids[i].pid <= 0 && s->kids[i].pgid)
+            return 1;
+    return 0;
 }
 
 static void begin_stop(struct spawner *s, int sig)
@@ -173,11 +249,12 @@ static void begin_stop(struct spawner *s, int sig)
     signal_children(s, sig);
 }
 
+/* Slots with a child or what it left still running. */
 static int running(const struct spawner *s)
 {
     int n = 0;
     for (int i = 0; i < s->cfg->children; i++)
-        n += s->kids[i].pid > 0;
+        n += s->kids[i].pid > 0 || s->kids[i].pgid;
     return n;
 }
 
@@ -201,6 +278,7 @@ static void child_died(struct spawner *s, int i, int status)
     char what[96];
     describe_status(status, what, sizeof what);
     c->pid = 0;
+    stop_leftovers(s, i);
     if (s->stopping) {
         log_msg(LOG_INFO, "herd spawn: child %d %s", i, what);
         return;
@@ -262,7 +340,12 @@ static void handle_signal(struct spawner *s, int sig)
     }
 }
 
-/* Milliseconds until the next respawn or the stop deadline, -1 for none. */
+/* How often leftovers of a group are looked for: one reaped by a process
+ * of its group sends us no SIGCHLD. */
+#define GROUP_POLL_MS 50
+
+/* Milliseconds until the next respawn, stop deadline or leftover check,
+ * -1 for none. */
 static int next_timeout(const struct spawner *s)
 {
     int64_t when = 0;
@@ -270,8 +353,11 @@ static int next_timeout(const struct spawner *s)
         when = s->kill_at;
     else
         for (int i = 0; i < s->cfg->children; i++)
-            if (s->kids[i].respawn_at && (!when || s->kids[i].respawn_at < when))
+            if (s->kids[i].respawn_at && !s->kids[i].pgid &&
+                (!when || s->kids[i].respawn_at < when))
                 when = s->kids[i].respawn_at;
+    if (leftovers(s) && (!when || when > now_ms() + GROUP_POLL_MS))
+        when = now_ms() + GROUP_POLL_MS;
     if (!when)
         return -1;
     int64_t d = when - now_ms();
@@ -281,17 +367,21 @@ static int next_timeout(const struct spawner *s)
 static void run_timers(struct spawner *s)
 {
     int64_t now = now_ms();
+    sweep_groups(s);
     if (s->stopping) {
         if (now >= s->kill_at && running(s)) {
             log_msg(LOG_WARN, "herd spawn: %d children still running after the stop "
                     "timeout: killing them", running(s));
-            signal_children(s, SIGKILL);
+            kill_groups(s, SIGKILL);
             s->kill_at = now + 60000;
         }
         return;
     }
+    /* A slot restarts once its old group is gone: nothing of the last run
+     * still accepts beside the new child. */
     for (int i = 0; i < s->cfg->children; i++)
-        if (s->kids[i].respawn_at && s->kids[i].respawn_at <= now && start_child(s, i) < 0) {
+        if (s->kids[i].respawn_at && s->kids[i].respawn_at <= now && !s->kids[i].pgid &&
+            start_child(s, i) < 0) {
             s->failed = 1;
             begin_stop(s, SIGTERM);
             return;
@@ -321,6 +411,10 @@ int spawn_run(const struct spawn_config *cfg)
         log_msg(LOG_ERROR, "herd spawn: signalfd: %s", strerror(-sfd));
         return 1;
     }
+    /* What a child forks and leaves behind becomes ours when the child
+     * dies: we reap it, and know when its group is empty. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        log_msg(LOG_WARN, "herd spawn: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
     s.lfd = listen_open(&s.addr, cfg->backlog, 0);
     if (s.lfd < 0) {
         log_msg(LOG_ERROR, "herd spawn: cannot listen on %s: %s", cfg->listen,

@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "net/inherit.h"
@@ -94,17 +96,38 @@ void upgrade_clear(struct upgrade *u)
     u->deadline_ms = 0;
 }
 
-int upgrade_ready_fd(void)
+int upgrade_ready_fd(const struct inherited *in, int *fd, char *err, size_t errlen)
 {
+    *fd = -1;
     const char *s = getenv(UPGRADE_READY_ENV);
     if (!s)
-        return -1;
-    char *end;
-    long fd = strtol(s, &end, 10);
+        return 0;
+    char text[24];
+    snprintf(text, sizeof text, "%.20s", s);
     unsetenv(UPGRADE_READY_ENV);
-    if (*end || fd < 3 || fd > 1 << 20 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+    char *end;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    const char *why = NULL;
+    struct stat st;
+    if (errno || end == text || *end || n < INHERIT_FIRST_FD || n > INT_MAX)
+        why = "is not a file descriptor number (3 or more)";
+    else if (n < INHERIT_FIRST_FD + in->n)
+        why = "is one of the inherited listen sockets (LISTEN_FDS)";
+    else if (fstat((int)n, &st) < 0)
+        why = "is not open";
+    else if (!S_ISFIFO(st.st_mode))
+        why = "is not a pipe";
+    else if ((fcntl((int)n, F_GETFL) & O_ACCMODE) == O_RDONLY)
+        why = "is the read end of a pipe";
+    if (why) {
+        snprintf(err, errlen, "%s=%s %s; only an upgrading herd master sets it, to the "
+                 "write end of its ready pipe", UPGRADE_READY_ENV, text, why);
         return -1;
-    return (int)fd;
+    }
+    fcntl((int)n, F_SETFD, FD_CLOEXEC);
+    *fd = (int)n;
+    return 0;
 }
 
 int upgrade_report_ready(int fd)

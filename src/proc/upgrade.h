@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "net/inherit.h"
+
 #define UPGRADE_READY_ENV "HERD_UPGRADE_READY_FD"
 
 /* The old master's view of one upgrade in flight. */
@@ -40,9 +42,15 @@ int upgrade_read(struct upgrade *u);
 /* Closes the pipe and forgets the child (which the caller reaps). */
 void upgrade_clear(struct upgrade *u);
 
-/* In a master started by an upgrade: the ready fd from the environment
- * (which is then unset; the fd is made close-on-exec), or -1. */
-int upgrade_ready_fd(void);
+/* In a master started by an upgrade: *fd is the ready pipe named by
+ * HERD_UPGRADE_READY_FD (the variable is then unset, the fd made
+ * close-on-exec), or -1 when the variable is not set. Call it after
+ * inherit_from_env. Returns 0; or -1 with a one-line reason in err when
+ * the variable is set but names no pipe open for writing, or names one of
+ * the inherited sockets: writing the ready byte there would corrupt
+ * someone's file or close a listener, and the "upgrade" would skip
+ * --daemon. */
+int upgrade_ready_fd(const struct inherited *in, int *fd, char *err, size_t errlen);
 
 /* Writes the ready byte and closes fd. */
 int upgrade_report_ready(int fd);

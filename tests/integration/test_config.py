@@ -164,6 +164,10 @@ BAD_CASES = [
     ("bad format", "access-log-format = xml\n", 1, "xml"),
     ("bad size", "max-header-size = huge\n", 1, "huge"),
     ("bad model", "model = threads-of-gold\n", 1, "threads-of-gold"),
+    # a NUL is named as such (it was "line too long", or ignored on the last line)
+    ("NUL byte", "workers = 2\nlisten = 127.0.0.1:0\x00junk\n", 2, "NUL byte at column 21"),
+    ("NUL on the last line", "workers = 2\n\x00", 2, "NUL byte at column 1"),
+    ("line too long", "workers = 2\n#" + "x" * 5000 + "\n", 2, "line too long"),
 ]
 
 

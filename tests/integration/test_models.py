@@ -17,8 +17,8 @@ import urllib.request
 
 import pytest
 
-from conftest import HERD_ARGS
-from herdtest import wait_for
+from conftest import HERD_ARGS, descendants
+from herdtest import get_req, wait_for
 
 # These tests pick the model themselves.
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
@@ -261,3 +261,64 @@ def test_iterative_serves_one_connection_at_a_time(server):
     b.settimeout(10)
     assert b.recv(65536).startswith(b"HTTP/1.1 200")
     b.close()
+
+
+def read_to_eof(sock):
+    """Everything the server sends until it closes (a reset ends it too)."""
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_iterative_header_timeout_counts_from_accept(server):
+    """A connection queued behind a slow one has spent its header timeout
+    waiting (SPEC: "from its first byte / accept"); it used to get a fresh
+    one when its turn came. A queued request that is complete is still
+    answered when its turn comes."""
+    srv = server("--model", "iterative", "--header-timeout", "2s")
+    worker = wait_for(lambda: descendants(srv.pid), timeout=5, what="the worker")[0]
+    os.kill(worker, signal.SIGSTOP)  # so the three arrive in one accept batch
+    try:
+        slow = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        queued = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        ready = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        ready.sendall(REQ)
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    t0 = time.monotonic()
+    try:
+        assert read_to_eof(slow) == b""  # cut at its header timeout, unanswered
+        assert read_to_eof(queued) == b""
+        cut = time.monotonic() - t0
+        assert read_to_eof(ready).startswith(b"HTTP/1.1 200")
+        answered = time.monotonic() - t0
+    finally:
+        for s in (slow, queued, ready):
+            s.close()
+    assert cut <= 3.0, f"queued connection cut {cut:.2f}s after accept (--header-timeout 2s)"
+    assert answered <= 3.0, f"complete queued request answered after {answered:.2f}s"
+
+
+def test_iterative_send_timeout_frees_the_worker(server):
+    """A client that never reads a big download holds the only worker for
+    the send timeout counted from the last byte the kernel took, not for
+    that timeout per blocking call (8 s with --send-timeout 2s)."""
+    srv = server("--model", "iterative", "--send-timeout", "2s")
+    stalled = srv.connect(rcvbuf=4096)
+    try:
+        stalled.send(get_req("/big.bin"))
+        stalled.read_until(b"\r\n\r\n")
+        t0 = time.monotonic()
+        with srv.connect(timeout=15) as c:
+            c.send(get_req("/small.txt"))
+            assert c.read_response().status == 200
+        elapsed = time.monotonic() - t0
+    finally:
+        stalled.close()
+    assert 1.0 <= elapsed <= 3.0, f"worker freed {elapsed:.2f}s after the stall (--send-timeout 2s)"

@@ -333,5 +333,102 @@ def test_herd_serve_runs_as_a_socket_activated_child(spawn, site):
             while chunk := c.recv(65536):
                 data += chunk
         assert data.startswith(b"HTTP/1.1 200") and data.endswith(site.files["small.txt"])
-    assert s.log().count("(inherited)") == 2
+    # the first child may serve all of them before the second has logged
+    wait_for(lambda: s.log().count("(inherited)") == 2, TIMEOUT,
+             what="both children on the inherited socket")
     assert s.stop() == 0
+
+
+# ------------------------------------------- what a child forks (process groups)
+
+FORKING = str(Path(__file__).resolve().parent / "backends" / "forking_backend.py")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pid_in(path, other_than=None):
+    """The pid forking_backend.py wrote to path (a new one when other_than)."""
+    def read():
+        try:
+            pid = int(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return pid if pid != other_than else None
+    return wait_for(read, TIMEOUT, what=f"a pid in {path}")
+
+
+def kill_quietly(*pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def answers_on(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+        return c.recv(100)
+
+
+@pytest.mark.parametrize("stubborn", [False, True], ids=["helper-obeys-term",
+                                                          "helper-ignores-term"])
+def test_term_stops_what_a_child_forked(spawn, tmp_path, stubborn):
+    """A helper forked by the child keeps the socket (fd 0); it used to
+    outlive herd spawn, still accepting on the port, so a new herd spawn
+    on the same address failed with "address already in use"."""
+    port = free_port()
+    pidfile = tmp_path / "helper.pid"
+    cmd = [sys.executable, FORKING, str(pidfile), "stay",
+           *(["--helper-ignores-term"] if stubborn else [])]
+    s = spawn(listen=f"127.0.0.1:{port}", args=["--stop-timeout", "1s"], cmd=cmd)
+    helper = pid_in(pidfile)
+    kids = s.children()
+    try:
+        assert alive(helper) and len(kids) == 1
+        t0 = time.monotonic()
+        assert s.stop() == 0, s.log()
+        assert time.monotonic() - t0 < 5, "stop took longer than the stop timeout allows"
+        for pid in kids + [helper]:
+            wait_for(lambda: not alive(pid), 5, what=f"process {pid} of the child's group gone")
+        if stubborn:
+            assert "killing them" in s.log(), s.log()
+        again = spawn(listen=f"127.0.0.1:{port}")
+        assert again.get()["pid"] in again.children()
+    finally:
+        kill_quietly(helper)
+
+
+def test_a_child_exiting_takes_its_helpers_along(spawn, tmp_path):
+    """Without --respawn herd spawn ends when the last child has exited; a
+    helper the child left behind no longer serves on after it."""
+    port = free_port()
+    pidfile = tmp_path / "helper.pid"
+    s = spawn(listen=f"127.0.0.1:{port}", cmd=[sys.executable, FORKING, str(pidfile), "exit"])
+    helper = pid_in(pidfile)
+    try:
+        assert s.proc.wait(TIMEOUT) == 0, s.log()
+        assert not alive(helper), "the child's helper outlived herd spawn"
+        assert "left processes in its group" in s.log(), s.log()
+        again = spawn(listen=f"127.0.0.1:{port}")
+        assert again.get()["pid"] in again.children()
+    finally:
+        kill_quietly(helper)
+
+
+def test_respawn_starts_after_the_old_group_is_gone(spawn, tmp_path):
+    """With --respawn, the helper of a child that exited is stopped before
+    the new child starts: two runs never accept side by side."""
+    pidfile = tmp_path / "helper.pid"
+    s = spawn(args=["--respawn"], cmd=[sys.executable, FORKING, str(pidfile), "exit"])
+    first, second = pid_in(pidfile), None
+    try:
+        second = pid_in(pidfile, other_than=first)
+        assert not alive(first), "the first run's helper still runs beside the second"
+        assert s.stop() == 0
+        wait_for(lambda: not alive(second), 5, what="the second helper gone")
+    finally:
+        kill_quietly(*[p for p in (first, second) if p])

@@ -73,7 +73,8 @@ static int round_trip(const char *dir)
     if (extra != 7)
         return 3;
     struct inherited in;
-    if (inherit_from_env(&in) != 4 || getenv("LISTEN_FDS") || getenv("LISTEN_PID") ||
+    char err[256];
+    if (inherit_from_env(&in, err, sizeof err) != 4 || getenv("LISTEN_FDS") || getenv("LISTEN_PID") ||
         getenv("LISTEN_FDNAMES"))
         return 4;
     /* port 0 finds its two sockets by name, and they fix the real port */
@@ -125,7 +126,8 @@ TEST(sockets_for_another_pid_are_left_alone)
         setenv("LISTEN_PID", num, 1);
         setenv("LISTEN_FDS", "1", 1);
         struct inherited in;
-        int n = inherit_from_env(&in);
+        char err[256];
+        int n = inherit_from_env(&in, err, sizeof err);
         _exit(n != 0 || getenv("LISTEN_PID") || getenv("LISTEN_FDS") ? 1 : 0);
     }
     int status = -1;
