@@ -41,6 +41,7 @@
 
 #define LINGER_TIMEOUT_MS 5000
 #define LINGER_READS_MAX 64
+#define REFUSE_BATCH 1024 /* refusals in a row before the acceptor yields */
 
 struct cthread {
     struct http_ctx http;
@@ -385,6 +386,7 @@ static void *acceptor_main(void *arg)
 {
     struct listener *l = arg;
     time_t last_log = 0;
+    unsigned refused = 0;
     while (!coro_stopping()) {
         if (__atomic_load_n(&M.nconns, __ATOMIC_RELAXED) >= M.max_conns) {
             /* Leave the rest in the backlog until some close. */
@@ -433,11 +435,20 @@ static void *acceptor_main(void *arg)
                 break;
             continue;
         }
-        if (fd == -EMFILE) {
+        if (fd == -ECONNREFUSED || fd == -EMFILE) {
             if (clock_wall() != last_log) {
                 last_log = clock_wall();
-                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far)",
-                        l->ac.emfile_hits);
+                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far)%s",
+                        l->ac.refused, fd == -EMFILE ? "; not accepting for now" : "");
+            }
+            /* No spare fd: stop for a while, as the event loop does; never
+             * spin here while the connections that would free fds wait. A
+             * flood of refusals yields now and then for the same reason. */
+            if (fd == -EMFILE) {
+                if (coro_sleep(NET_ACCEPT_BACKOFF_MS) < 0)
+                    break;
+            } else if (++refused % REFUSE_BATCH == 0) {
+                coro_yield();
             }
             continue;
         }
@@ -478,7 +489,10 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
     if (!M.ct || !M.own_slots)
         return -1;
     memset(M.ct, 0, (size_t)M.n * sizeof *M.ct);
-    struct filecache_limits lim = {.max_entries = 1024, .max_inline_size = 32 * 1024,
+    /* A file cache per thread, all in the one fd table. */
+    uint64_t fc_fds = fds / 8 / (uint64_t)M.n;
+    struct filecache_limits lim = {.max_entries = fc_fds < 1024 ? (uint32_t)fc_fds : 1024,
+                                   .max_inline_size = 32 * 1024,
                                    .max_inline_total = 64 * 1024 * 1024};
     for (int i = 0; i < M.n; i++) {
         struct cthread *t = &M.ct[i];

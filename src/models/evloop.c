@@ -22,6 +22,7 @@
 #define MAX_EVENTS 512
 #define LINGER_TIMEOUT_MS 5000
 #define MAX_LISTENERS 64
+#define REFUSE_BATCH 1024 /* refusals per wakeup before the loop's other work */
 
 struct listener {
     int fd;
@@ -38,6 +39,7 @@ struct server {
     int nls;
     struct acceptor ac;
     int64_t stop_deadline;
+    int64_t accept_retry_at; /* not accepting until then (out of fds), or 0 */
     time_t last_limit_log;
 };
 
@@ -54,12 +56,23 @@ static int want_peer(struct server *s)
     return alog_on(&s->alog) || s->ev.proxy || s->ev.cfg->http.status_path[0];
 }
 
+/* Stops accepting on every listener of this loop until the timer retries
+ * (the listeners are edge-triggered, so their events meanwhile are
+ * ignored and the backlog waits for the retry). */
+static void accept_back_off(struct server *s, int64_t ms)
+{
+    s->accept_retry_at = clock_now_ms() + ms;
+}
+
+/* Accepts until EAGAIN. Out of fds, connections are refused (the spare fd)
+ * or, with no spare, accepting stops for a while: never a loop that spins
+ * on EMFILE while the connections that would free fds wait. */
 static void accept_from(struct server *s, struct listener *l, int from_event)
 {
     struct evloop *ev = &s->ev;
     struct sockaddr_storage peer, *pp = want_peer(s) ? &peer : NULL;
-    int got = 0;
-    while (l->fd >= 0) {
+    int got = 0, refused = 0;
+    while (l->fd >= 0 && !s->accept_retry_at) {
         if (ev->nconns >= ev->max_conns) {
             /* Leave the rest in the backlog; a closing connection resumes us. */
             ev->accept_paused = 1;
@@ -83,15 +96,22 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
                 SB_ADD(ev->slot->empty_wakeups, 1);
             return;
         }
-        if (fd == -EMFILE) {
+        if (fd == -ECONNREFUSED || fd == -EMFILE) {
             if (clock_wall() != s->last_limit_log) {
                 s->last_limit_log = clock_wall();
-                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far)",
-                        s->ac.emfile_hits);
+                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far)%s",
+                        s->ac.refused, fd == -EMFILE ? "; not accepting for now" : "");
             }
+            if (fd == -EMFILE)
+                accept_back_off(s, NET_ACCEPT_BACKOFF_MS);
+            else if (++refused == REFUSE_BATCH)
+                accept_back_off(s, 0); /* a flood: serve the others first */
             continue;
         }
+        /* ENOBUFS, ENOMEM...: the backlog may hold more, and no new edge
+         * comes for it, so retry on the timer. */
         log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
+        accept_back_off(s, NET_ACCEPT_BACKOFF_MS);
         return;
     }
 }
@@ -265,6 +285,8 @@ static int next_timeout(struct server *s)
         next = p;
     if (ev->stopping && (next < 0 || s->stop_deadline < next))
         next = s->stop_deadline;
+    if (s->accept_retry_at && !ev->stopping && (next < 0 || s->accept_retry_at < next))
+        next = s->accept_retry_at;
     if (next < 0)
         return -1;
     int64_t wait = next - clock_now_ms();
@@ -292,9 +314,14 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     getrlimit(RLIMIT_NOFILE, &rl);
     ev->max_fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20 ? 1 << 20
                                                                          : (int)rl.rlim_cur;
-    ev->max_conns = cfg->max_connections;
-    if (!ev->max_conns)
-        ev->max_conns = ev->max_fds > 128 ? (uint32_t)ev->max_fds - 64 : 64;
+    /* The threads of one process share its fd table, so their limits add
+     * up to the process's: a loop each asking for the fd limit would ask
+     * for more fds than there are. */
+    uint32_t loops = env->loops_in_process > 1 ? (uint32_t)env->loops_in_process : 1;
+    uint32_t total = cfg->max_connections ? cfg->max_connections
+                     : ev->max_fds > 128  ? (uint32_t)ev->max_fds - 64
+                                          : 64;
+    ev->max_conns = total / loops ? total / loops : 1;
     ev->conns = calloc((size_t)ev->max_fds, sizeof *ev->conns);
     ev->in_cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024
                                                           : 16384;
@@ -306,7 +333,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     bufpool_init(&ev->inbufs, ev->in_cap, 256);
 
     struct filecache_limits lim = {
-        .max_entries = ev->max_fds / 8 < 1024 ? (uint32_t)ev->max_fds / 8 : 1024,
+        .max_entries = ev->max_fds / 8 / loops < 1024 ? (uint32_t)ev->max_fds / 8 / loops : 1024,
         .max_inline_size = 32 * 1024,
         .max_inline_total = 64 * 1024 * 1024,
     };
@@ -406,6 +433,10 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
                 if (c->open && c->gen == (uint32_t)(tag >> 32))
                     conn_event(ev, c, events[i].events);
             }
+        }
+        if (s->accept_retry_at && clock_now_ms() >= s->accept_retry_at) {
+            s->accept_retry_at = 0;
+            ev->accept_resume = 1;
         }
         if (ev->accept_resume) {
             ev->accept_resume = 0;

@@ -323,6 +323,12 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
             int got = 0;
             while (nq < ITER_QUEUE) {
                 int fd = net_accept(&ac, p[l].fd, tcp, &queue[nq].peer);
+                if (fd == -EMFILE) {
+                    /* No fd to refuse with: the listener stays readable,
+                     * so wait (for a signal at most) instead of spinning. */
+                    struct pollfd sp = p[nl];
+                    poll(&sp, 1, NET_ACCEPT_BACKOFF_MS);
+                }
                 if (fd < 0)
                     break;
                 queue[nq].fd = fd;

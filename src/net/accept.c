@@ -4,24 +4,92 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The process's spare fd. fd is written under lock and read without it
+ * (atomically) only to see whether a lost spare needs taking back. A
+ * forked child inherits the spare and the count, which stay right: the
+ * child's fd table holds its own copy of the fd. */
+static struct {
+    pthread_mutex_t lock;
+    int fd;   /* /dev/null, or -1 while lost */
+    int refs; /* live acceptors */
+} spare = {PTHREAD_MUTEX_INITIALIZER, -1, 0};
+
+static void spare_reopen_locked(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    __atomic_store_n(&spare.fd, fd, __ATOMIC_RELAXED);
+}
+
 void acceptor_init(struct acceptor *ac)
 {
-    ac->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    ac->emfile_hits = 0;
+    ac->refused = 0;
+    pthread_mutex_lock(&spare.lock);
+    spare.refs++;
+    if (spare.fd < 0)
+        spare_reopen_locked();
+    pthread_mutex_unlock(&spare.lock);
 }
 
 void acceptor_close(struct acceptor *ac)
 {
-    if (ac->spare_fd >= 0)
-        close(ac->spare_fd);
-    ac->spare_fd = -1;
+    (void)ac;
+    pthread_mutex_lock(&spare.lock);
+    if (spare.refs > 0 && --spare.refs == 0 && spare.fd >= 0) {
+        close(spare.fd);
+        __atomic_store_n(&spare.fd, -1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&spare.lock);
+}
+
+/* A lost spare comes back with the first free fd, before a connection can
+ * take that fd: otherwise the next flood finds nothing to refuse with. */
+static void spare_take_back(void)
+{
+    pthread_mutex_lock(&spare.lock);
+    if (spare.fd < 0 && spare.refs > 0)
+        spare_reopen_locked();
+    pthread_mutex_unlock(&spare.lock);
+}
+
+/* Out of fds: frees the spare to accept one connection and close it.
+ * Returns -ECONNREFUSED when one was refused, -EAGAIN when the backlog
+ * was empty, -EMFILE when there is no spare or another thread took the
+ * freed number first (the spare is then lost until an fd frees up). */
+static int refuse_one(int lfd)
+{
+    int rc = -EMFILE;
+    pthread_mutex_lock(&spare.lock);
+    if (spare.fd < 0)
+        spare_reopen_locked();
+    if (spare.fd >= 0) {
+        close(spare.fd);
+        int fd, err;
+        do {
+            fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            err = errno;
+        } while (fd < 0 && (err == EINTR || err == ECONNABORTED));
+        if (fd >= 0) {
+            close(fd);
+            rc = -ECONNREFUSED;
+        } else {
+            rc = err == EAGAIN || err == EWOULDBLOCK ? -EAGAIN
+                 : err == EMFILE || err == ENFILE     ? -EMFILE
+                                                      : -err;
+        }
+        spare_reopen_locked();
+    }
+    pthread_mutex_unlock(&spare.lock);
+    return rc;
 }
 
 int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *peer)
 {
+    if (__atomic_load_n(&spare.fd, __ATOMIC_RELAXED) < 0)
+        spare_take_back();
     for (;;) {
         socklen_t plen = sizeof *peer;
         int fd = accept4(lfd, (struct sockaddr *)peer, peer ? &plen : NULL,
@@ -36,17 +104,11 @@ int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *p
         int err = errno;
         if (err == EINTR || err == ECONNABORTED)
             continue;
-        if ((err == EMFILE || err == ENFILE) && ac->spare_fd >= 0) {
-            /* Free one fd, take the connection off the queue and refuse it. */
-            close(ac->spare_fd);
-            fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0)
-                close(fd);
-            ac->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            ac->emfile_hits++;
-            if (fd < 0)
-                return -EAGAIN;
-            return -EMFILE;
+        if (err == EMFILE || err == ENFILE) {
+            int rc = refuse_one(lfd);
+            if (rc == -ECONNREFUSED)
+                ac->refused++;
+            return rc;
         }
         return -err;
     }

@@ -26,12 +26,13 @@ struct dispatch {
     int nlisten;
     int listen_fds[16];
     int paused;                      /* listen sockets removed from the loop */
+    int64_t accept_retry_at;         /* out of fds: not accepting until then, or 0 */
     int next;                        /* round-robin cursor */
     struct acceptor ac;
     struct channel ch[SB_MAX_SLOTS];
     int held[HELD_MAX];
     int nheld;
-    time_t last_full_log;
+    time_t last_full_log, last_accept_log;
 };
 
 struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const int *tcp, int n,
@@ -204,19 +205,34 @@ static void flush_held(struct dispatch *d)
         i++;
     memmove(d->held, d->held + i, (size_t)(d->nheld - i) * sizeof(int));
     d->nheld -= i;
-    set_paused(d, d->nheld > 0);
+    set_paused(d, d->nheld > 0 || d->accept_retry_at);
 }
 
+/* Level-triggered: accepts until EAGAIN or until it must stop; a stop for
+ * lack of fds comes with a retry time, never with a listener that stays
+ * readable and spins the loop. */
 static void accept_all(struct dispatch *d, int li)
 {
     while (!d->paused && d->listen_fds[li] >= 0) {
         int fd = net_accept(&d->ac, d->listen_fds[li], 1, NULL);
         if (fd == -EAGAIN)
             break;
+        if (fd == -ECONNREFUSED) {
+            if (clock_wall() != d->last_accept_log) {
+                d->last_accept_log = clock_wall();
+                log_msg(LOG_CRIT, "dispatch: out of file descriptors: refusing connections "
+                        "(%ld so far)", d->ac.refused);
+            }
+            continue;
+        }
         if (fd < 0) {
-            if (fd == -EMFILE)
-                continue;
-            log_msg(LOG_ERROR, "accept: %s", strerror(-fd));
+            if (clock_wall() != d->last_accept_log) {
+                d->last_accept_log = clock_wall();
+                log_msg(fd == -EMFILE ? LOG_CRIT : LOG_ERROR, "dispatch: accept: %s; "
+                        "not accepting for now", strerror(-fd));
+            }
+            d->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
+            set_paused(d, 1);
             break;
         }
         if (pass(d, fd) < 0) {
@@ -291,10 +307,17 @@ void dispatch_close_in_child(struct dispatch *d)
 
 int dispatch_tick(struct dispatch *d)
 {
-    if (!d->nheld)
-        return -1;
-    for (int s = 0; s < SB_MAX_SLOTS; s++)
-        d->ch[s].blocked = 0;
-    flush_held(d);
-    return d->nheld ? 10 : -1;
+    if (d->accept_retry_at && clock_now_ms() >= d->accept_retry_at)
+        d->accept_retry_at = 0;
+    if (d->nheld) {
+        for (int s = 0; s < SB_MAX_SLOTS; s++)
+            d->ch[s].blocked = 0;
+        flush_held(d);
+    }
+    set_paused(d, d->nheld > 0 || d->accept_retry_at);
+    if (d->nheld)
+        return 10;
+    if (d->accept_retry_at)
+        return (int)(d->accept_retry_at - clock_now_ms()) + 1;
+    return -1;
 }

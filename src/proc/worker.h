@@ -10,6 +10,8 @@
 struct worker_env {
     const int *listen_fds;     /* [listen * nthreads + thread], non-blocking */
     int nthreads;              /* threads in this process (1 unless the model makes more) */
+    int loops_in_process;      /* event loops sharing this process's fds and
+                                * --max-connections (threads model); 0: one */
     int signal_fd;             /* TERM/INT: graceful stop, QUIT: at once */
     int exclusive;             /* listen fds shared by workers: EPOLLEXCLUSIVE */
     int channel_fd;            /* dispatch: connections arrive here (SCM_RIGHTS), else -1 */
