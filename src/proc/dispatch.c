@@ -10,7 +10,8 @@
 #include "core/log.h"
 #include "net/accept.h"
 
-#define HELD_MAX 64 /* connections held while every channel is full (>= 1) */
+#define HELD_MAX 64 /* connections held while no worker can take one (>= 1) */
+#define RETRY_MS 10 /* while holding: the next try, if no channel's EPOLLOUT comes first */
 
 struct channel {
     int fd;            /* master's end, -1 when unused */
@@ -19,10 +20,16 @@ struct channel {
 };
 
 
+struct held {
+    int fd;
+    int64_t since_ms;
+};
+
 struct dispatch {
     struct loop *loop;
     struct scoreboard *sb;
     int least;
+    int64_t hold_max_ms;             /* a held connection is closed after this */
     int nlisten;
     int listen_fds[16];
     int paused;                      /* listen sockets removed from the loop */
@@ -30,13 +37,14 @@ struct dispatch {
     int next;                        /* round-robin cursor */
     struct acceptor ac;
     struct channel ch[SB_MAX_SLOTS];
-    int held[HELD_MAX];
+    struct held held[HELD_MAX];
     int nheld;
-    time_t last_full_log, last_accept_log;
+    long shed;                       /* held connections closed past hold_max_ms */
+    time_t last_held_log, last_shed_log, last_accept_log;
 };
 
 struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const int *tcp, int n,
-                                 struct scoreboard *sb, int least)
+                                 struct scoreboard *sb, int least, int64_t hold_max_ms)
 {
     (void)tcp;
     struct dispatch *d = calloc(1, sizeof *d);
@@ -45,6 +53,7 @@ struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const in
     d->loop = l;
     d->sb = sb;
     d->least = least;
+    d->hold_max_ms = hold_max_ms;
     d->nlisten = n > 16 ? 16 : n;
     for (int i = 0; i < SB_MAX_SLOTS; i++)
         d->ch[i].fd = -1;
@@ -154,7 +163,19 @@ static int candidates(struct dispatch *d, int *order)
     return n;
 }
 
-/* Passes fd to some worker; returns 0, or -1 when every channel is full. */
+/* A send error that says the worker's end is closed: the worker has
+ * exited (it closes its end only by exiting), and its respawn brings a new
+ * channel. Every other error leaves the channel in place. */
+static int worker_gone(int err)
+{
+    return err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN;
+}
+
+/* Passes fd to some worker. Returns 0, -EAGAIN when every channel is full,
+ * or the error that stops every channel alike: -ETOOMANYREFS (the fds in
+ * flight in the channels count against our RLIMIT_NOFILE until the workers
+ * take them, unless we have CAP_SYS_RESOURCE), -ENOMEM... Those are
+ * back-pressure like a full channel: the caller holds fd and tries later. */
 static int pass(struct dispatch *d, int fd)
 {
     int order[SB_MAX_SLOTS];
@@ -172,10 +193,15 @@ static int pass(struct dispatch *d, int fd)
             d->ch[s].blocked = 1; /* EPOLLOUT (edge) clears it */
             continue;
         }
-        log_msg(LOG_ERROR, "dispatch to slot %d: %s", s, strerror(-rc));
-        dispatch_drop(d, s);
+        if (worker_gone(rc)) {
+            log_msg(LOG_ERROR, "dispatch to slot %d: %s (the worker has exited)", s,
+                    strerror(-rc));
+            dispatch_drop(d, s);
+            continue;
+        }
+        return rc;
     }
-    return -1;
+    return -EAGAIN;
 }
 
 static void set_paused(struct dispatch *d, int paused)
@@ -191,53 +217,95 @@ static void set_paused(struct dispatch *d, int paused)
         else
             loop_add(d->loop, d->listen_fds[i], EPOLLIN, DISPATCH_TAG_LISTEN | (uint64_t)i);
     }
-    if (paused && clock_wall() != d->last_full_log) {
-        d->last_full_log = clock_wall();
-        log_msg(LOG_WARN, "dispatch: every worker channel is full; not accepting for now");
-    }
 }
 
-/* Hands out held connections; resumes accepting when all are placed. */
+/* One line a second at most of each kind: a flood must not flood the log. */
+static int may_log(time_t *last)
+{
+    if (clock_wall() == *last)
+        return 0;
+    *last = clock_wall();
+    return 1;
+}
+
+/* Why nobody took the held connections (rc from pass). */
+static void log_held(struct dispatch *d, int rc)
+{
+    if (!may_log(&d->last_held_log))
+        return;
+    if (rc == -EAGAIN)
+        log_msg(LOG_WARN, "dispatch: every worker channel is full; not accepting for now");
+    else if (rc == -ETOOMANYREFS)
+        log_msg(LOG_WARN, "dispatch: back-pressure: too many fds in flight to the workers "
+                "(ETOOMANYREFS: they count against the master's fd limit); holding %d "
+                "connections, not accepting for now", d->nheld);
+    else
+        log_msg(LOG_WARN, "dispatch: back-pressure: %s; holding %d connections, "
+                "not accepting for now", strerror(-rc), d->nheld);
+}
+
+/* Closes the held connections no worker could take within hold_max_ms:
+ * a worker would have closed them by now for want of a request. */
+static void shed_stale(struct dispatch *d)
+{
+    int kept = 0, closed = 0;
+    for (int i = 0; i < d->nheld; i++) {
+        if (clock_now_ms() - d->held[i].since_ms >= d->hold_max_ms) {
+            close(d->held[i].fd);
+            closed++;
+        } else {
+            d->held[kept++] = d->held[i];
+        }
+    }
+    d->nheld = kept;
+    d->shed += closed;
+    if (closed && may_log(&d->last_shed_log))
+        log_msg(LOG_WARN, "dispatch: closed %d connections no worker could take within "
+                "%lld ms (%ld so far)", closed, (long long)d->hold_max_ms, d->shed);
+}
+
+/* Hands out held connections; accepting resumes when all are placed and
+ * no fd back-off is running. */
 static void flush_held(struct dispatch *d)
 {
-    int i = 0;
-    while (i < d->nheld && pass(d, d->held[i]) == 0)
+    int i = 0, rc = 0;
+    while (i < d->nheld && (rc = pass(d, d->held[i].fd)) == 0)
         i++;
-    memmove(d->held, d->held + i, (size_t)(d->nheld - i) * sizeof(int));
+    memmove(d->held, d->held + i, (size_t)(d->nheld - i) * sizeof d->held[0]);
     d->nheld -= i;
+    shed_stale(d);
+    if (d->nheld)
+        log_held(d, rc);
     set_paused(d, d->nheld > 0 || d->accept_retry_at);
 }
 
-/* Level-triggered: accepts until EAGAIN or until it must stop; a stop for
- * lack of fds comes with a retry time, never with a listener that stays
- * readable and spins the loop. */
+/* Level-triggered: accepts until EAGAIN or until it must stop (nobody can
+ * take a connection, or no fds); a stop always comes with a retry time,
+ * never with a listener that stays readable and spins the loop. */
 static void accept_all(struct dispatch *d, int li)
 {
-    while (!d->paused && d->listen_fds[li] >= 0) {
+    while (!d->paused && d->listen_fds[li] >= 0 && d->nheld < HELD_MAX) {
         int fd = net_accept(&d->ac, d->listen_fds[li], 1, NULL);
         if (fd == -EAGAIN)
             break;
         if (fd == -ECONNREFUSED) {
-            if (clock_wall() != d->last_accept_log) {
-                d->last_accept_log = clock_wall();
+            if (may_log(&d->last_accept_log))
                 log_msg(LOG_CRIT, "dispatch: out of file descriptors: refusing connections "
                         "(%ld so far)", d->ac.refused);
-            }
             continue;
         }
         if (fd < 0) {
-            if (clock_wall() != d->last_accept_log) {
-                d->last_accept_log = clock_wall();
+            if (may_log(&d->last_accept_log))
                 log_msg(fd == -EMFILE ? LOG_CRIT : LOG_ERROR, "dispatch: accept: %s; "
                         "not accepting for now", strerror(-fd));
-            }
             d->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
             set_paused(d, 1);
             break;
         }
-        if (pass(d, fd) < 0) {
-            /* Every channel is full: hold it and stop accepting until one drains. */
-            d->held[d->nheld++] = fd;
+        int rc = pass(d, fd);
+        if (rc < 0) {
+            d->held[d->nheld++] = (struct held){fd, clock_now_ms()};
+            log_held(d, rc);
             set_paused(d, 1);
         }
     }
@@ -264,7 +332,7 @@ void dispatch_stop(struct dispatch *d)
         d->listen_fds[i] = -1;
     }
     for (int i = 0; i < d->nheld; i++)
-        close(d->held[i]);
+        close(d->held[i].fd);
     d->nheld = 0;
     acceptor_close(&d->ac);
 }
@@ -302,7 +370,7 @@ void dispatch_close_in_child(struct dispatch *d)
         if (d->ch[s].fd >= 0)
             close(d->ch[s].fd);
     for (int i = 0; i < d->nheld; i++)
-        close(d->held[i]);
+        close(d->held[i].fd);
 }
 
 int dispatch_tick(struct dispatch *d)
@@ -316,7 +384,7 @@ int dispatch_tick(struct dispatch *d)
     }
     set_paused(d, d->nheld > 0 || d->accept_retry_at);
     if (d->nheld)
-        return 10;
+        return RETRY_MS;
     if (d->accept_retry_at)
         return (int)(d->accept_retry_at - clock_now_ms()) + 1;
     return -1;

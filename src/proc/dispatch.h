@@ -2,9 +2,12 @@
  * accepts, level-triggered and until EAGAIN, and passes each connection's
  * fd to a worker over a non-blocking SOCK_SEQPACKET channel with
  * SCM_RIGHTS, round-robin or to the worker with the fewest connections. A
- * full channel is skipped; when every channel is full the master stops
- * polling the listen sockets (holding the connections it has) until a
- * channel drains. The master never blocks on a worker. */
+ * full channel is skipped; when every channel is full, or a send fails for
+ * every channel alike (ETOOMANYREFS: the fds in flight count against the
+ * master's RLIMIT_NOFILE), the master stops polling the listen sockets,
+ * holding the connections it has, and retries until a worker takes them; a
+ * connection held longer than hold_max_ms is closed. A channel is dropped
+ * only when its worker is gone. The master never blocks on a worker. */
 #ifndef HERD_PROC_DISPATCH_H
 #define HERD_PROC_DISPATCH_H
 
@@ -20,7 +23,7 @@ struct dispatch;
 
 /* Listen fds are polled in l with tags DISPATCH_TAG_LISTEN | i. */
 struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const int *tcp, int n,
-                                 struct scoreboard *sb, int least);
+                                 struct scoreboard *sb, int least, int64_t hold_max_ms);
 
 /* Opens a channel for a worker about to start in slot; returns the
  * worker's end (the master keeps the other), or -errno. */
@@ -32,9 +35,10 @@ void dispatch_drop(struct dispatch *d, int slot);
 void dispatch_close_in_child(struct dispatch *d);
 
 void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events);
-/* While connections are held (every channel was full), retries them:
- * returns the ms until the next retry, or -1 when nothing is held. A
- * channel's EPOLLOUT usually comes first; this is the safety net. */
+/* While connections are held (no worker could take them), retries them;
+ * ends an fd back-off of the listen sockets when it is due. Returns the ms
+ * until the next retry, or -1 when there is none. A channel's EPOLLOUT
+ * usually comes first for a full channel; nothing else comes for the rest. */
 int dispatch_tick(struct dispatch *d);
 
 /* Stops accepting (graceful stop). */

@@ -895,7 +895,10 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
             lfds[i] = m->fds[i][0];
             tcp[i] = cfg->listen[i].family != AF_UNIX;
         }
-        m->dispatch = dispatch_create(l, lfds, tcp, cfg->nlisten, m->sb, cfg->dispatch_least);
+        /* A connection no worker could take within the header timeout is
+         * closed, as its worker would have closed it by then. */
+        m->dispatch = dispatch_create(l, lfds, tcp, cfg->nlisten, m->sb, cfg->dispatch_least,
+                                      cfg->header_timeout_ms);
         if (!m->dispatch)
             log_fatal("out of memory");
     }

@@ -5,13 +5,20 @@ raise at start cannot lift it); this process, with the machine's 20,000,
 opens many more connections than the server has fds and closes them all.
 Then every request is answered within seconds, the worker is back to idle
 (no accept loop spinning on EMFILE) and has given its fds back.
+
+The dispatch test also drops the capabilities that exempt the master from
+the kernel's limit on fds in flight in its SCM_RIGHTS channels
+(CAP_SYS_RESOURCE, CAP_SYS_ADMIN), as any non-root master lacks them.
 """
 
 import os
 import shutil
+import signal
 import socket
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +163,81 @@ def test_fd_flood_then_every_request_answered_and_idle(site, servers, args):
     if "--max-connections" not in args:
         assert "out of file descriptors" not in srv.stderr_text(), \
             "default limits ran the process out of fds:\n" + srv.stderr_text()[-2000:]
+
+
+# The kernel counts fds in flight per user, over all that user's processes:
+# as root, another test's dispatch server with a stopped worker could fill
+# the count for us. So as root the server runs as nobody (no capabilities,
+# a count of its own) on a docroot nobody can read.
+NOBODY = 65534
+
+
+def caps_dropped_wrap():
+    """A command prefix that runs herd without the capabilities that lift the
+    in-flight fd limit; empty for non-root (who has none)."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("needs setpriv (util-linux) to drop capabilities as root")
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+@pytest.fixture
+def public_docroot():
+    d = tempfile.mkdtemp(prefix="herd-fd-", dir="/tmp")
+    os.chmod(d, 0o755)
+    (Path(d) / "small.txt").write_bytes(b"0123456789abcdefghijklmnopqrstuvwxyz")
+    os.chmod(Path(d) / "small.txt", 0o644)
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def cap_eff(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return None
+
+
+def idle_flood_answered(srv, phase, n=2000):
+    """n idle connections (no request), then 10 requests: answered once
+    the header timeout has cut idle ones off, never 0 for good."""
+    mark = srv.stderr_mark()
+    socks = flood(srv.port, n)
+    try:
+        # The fds in flight reached the master's limit (main dropped every
+        # channel there, with "dispatch to slot N: Too many references").
+        wait_for(lambda: any(l and ("ETOOMANYREFS" in l or "Too many references" in l)
+                             for l in srv.lines[mark:]),
+                 timeout=10, what="ETOOMANYREFS in the master's log\n" + srv.stderr_text()[-1500:])
+        ok = answered(srv.port, within=20)
+        assert ok == 10, f"{ok}/10 answered with {n} idle connections open ({phase})\n" \
+            + srv.stderr_text()[-2000:]
+    finally:
+        for s in socks:
+            s.close()
+    ok = answered(srv.port, within=10)
+    assert ok == 10, f"{ok}/10 answered after the idle connections closed ({phase})"
+    assert any(l and "dispatch: back-pressure: too many fds in flight" in l
+               for l in srv.lines[mark:]), "no back-pressure line"
+
+
+def test_dispatch_fds_in_flight_are_back_pressure(public_docroot, servers):
+    """4 workers of --max-connections 192 take 768 of 2000 idle
+    connections; the rest would sit in the channels, past the master's
+    256-fd limit on fds in flight: ETOOMANYREFS. The master must hold and
+    retry, not drop every channel (which left 0/10 answered for good)."""
+    srv = start(public_docroot, ["--model", "dispatch", "--workers", "4", "--header-timeout", "2s"],
+                wrap=caps_dropped_wrap())
+    servers.append(srv)
+    assert cap_eff(srv.pid) == 0, "the master still has capabilities"
+    idle_flood_answered(srv, "first flood")
+    mark = srv.stderr_mark()
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: any("reloaded" in (l or "") for l in srv.lines[mark:]), timeout=10,
+             what="the reload")
+    idle_flood_answered(srv, "after a HUP")
+    err = srv.stderr_text()
+    assert "dispatch to slot" not in err, "a channel to a live worker was dropped:\n" + err
