@@ -21,12 +21,12 @@ const char config_help[] =
     "                           relative paths start at its folder); flags override it\n"
     "  --check-config FILE      validate FILE, its docroot and log folders: exit 0,\n"
     "                           or print FILE:LINE (or FILE) and a reason, exit 2\n"
-    "  --workers N              worker processes (default: one per CPU)\n"
+    "  --workers N              worker processes, 1..128 (default: one per CPU)\n"
     "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
     "                           prefork, dispatch, threads, coro, iterative, or single\n"
     "                           (one process, no master)\n"
     "  --threads N              threads and coro: kernel threads in the one worker\n"
-    "                           process (default: --workers, else one per CPU)\n"
+    "                           process, 1..128 (default: --workers, else one per CPU)\n"
     "  --coro-stack SIZE        coro: stack per connection, virtual (default 64k)\n"
     "  --accept-herd            prefork: wake every worker per connection (a demo)\n"
     "  --dispatch rr|least      dispatch: round-robin or least connections (default rr)\n"
@@ -50,7 +50,8 @@ const char config_help[] =
     "  --keepalive-timeout DUR  idle time between requests (default 75s)\n"
     "  --send-timeout DUR       a blocked write must progress within (default 60s)\n"
     "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
-    "  --max-connections N      open connections per worker (default: file limit - 64)\n"
+    "  --max-connections N      open connections per worker process, split among\n"
+    "                           its threads (default: file limit - 64)\n"
     "  --backlog N              listen queue length (default 511)\n"
     "  --proxy-protocol         every listener expects a PROXY protocol v1/v2 header\n"
     "                           (from HAProxy, AWS NLB...); for one listener only,\n"
@@ -179,6 +180,22 @@ static int duration(const char *name, const char *v, int64_t *out, char *err, si
 {
     if (unit_duration_ms(v, out) < 0 || *out <= 0) {
         snprintf(err, errlen, "invalid duration '%s' for %s (e.g. 500ms, 15s, 2m)", v, name);
+        return -1;
+    }
+    return 0;
+}
+
+/* workers and threads: 1..CONFIG_MAX_WORKERS; more is refused, not cut
+ * down to what the master can run behind the user's back. */
+static int worker_count(const char *name, const char *v, uint64_t *out, char *err,
+                        size_t errlen)
+{
+    if (unit_count(v, 1, UINT32_MAX, out) < 0) {
+        snprintf(err, errlen, "invalid value '%s' for %s", v, name);
+        return -1;
+    }
+    if (*out > CONFIG_MAX_WORKERS) {
+        snprintf(err, errlen, "%s %s: at most %d", name, v, CONFIG_MAX_WORKERS);
         return -1;
     }
     return 0;
@@ -357,8 +374,8 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
     case K_DOCROOT:
         return copy_str(cfg->docroot, sizeof cfg->docroot, v, name, err, errlen);
     case K_WORKERS:
-        if (unit_count(v, 1, 1024, &n) < 0)
-            goto bad;
+        if (worker_count(name, v, &n, err, errlen) < 0)
+            return -1;
         cfg->workers = (uint32_t)n;
         return 0;
     case K_MODEL:
@@ -443,8 +460,8 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         cfg->backlog = (int)n;
         return 0;
     case K_THREADS:
-        if (unit_count(v, 1, 1024, &n) < 0)
-            goto bad;
+        if (worker_count(name, v, &n, err, errlen) < 0)
+            return -1;
         cfg->threads = (uint32_t)n;
         return 0;
     case K_CORO_STACK:

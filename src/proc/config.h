@@ -26,6 +26,9 @@
 #include "net/listen.h"
 
 #define CONFIG_MAX_LISTEN 16
+/* Worker processes, or threads of the one worker process: the master's
+ * tables and the scoreboard (four generations of slots) are sized for it. */
+#define CONFIG_MAX_WORKERS 128
 #define CONFIG_MAX_UPSTREAMS 16
 #define CONFIG_MAX_UPSTREAM_SERVERS 16
 #define CONFIG_MAX_ROUTES 32

@@ -24,7 +24,7 @@
 #include "proc/scoreboard.h"
 #include "proc/upgrade.h"
 
-#define MAX_WORKERS 128
+#define MAX_WORKERS CONFIG_MAX_WORKERS
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
 #define QUICK_DEATH_MS 1000 /* a worker dying sooner counts as failing at start */
@@ -826,10 +826,9 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
-    if (n > MAX_WORKERS)
-        n = MAX_WORKERS;
     if (m->model->one_process && cfg->threads)
         n = (int)cfg->threads;
+    /* Only the one-per-CPU default can be above it: the config refuses more. */
     if (n > MAX_WORKERS)
         n = MAX_WORKERS;
     if (m->model->single_worker)

@@ -74,6 +74,24 @@ def test_bad_flag_or_value_exits_2_one_line(site, bad):
     assert_usage_error(r)
 
 
+@pytest.mark.parametrize("flag", ["--threads", "--workers"])
+def test_more_than_128_workers_or_threads_refused(tmp_path, flag):
+    """The master runs at most 128 (its tables and scoreboard); more used to
+    be cut down to 128 in silence. The docroot is missing on purpose: a
+    binary that accepts the value fails on that instead (exit 1), at once."""
+    r = run_herd(["serve", str(tmp_path / "missing"), "--listen", "127.0.0.1:0",
+                  flag, "129"], extra=False)
+    assert_usage_error(r)
+    assert "at most 128" in r.stderr, r.stderr
+    r = run_herd(["serve", str(tmp_path / "missing"), "--listen", "127.0.0.1:0",
+                  flag, "128", "--model", "threads"], extra=False)
+    assert r.returncode == 1 and "at most" not in r.stderr, r.stderr
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"{flag.lstrip('-')} = 200\n")
+    r = run_herd(["serve", "--check-config", str(cfg)], extra=False)
+    assert r.returncode == 2 and f"{cfg}:1:" in r.stderr and "at most 128" in r.stderr, r.stderr
+
+
 def test_port_in_use_exits_1(site):
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
