@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -168,19 +169,23 @@ def test_fd_flood_then_every_request_answered_and_idle(site, servers, args):
 # The kernel counts fds in flight per user, over all that user's processes:
 # as root, another test's dispatch server with a stopped worker could fill
 # the count for us. So as root the server runs as nobody (no capabilities,
-# a count of its own) on a docroot nobody can read.
+# a count of its own) on a docroot that user can read.
 NOBODY = 65534
 
 
 def caps_dropped_wrap():
     """A command prefix that runs herd without the capabilities that lift the
-    in-flight fd limit; empty for non-root (who has none)."""
+    in-flight fd limit; empty for non-root (who has none). As nobody when
+    nobody may run the binary (not in a checkout under /root, say), else as
+    root without capabilities."""
     if os.geteuid() != 0:
         return []
     if not shutil.which("setpriv"):
         pytest.skip("needs setpriv (util-linux) to drop capabilities as root")
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--"]
+    drop = ["--inh-caps=-all", "--bounding-set=-all", "--"]
+    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    probe = subprocess.run([*as_nobody, HERD_BIN, "--version"], capture_output=True, timeout=10)
+    return [*as_nobody, *drop] if probe.returncode == 0 else ["setpriv", *drop]
 
 
 @pytest.fixture
