@@ -94,13 +94,6 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
     arm(ev, c, Q_HEADER);
 }
 
-static void pending_free(struct pending *p)
-{
-    if (p->file)
-        fc_release(p->file);
-    free(p);
-}
-
 void conn_close(struct evloop *ev, struct conn *c)
 {
     if (!c->open)
@@ -127,6 +120,14 @@ void conn_close(struct evloop *ev, struct conn *c)
 }
 
 /* ---- the response batch ---- */
+
+/* Pipelined responses leave in one writev per batch; a batch past this many
+ * bytes is written before more requests are parsed, and a connection whose
+ * socket is full parses no more until it drains (its unparsed requests wait
+ * in its input buffer, and its socket is not read meanwhile). So a client
+ * that pipelines without reading holds at most this much output, bodies by
+ * reference only, plus its input buffer. */
+#define OUT_BUDGET (64 * 1024)
 
 static void batch_reset(struct evloop *ev)
 {
@@ -155,35 +156,19 @@ static void batch_add(struct evloop *ev, const char *p, size_t len)
 }
 
 /* Keeps what the socket did not take: the batch from byte `done` on, then
- * file[off, end). Takes over the file reference. */
+ * file[off, end). Takes over the batch's references and the file's. */
 static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_entry *file,
                       off_t off, off_t end)
 {
-    size_t left = ev->batch_bytes - done;
-    struct pending *p = malloc(sizeof *p + left);
-    if (!p) {
-        if (file)
-            fc_release(file);
-        return IO_FATAL;
-    }
-    p->file = file;
-    p->file_off = off;
-    p->file_end = end;
-    p->mem_len = (uint32_t)left;
-    p->mem_off = 0;
-    size_t skip = done, o = 0;
-    for (int i = 0; i < ev->niov; i++) {
-        size_t l = ev->iov[i].iov_len;
-        if (skip >= l) {
-            skip -= l;
-            continue;
-        }
-        memcpy(p->mem + o, (char *)ev->iov[i].iov_base + skip, l - skip);
-        o += l - skip;
-        skip = 0;
-    }
-    c->out = p;
-    return IO_BLOCKED;
+    c->out = pending_new(ev->iov, ev->niov, done, ev->out.buf, ev->out.buf + ev->out.cap,
+                         ev->refs, ev->nrefs, file, off, end);
+    ev->nrefs = 0;
+    return c->out ? IO_BLOCKED : IO_FATAL;
+}
+
+static int io_result(int rc)
+{
+    return rc == 0 ? IO_DONE : rc == -EAGAIN ? IO_BLOCKED : IO_FATAL;
 }
 
 /* sendfile until done or EAGAIN. Returns IO_DONE, IO_BLOCKED or IO_FATAL
@@ -192,19 +177,9 @@ static int send_file_range(struct evloop *ev, int fd, struct fc_entry *f, off_t 
                            off_t end)
 {
     off_t start = *off;
-    int rc = IO_DONE;
-    while (*off < end) {
-        size_t chunk = end - *off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - *off);
-        ssize_t n = sendfile(fd, f->fd, off, chunk);
-        if (n > 0)
-            continue;
-        if (n < 0 && errno == EINTR)
-            continue;
-        rc = n < 0 && errno == EAGAIN ? IO_BLOCKED : IO_FATAL;
-        break;
-    }
+    int rc = pending_sendfile(fd, f, off, end);
     SB_ADD(ev->slot->bytes_out, (uint64_t)(*off - start));
-    return rc;
+    return io_result(rc);
 }
 
 /* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
@@ -258,6 +233,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         rc = send_file_range(ev, fd, file, &off, end);
         if (rc == IO_BLOCKED) {
             batch_reset(ev);
+            batch_release(ev);
             rc = block_with(ev, c, 0, file, off, end);
         } else {
             fc_release(file);
@@ -269,27 +245,14 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
 }
 
 /* Writes what a blocked connection still owes. */
-static int pending_write(struct evloop *ev, struct conn *c)
+static int write_owed(struct evloop *ev, struct conn *c)
 {
-    int fd = conn_fd(ev, c);
-    struct pending *p = c->out;
-    while (p->mem_off < p->mem_len) {
-        ssize_t n = send(fd, p->mem + p->mem_off, p->mem_len - p->mem_off,
-                         MSG_NOSIGNAL | (p->file ? MSG_MORE : 0));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno == EAGAIN ? IO_BLOCKED : IO_FATAL;
-        }
-        p->mem_off += (uint32_t)n;
-        SB_ADD(ev->slot->bytes_out, (uint64_t)n);
-    }
-    if (p->file) {
-        int rc = send_file_range(ev, fd, p->file, &p->file_off, p->file_end);
-        if (rc != IO_DONE)
-            return rc;
-    }
-    pending_free(p);
+    uint64_t sent;
+    int rc = pending_write(c->out, conn_fd(ev, c), &sent);
+    SB_ADD(ev->slot->bytes_out, sent);
+    if (rc < 0)
+        return io_result(rc);
+    pending_free(c->out);
     c->out = NULL;
     return IO_DONE;
 }
@@ -337,7 +300,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
         }
         if (ev->out.cap - ev->out.len <
                 HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + hc->max_header_size ||
-            ev->niov > BATCH_IOV - 4) {
+            ev->niov > BATCH_IOV - 4 || ev->batch_bytes >= OUT_BUDGET) {
             rc = flush(ev, c, NULL, 0, 0);
             if (rc != IO_DONE)
                 break;
@@ -591,7 +554,7 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
 
 static void on_writable(struct evloop *ev, struct conn *c)
 {
-    int rc = pending_write(ev, c);
+    int rc = write_owed(ev, c);
     if (rc == IO_FATAL) {
         conn_close(ev, c);
         return;

@@ -12,17 +12,10 @@
 #include "http/body.h"
 #include "http/handler.h"
 #include "models/evloop.h"
+#include "models/pending.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
 #include "proc/scoreboard.h"
-
-/* Output that a write could not take: bytes first, then a file range. */
-struct pending {
-    struct fc_entry *file;   /* referenced; sent with sendfile after mem */
-    off_t file_off, file_end;
-    uint32_t mem_len, mem_off;
-    char mem[];
-};
 
 enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER };
 
