@@ -29,12 +29,15 @@ static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
     case Q_KEEPALIVE: return &ev->q_keepalive;
     case Q_SEND: return &ev->q_send;
     case Q_LINGER: return &ev->q_linger;
+    case Q_BODY: return &ev->q_body;
     default: return NULL;
     }
 }
 
 static void arm(struct evloop *ev, struct conn *c, enum conn_queue q)
 {
+    if (q == Q_BODY)
+        body_clock_start(&c->body, clock_now_ms());
     tq_arm(queue_of(ev, q), &c->timer, clock_now_ms());
     if ((c->queue == Q_KEEPALIVE) != (q == Q_KEEPALIVE))
         SB_ADD(ev->slot->idle, q == Q_KEEPALIVE ? 1 : -1);
@@ -295,6 +298,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
                 pos = len;
                 break;
             }
+            body_clock_add(&c->body, (size_t)n);
             pos += (size_t)n;
             continue;
         }
@@ -458,7 +462,10 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         return STOP;
     }
     if (body_skip_active(&c->skip)) {
-        arm(ev, c, Q_HEADER); /* a body must keep arriving */
+        /* A body runs on its own clock, from its head's answer; its bytes
+         * never restart a timer. */
+        if (served || c->queue != Q_BODY)
+            arm(ev, c, Q_BODY);
     } else if (c->in_len) {
         /* A request head must arrive whole within the header timeout from its
          * first byte: bytes trickling in do not extend it. */
@@ -609,16 +616,34 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
         on_readable(ev, c, (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
 }
 
+/* The body queue's timer fired: 1 when the body kept its rate, and its
+ * timer is queued again for the extended deadline. */
+static int body_extended(struct evloop *ev, struct conn *c)
+{
+    const struct serve_config *cfg = ev->cfg;
+    int64_t now = clock_now_ms();
+    int64_t due = body_clock_deadline(&c->body, cfg->body_timeout_ms, cfg->body_min_rate);
+    if (due <= now)
+        return 0;
+    /* at most one timeout ahead, so the FIFO stays in order */
+    tq_arm_at(&ev->q_body, &c->timer, due < now + cfg->body_timeout_ms ? due
+                                                                      : now + cfg->body_timeout_ms);
+    return 1;
+}
+
 void conn_timeout(struct evloop *ev, struct conn *c)
 {
     if (c->upstream) {
         proxy_upstream_timeout(ev, c);
         return;
     }
+    if (c->queue == Q_BODY && body_extended(ev, c))
+        return;
+    log_debug("connection %d: %s timeout", conn_fd(ev, c),
+              c->lingering ? "linger" : c->out ? "send" : c->queue == Q_BODY ? "body"
+              : c->in_len ? "header" : "idle");
     if (c->queue == Q_KEEPALIVE)
         SB_ADD(ev->slot->idle, -1);
     c->queue = Q_NONE;
-    log_debug("connection %d: %s timeout", conn_fd(ev, c),
-              c->lingering ? "linger" : c->out ? "send" : c->in_len ? "header" : "idle");
     conn_close(ev, c);
 }
