@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import descendants
+from conftest import descendants, socket_inode
 from herdtest import (OP_TIMEOUT, RawConn, build_request, check_common, etag_for, get_req,
                       parse_head, wait_for)
 
@@ -330,6 +330,24 @@ def tree_rss_kib(pid):
     return total
 
 
+def held_sockets(pid):
+    """Inodes of the sockets pid and its descendants hold."""
+    out = set()
+    for p in [pid] + descendants(pid):
+        try:
+            names = os.listdir(f"/proc/{p}/fd")
+        except FileNotFoundError:
+            continue
+        for name in names:
+            try:
+                t = os.readlink(f"/proc/{p}/fd/{name}")
+            except OSError:
+                continue
+            if t.startswith("socket:["):
+                out.add(int(t[8:-1]))
+    return out
+
+
 # Per stalled connection the server may hold its input buffer (16 KiB) and
 # the output budget (64 KiB, of which only response heads are its own: the
 # bodies stay in the shared file cache), or on coro the connection's stack
@@ -346,7 +364,6 @@ def test_stalled_pipelined_readers_hold_bounded_memory(server, pipe_root):
     srv = server(docroot=root)
     r = srv.get("/f0.bin")
     assert r.status == 200 and r.body == files["f0.bin"]
-    base_fds = srv.tree_fd_count()
     base_rss = tree_rss_kib(srv.pid)
     burst = get_req("/f0.bin") * PIPE_DEPTH
     conns = []
@@ -379,11 +396,14 @@ def test_stalled_pipelined_readers_hold_bounded_memory(server, pipe_root):
         assert per_conn <= STALL_BOUND_KIB, (
             f"RSS grew {growth} KiB for {STALL_CONNS} stalled pipelining readers: "
             f"{per_conn:.0f} KiB each (bound {STALL_BOUND_KIB} KiB)")
+        inodes = {socket_inode(srv.port, c.sock.getsockname()[1]) for c in conns}
+        assert len(inodes) == len(conns) and all(inodes), "server sockets not found"
+        assert len(held_sockets(srv.pid) & inodes) == len(conns)
     finally:
         for c in conns:
             c.close()
-    wait_for(lambda: srv.tree_fd_count() <= base_fds, timeout=10,
-             what="server fds back to the baseline after the stalled readers left")
+    wait_for(lambda: not held_sockets(srv.pid) & inodes, timeout=10,
+             what="the server to close the stalled readers' sockets")
     r = srv.get("/f1.bin")
     assert r.status == 200 and r.body == files["f1.bin"]
 
