@@ -131,8 +131,8 @@ void conn_close(struct evloop *ev, struct conn *c)
  * not read. So a client that pipelines without reading costs its input
  * buffer, its response heads, and references to at most this many bytes
  * (plus one response) of file-cache bodies, never a copy of them. 256 KiB
- * keeps 16-deep pipelines of 32 KiB files at two writes (64 KiB measured
- * ~10% more server CPU per request there; bench/RESULTS.md). */
+ * keeps 16-deep pipelines of 32 KiB files at two writes; 64 KiB made it
+ * eight and looked ~10% costlier per request (bench/RESULTS.md section 6). */
 #define OUT_BUDGET (256 * 1024)
 
 static void batch_reset(struct evloop *ev)

@@ -366,7 +366,7 @@ def held_sockets(pid):
 # What a stalled connection may own: its input buffer (16 KiB) and the heads
 # of the unsent responses (at most 256 KiB of output, ~9 responses here: the
 # bodies stay in the shared file cache, referenced), or on coro its stack
-# (64 KiB) and buffers (57 KiB). Measured: ~6 KiB (evloop models), ~25 KiB
+# (64 KiB) and buffers (57 KiB). Measured: 6-18 KiB (evloop models), ~25 KiB
 # (coro). Before, the evloop models copied the unsent rest of a
 # ~126-response batch: ~1.35 MB per connection here, up to 4 MiB.
 STALL_CONNS = 200
