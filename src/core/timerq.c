@@ -26,6 +26,19 @@ void tq_arm(struct timerq *q, struct tq_node *n, int64_t now_ms)
     q->head.prev = n;
 }
 
+void tq_arm_at(struct timerq *q, struct tq_node *n, int64_t deadline_ms)
+{
+    tq_unlink(n);
+    n->deadline_ms = deadline_ms;
+    struct tq_node *after = q->head.prev;
+    while (after != &q->head && after->deadline_ms > deadline_ms)
+        after = after->prev;
+    n->prev = after;
+    n->next = after->next;
+    after->next->prev = n;
+    after->next = n;
+}
+
 struct tq_node *tq_pop_expired(struct timerq *q, int64_t now_ms)
 {
     struct tq_node *n = q->head.next;

@@ -30,6 +30,12 @@ void tq_unlink(struct tq_node *n);
 /* Arms n to expire timeout_ms after now, moving it from any queue it is in. */
 void tq_arm(struct timerq *q, struct tq_node *n, int64_t now_ms);
 
+/* Arms n to expire at deadline_ms, which must be no later than now plus
+ * the queue's timeout (so tq_arm still appends in order). It walks back
+ * from the tail past the entries due later: for re-queueing an owner that
+ * extended its own deadline (a request body that kept its rate). */
+void tq_arm_at(struct timerq *q, struct tq_node *n, int64_t deadline_ms);
+
 /* Unlinks and returns the oldest node whose deadline is <= now, or NULL.
  * The caller handles it and calls again; the owner may be freed meanwhile. */
 struct tq_node *tq_pop_expired(struct timerq *q, int64_t now_ms);

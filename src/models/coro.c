@@ -33,6 +33,7 @@
 #include "core/signals.h"
 #include "coro/sched.h"
 #include "http/body.h"
+#include "models/body_clock.h"
 #include "models/models.h"
 #include "net/accept.h"
 #include "net/proxy_protocol.h"
@@ -193,6 +194,7 @@ struct conn_state {
     uint8_t status_ok; /* may read the status page (--status-allow) */
     char *in;          /* only while a request is in progress */
     struct body_skip skip;
+    struct body_clock body; /* the skipped body's clock */
     struct sockaddr_storage *peer; /* only when the access log is on */
 };
 
@@ -221,6 +223,9 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
                 break;
             }
             pos += (size_t)n;
+            body_clock_add(&st->body, (size_t)n);
+            if (!body_skip_active(&st->skip)) /* the next head's time starts now */
+                *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
             continue;
         }
         int n = http_parse_request(st->in + pos, st->len - pos, hc->max_header_size, &req);
@@ -261,6 +266,8 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
         if (plan.file)
             fc_release(plan.file);
         coro_pin(0);
+        if (body_skip_active(&st->skip)) /* its clock starts once its head is answered */
+            body_clock_start(&st->body, clock_now_ms());
         if (rc < 0)
             ret = CLOSE;
         else if (plan.close)
@@ -322,9 +329,14 @@ static int serve(struct conn_state *st, int resumed)
             return coro_stopping() ? CLOSE : IDLE;
         /* Inside a request the header timeout bounds the wait: the first
          * head is due a header timeout after accept, and bytes trickling in
-         * do not extend it. Edge-triggered netpoll: wait only once a read
-         * came back short (the socket is drained); after a full one, read on. */
-        if (drained && wait_io(fd, EPOLLIN, head_deadline, 0) < 0)
+         * do not extend it; a body runs on its own clock. Edge-triggered
+         * netpoll: wait only once a read came back short (the socket is
+         * drained); after a full one, read on. */
+        int64_t deadline = body_skip_active(&st->skip)
+                               ? body_clock_deadline(&st->body, cfg->body_timeout_ms,
+                                                     cfg->body_min_rate)
+                               : head_deadline;
+        if (drained && wait_io(fd, EPOLLIN, deadline, 0) < 0)
             return CLOSE;
         if (!st->in && !(st->in = malloc(M.in_cap)))
             return CLOSE;

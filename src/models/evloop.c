@@ -274,7 +274,8 @@ static int next_timeout(struct server *s)
 {
     struct evloop *ev = &s->ev;
     int64_t next = -1;
-    struct timerq *qs[] = {&ev->q_header, &ev->q_keepalive, &ev->q_send, &ev->q_linger};
+    struct timerq *qs[] = {&ev->q_header, &ev->q_keepalive, &ev->q_send, &ev->q_linger,
+                           &ev->q_body};
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
         int64_t d = tq_next_deadline(qs[i]);
         if (d >= 0 && (next < 0 || d < next))
@@ -349,6 +350,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_keepalive, cfg->keepalive_timeout_ms);
     tq_init(&ev->q_send, cfg->send_timeout_ms);
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
+    tq_init(&ev->q_body, cfg->body_timeout_ms);
     ev->proxy = proxy_create(ev);
 
     if (loop_init(&ev->loop) < 0)
@@ -447,6 +449,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         expire(ev, &ev->q_keepalive);
         expire(ev, &ev->q_send);
         expire(ev, &ev->q_linger);
+        expire(ev, &ev->q_body);
         proxy_after_events(ev);
         alog_flush(&s->alog);
         if (ev->stopping) {

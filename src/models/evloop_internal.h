@@ -11,20 +11,15 @@
 #include "core/timerq.h"
 #include "http/body.h"
 #include "http/handler.h"
+#include "models/body_clock.h"
 #include "models/evloop.h"
+#include "models/pending.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
 #include "proc/scoreboard.h"
 
-/* Output that a write could not take: bytes first, then a file range. */
-struct pending {
-    struct fc_entry *file;   /* referenced; sent with sendfile after mem */
-    off_t file_off, file_end;
-    uint32_t mem_len, mem_off;
-    char mem[];
-};
-
-enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER };
+/* Q_BODY: a request body is being read (models/body_clock.h). */
+enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER, Q_BODY };
 
 struct xfer;
 struct proxy;
@@ -36,6 +31,7 @@ struct conn {
     char *in;                /* own input buffer, only while input is left over */
     struct pending *out;     /* only while a write is blocked */
     struct body_skip skip;   /* a request body being read past */
+    struct body_clock body;  /* its clock, or a proxied request's body's */
     struct xfer *xfer;       /* a proxy exchange: the client's, or the upstream's */
     uint32_t in_len;
     uint32_t nreq;           /* requests served on this connection */
@@ -65,7 +61,7 @@ struct evloop {
     struct conn *conns;      /* indexed by fd */
     int max_fds;
     uint32_t nconns, max_conns;
-    struct timerq q_header, q_keepalive, q_send, q_linger;
+    struct timerq q_header, q_keepalive, q_send, q_linger, q_body;
     struct bufpool inbufs;   /* input buffers, each in_cap bytes */
     size_t in_cap;
     char *rbuf;              /* shared read buffer of in_cap bytes */
@@ -92,7 +88,8 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
 /* A timer of c's queue expired. */
 void conn_timeout(struct evloop *ev, struct conn *c);
 
-/* Arms c's timer on queue q (Q_NONE: disarms), keeping the idle count. */
+/* Arms c's timer on queue q (Q_NONE: disarms), keeping the idle count.
+ * Q_BODY starts the body clock; count the body's bytes in c->body. */
 void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q);
 /* One access-log record for a request of c (req NULL when unparsed). */
 void conn_log(struct evloop *ev, const struct conn *c, const struct http_request *req,

@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "http/body.h"
+#include "models/body_clock.h"
 #include "models/models.h"
 #include "net/accept.h"
 #include "net/proxy_protocol.h"
@@ -181,6 +182,7 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
     const struct sockaddr_storage *peer = pc->tcp ? &pc->peer : NULL;
     int status_ok = pc->status_ok;
     struct body_skip skip = {0};
+    struct body_clock body = {0};
     size_t len = 0;
     uint32_t nreq = 0;
     /* From accept, not from now: a connection that waited in our queue
@@ -209,6 +211,9 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
                 if (n < 0)
                     return;
                 pos += (size_t)n;
+                body_clock_add(&body, (size_t)n);
+                if (!body_skip_active(&skip)) /* the next head's time starts now */
+                    head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
                 continue;
             }
             int n = http_parse_request(it->in + pos, len - pos, hc->max_header_size, &it->req);
@@ -238,6 +243,8 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             int rc = write_plan(it, fd, &out, &plan);
             if (plan.file)
                 fc_release(plan.file);
+            if (body_skip_active(&skip)) /* its clock starts once its head is answered */
+                body_clock_start(&body, clock_now_ms());
             alog_flush(it->alog);
             if (rc < 0)
                 return;
@@ -248,10 +255,16 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             return;
         memmove(it->in, it->in + pos, len - pos);
         len -= pos;
-        /* Idle between requests: the keep-alive timeout; inside one: the header timeout. */
+        /* Idle between requests: the keep-alive timeout; inside a head: the
+         * header timeout (the first head is due a header timeout after
+         * accept); inside a body: the body clock. */
         int64_t now = clock_now_ms();
         int idle = !len && !body_skip_active(&skip) && nreq > 0;
-        int64_t until = idle ? now + it->cfg->keepalive_timeout_ms : head_deadline;
+        int64_t until = idle ? now + it->cfg->keepalive_timeout_ms
+                        : body_skip_active(&skip)
+                            ? body_clock_deadline(&body, it->cfg->body_timeout_ms,
+                                                  it->cfg->body_min_rate)
+                            : head_deadline;
         if (idle) {
             if (it->stop)
                 return;

@@ -461,6 +461,7 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
         return abort_client(ev, x); /* gone before its body ended */
     SB_ADD(ev->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
+    body_clock_add(&c->body, (size_t)n);
     struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
     long k = body_reframe(&x->req_body, x->req_chunked, ev->rbuf, (size_t)n,
                           ev->cfg->http.max_body_size, &o);
@@ -750,9 +751,10 @@ static void set_timers(struct evloop *ev, struct xfer *x)
     x->up_progress = 0;
     struct conn *c = x->client;
     int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? Q_SEND
-            : !x->req_done && !x->errored && x->ulen < ev->proxy->ucap ? Q_HEADER
+            : !x->req_done && !x->errored && x->ulen < ev->proxy->ucap ? Q_BODY
                                                                        : Q_NONE;
-    if (q != c->queue || (x->client_progress && q != Q_NONE))
+    /* progress restarts the send timer; the body clock only counts bytes */
+    if (q != c->queue || (x->client_progress && q == Q_SEND))
         conn_set_timer(ev, c, q);
     x->client_progress = 0;
 }

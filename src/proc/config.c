@@ -49,6 +49,10 @@ const char config_help[] =
     "  --header-timeout DUR     a request head must arrive within (default 15s)\n"
     "  --keepalive-timeout DUR  idle time between requests (default 75s)\n"
     "  --send-timeout DUR       a blocked write must progress within (default 60s)\n"
+    "  --body-timeout DUR       a request body must arrive within, plus 1s for every\n"
+    "                           --body-min-rate bytes received (default 60s)\n"
+    "  --body-min-rate N        bytes/s a body must keep up (default 500; 0: the whole\n"
+    "                           body within --body-timeout)\n"
     "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
     "  --max-connections N      open connections per worker process, split among\n"
     "                           its threads (default: file limit - 64)\n"
@@ -80,7 +84,7 @@ enum kind {
     K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
     K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
     K_PX_UNDERSCORES,
-    K_THREADS, K_CORO_STACK, K_STATUS_ALLOW, K_ERROR_LOG,
+    K_THREADS, K_CORO_STACK, K_STATUS_ALLOW, K_ERROR_LOG, K_BODY_TO, K_BODY_RATE,
 };
 
 static const struct {
@@ -108,6 +112,8 @@ static const struct {
     {"header-timeout", K_HDR_TO, 1},
     {"keepalive-timeout", K_KA_TO, 1},
     {"send-timeout", K_SEND_TO, 1},
+    {"body-timeout", K_BODY_TO, 1},
+    {"body-min-rate", K_BODY_RATE, 1},
     {"shutdown-timeout", K_STOP_TO, 1},
     {"max-connections", K_MAX_CONNS, 1},
     {"verbose", K_VERBOSE, 0},
@@ -148,6 +154,8 @@ void config_defaults(struct serve_config *cfg)
     cfg->header_timeout_ms = 15000;
     cfg->keepalive_timeout_ms = 75000;
     cfg->send_timeout_ms = 60000;
+    cfg->body_timeout_ms = 60000;
+    cfg->body_min_rate = 500;
     cfg->shutdown_timeout_ms = 10000;
     cfg->upstream_keepalive = 32;
     cfg->upstream_fail_timeout_ms = 10000;
@@ -444,6 +452,13 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
         return duration(name, v, &cfg->keepalive_timeout_ms, err, errlen);
     case K_SEND_TO:
         return duration(name, v, &cfg->send_timeout_ms, err, errlen);
+    case K_BODY_TO:
+        return duration(name, v, &cfg->body_timeout_ms, err, errlen);
+    case K_BODY_RATE:
+        if (unit_size(v, &n) < 0 || n > UINT32_MAX)
+            goto bad;
+        cfg->body_min_rate = (uint32_t)n;
+        return 0;
     case K_STOP_TO:
         return duration(name, v, &cfg->shutdown_timeout_ms, err, errlen);
     case K_MAX_CONNS:

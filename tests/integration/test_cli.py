@@ -37,6 +37,7 @@ def test_serve_help():
     assert r.returncode == 0, r.stderr
     assert "--listen" in r.stdout, r.stdout
     assert "--keepalive-timeout" in r.stdout, r.stdout
+    assert "--body-timeout" in r.stdout and "--body-min-rate" in r.stdout, r.stdout
 
 
 # ------------------------------------------------------------ bad flags
@@ -63,6 +64,10 @@ def assert_usage_error(r):
     ["--header-timeout", "abc"],
     ["--keepalive-timeout", "ms"],
     ["--send-timeout", "1y"],
+    ["--body-timeout", "soon"],
+    ["--body-timeout", "0"],
+    ["--body-min-rate", "fast"],
+    ["--body-min-rate", "-5"],
     ["--shutdown-timeout", "soon"],
     ["--max-connections", "many"],
     ["--listen", "127.0.0.1:70000"],
@@ -205,7 +210,7 @@ def test_ipv6_listener(server, site):
 @pytest.mark.parametrize("dur", ["15", "15s", "500ms", "2m", "1h"])
 def test_duration_forms_accepted(server, dur):
     srv = server("--keepalive-timeout", dur, "--header-timeout", dur,
-                 "--send-timeout", dur, "--shutdown-timeout", dur)
+                 "--send-timeout", dur, "--shutdown-timeout", dur, "--body-timeout", dur)
     assert srv.get("/small.txt").status == 200
 
 

@@ -131,6 +131,8 @@ def test_check_config_ok(tmp_path, site):
         "workers = 2\n"
         "keepalive-timeout = 5s\n"
         "header-timeout = 500ms\n"
+        "body-timeout = 30s\n"
+        "body-min-rate = 1k\n"
         "max-header-size = 16k\n"
         "max-body-size = 2m\n"
         "access-log-format = json\n"

@@ -1,13 +1,15 @@
 """Keep-alive, Connection handling, HTTP/1.0, pipelining, many connections."""
 
+import os
 import selectors
 import socket
 import time
 
 import pytest
 
+from conftest import descendants
 from herdtest import (OP_TIMEOUT, RawConn, build_request, check_common, etag_for, get_req,
-                      parse_head)
+                      parse_head, wait_for)
 
 
 def test_keepalive_is_default_for_11(shared, site):
@@ -294,3 +296,168 @@ def test_1000_concurrent_keepalive_connections(shared, site):
         sel.close()
     r = shared.get("/small.txt")
     assert r.status == 200
+
+
+# ---- pipelined output budget: clients that pipeline and read slowly or never
+
+PIPE_FILES = 8          # distinct 32 KiB files (the largest kept in memory)
+PIPE_DEPTH = 130        # pipelined GETs per connection (~4.5 KB of requests)
+
+
+@pytest.fixture(scope="module")
+def pipe_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipe")
+    files = {}
+    for i in range(PIPE_FILES):
+        files[f"f{i}.bin"] = os.urandom(32 * 1024)
+    files["big.bin"] = os.urandom(1 << 20)         # sent with sendfile
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return root, files
+
+
+def tree_rss_kib(pid):
+    """VmRSS of pid and its descendants (workers, logger), in KiB."""
+    total = 0
+    for p in [pid] + descendants(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def server_inodes(server_port, client_ports):
+    """Inodes of the server-side sockets of these client ports (one pass over
+    /proc/net/tcp)."""
+    out = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            lport = int(fields[1].rsplit(":", 1)[1], 16)
+            rport = int(fields[2].rsplit(":", 1)[1], 16)
+            if lport == server_port and rport in client_ports and int(fields[9]):
+                out.add(int(fields[9]))
+    return out
+
+
+def held_sockets(pid):
+    """Inodes of the sockets pid and its descendants hold."""
+    out = set()
+    for p in [pid] + descendants(pid):
+        try:
+            names = os.listdir(f"/proc/{p}/fd")
+        except FileNotFoundError:
+            continue
+        for name in names:
+            try:
+                t = os.readlink(f"/proc/{p}/fd/{name}")
+            except OSError:
+                continue
+            if t.startswith("socket:["):
+                out.add(int(t[8:-1]))
+    return out
+
+
+# What a stalled connection may own: its input buffer (16 KiB) and the heads
+# of the unsent responses (at most 256 KiB of output, ~9 responses here: the
+# bodies stay in the shared file cache, referenced), or on coro its stack
+# (64 KiB) and buffers (57 KiB). Measured: 6-18 KiB (evloop models), ~25 KiB
+# (coro). Before, the evloop models copied the unsent rest of a
+# ~126-response batch: ~1.35 MB per connection here, up to 4 MiB.
+STALL_CONNS = 200
+STALL_BOUND_KIB = 128
+
+
+@pytest.mark.concurrency
+@pytest.mark.slow
+def test_stalled_pipelined_readers_hold_bounded_memory(server, pipe_root):
+    root, files = pipe_root
+    srv = server(docroot=root)
+    r = srv.get("/f0.bin")
+    assert r.status == 200 and r.body == files["f0.bin"]
+    base_rss = tree_rss_kib(srv.pid)
+    burst = get_req("/f0.bin") * PIPE_DEPTH
+    conns = []
+    try:
+        for _ in range(STALL_CONNS):
+            c = srv.connect(rcvbuf=4096)
+            c.send(burst)
+            conns.append(c)
+        # every connection got its first bytes: the server parsed its burst
+        # and blocked on a full socket
+        sel = selectors.DefaultSelector()
+        for c in conns:
+            sel.register(c.sock, selectors.EVENT_READ)
+        answered = set()
+        deadline = time.monotonic() + 30
+        while len(answered) < len(conns) and time.monotonic() < deadline:
+            for key, _ in sel.select(0.5):
+                answered.add(key.fd)
+                sel.unregister(key.fileobj)
+        sel.close()
+        assert len(answered) == len(conns), f"{len(conns) - len(answered)} never answered"
+        peak = base_rss
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            peak = max(peak, tree_rss_kib(srv.pid))
+            time.sleep(0.05)
+        growth = peak - base_rss
+        per_conn = growth / STALL_CONNS
+        print(f"stalled pipelining readers: {per_conn:.1f} KiB RSS each")
+        assert per_conn <= STALL_BOUND_KIB, (
+            f"RSS grew {growth} KiB for {STALL_CONNS} stalled pipelining readers: "
+            f"{per_conn:.0f} KiB each (bound {STALL_BOUND_KIB} KiB)")
+        inodes = server_inodes(srv.port, {c.sock.getsockname()[1] for c in conns})
+        assert len(inodes) == len(conns), "server sockets not found"
+        assert len(held_sockets(srv.pid) & inodes) == len(conns)
+    finally:
+        for c in conns:
+            c.close()
+    wait_for(lambda: not held_sockets(srv.pid) & inodes, timeout=10,
+             what="the server to close the stalled readers' sockets")
+    r = srv.get("/f1.bin")
+    assert r.status == 200 and r.body == files["f1.bin"]
+
+
+def test_slow_reader_gets_every_pipelined_response_in_order(server, pipe_root):
+    """130 pipelined requests (32 KiB files from memory, sendfile ranges,
+    errors, HEAD) to a client that reads a little at a time: the server
+    blocks and resumes many times, and every response arrives whole, in
+    order."""
+    root, files = pipe_root
+    srv = server(docroot=root)
+    big = files["big.bin"]
+    plan = []
+    for i in range(PIPE_DEPTH):
+        name = f"f{i % PIPE_FILES}.bin"
+        if i % 13 == 5:
+            a = i * 1000
+            plan.append(("GET", get_req("/big.bin", headers=[("Range", f"bytes={a}-{a + 99999}")]),
+                         206, big[a:a + 100000]))
+        elif i % 17 == 3:
+            plan.append(("GET", get_req(f"/missing{i}"), 404, None))
+        elif i % 19 == 7:
+            plan.append(("HEAD", build_request("HEAD", "/" + name), 200, b""))
+        elif i % 11 == 4:
+            plan.append(("GET", get_req("/" + name, headers=[("Range", "bytes=100-")]),
+                         206, files[name][100:]))
+        else:
+            plan.append(("GET", get_req("/" + name), 200, files[name]))
+    with srv.connect(rcvbuf=4096) as c:
+        c.send(b"".join(p[1] for p in plan))
+        time.sleep(0.5)                    # the server fills the socket and blocks
+        for i, (method, _, status, body) in enumerate(plan):
+            r = c.read_response(method)
+            assert r.status == status, (i, r)
+            if body is not None:
+                assert r.body == body, (i, len(r.body))
+            if i % 10 == 9:
+                time.sleep(0.02)           # a slow reader: the server blocks again
+        assert c.nothing_within(0.2), "extra bytes after the pipelined responses"
+        c.send(get_req("/f2.bin"))
+        assert c.read_response().body == files["f2.bin"]

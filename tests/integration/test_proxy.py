@@ -613,3 +613,54 @@ def test_send_timeout_gives_504(server):
         for s in held:
             s.close()
         ls.close()
+
+
+# ------------------------------------------------------------ the client's body
+
+def test_trickled_request_body_is_cut_by_the_body_clock(server, backends):
+    """A proxied upload trickling 5 bytes/s, below --body-min-rate 100, is cut
+    when its body clock runs out (~2.1 s) and the connection closes without
+    an answer, as nginx does on client_body_timeout. Before, each byte
+    re-armed the header timer, so it never ended."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b",
+                 "--body-timeout", "2s", "--body-min-rate", "100")
+    with srv.connect() as c:
+        c.send(build_request("POST", "/up", headers=[("Content-Length", "100000")]))
+        t0 = time.monotonic()
+        got = b""
+        while time.monotonic() - t0 < 10:
+            if not c.send_ignore_errors(b"x"):
+                break
+            try:
+                c.sock.settimeout(0.2)
+                data = c.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except ConnectionResetError:
+                break
+            if not data:
+                break
+            got += data
+        elapsed = time.monotonic() - t0
+        assert elapsed < 10, "a proxied body trickling below --body-min-rate was never cut"
+        assert 1.8 <= elapsed <= 3.5, f"cut after {elapsed:.2f}s; expected ~2.1s"
+        assert got == b"", got[:200]
+        wait_for(lambda: not srv.holds_connection(c), timeout=5,
+                 what="the server to close its socket")
+    assert echo(srv.get("/after"))["target"] == "/after"
+
+
+def test_upload_longer_than_header_timeout_at_a_fair_rate_is_proxied(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b", "--header-timeout", "1s",
+                 "--body-timeout", "2s", "--body-min-rate", "100")
+    body = os.urandom(3000)
+    with srv.connect() as c:
+        c.send(build_request("POST", "/up", headers=[("Content-Length", len(body))]))
+        for i in range(0, len(body), 100):        # 1000 bytes/s for 3 s
+            c.send(body[i:i + 100])
+            time.sleep(0.1)
+        info = echo(c.read_response())
+        assert info["body_len"] == len(body)
+        assert info["body_sha"] == hashlib.sha256(body).hexdigest()

@@ -155,3 +155,66 @@ def test_default_send_timeout_keeps_stalled_reader(server, site):
         assert srv.holds_connection(c), "stalled reader dropped long before --send-timeout"
     finally:
         c.close()
+
+
+# ---- the request-body clock: --body-timeout, --body-min-rate
+
+BODY_CLOCK = ("--body-timeout", "2s", "--body-min-rate", "100")
+
+
+def body_head(framing, length):
+    """A GET with a body (answered at once, its body then read past)."""
+    if framing == "chunked":
+        return (build_request("GET", "/small.txt", headers=[("Transfer-Encoding", "chunked")])
+                + b"%x\r\n" % length)
+    return build_request("GET", "/small.txt", headers=[("Content-Length", str(length))])
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_body_timeout_cuts_a_body_below_the_min_rate(server, site, framing):
+    """1 byte every 200 ms (5 bytes/s, below --body-min-rate 100): cut when
+    the body clock runs out, 2 s plus 10 ms per byte received (~2.1 s).
+    Body bytes must not restart a timer (before, every byte re-armed the
+    15 s header timer: a body of 100000 bytes could trickle for a day)."""
+    srv = server(*BODY_CLOCK)
+    with srv.connect() as c:
+        elapsed = trickle_until_closed(c, body_head(framing, 100000), [b"x"], 0.2, 10)
+        assert elapsed is not None, "a body trickling below --body-min-rate was never cut"
+        assert 1.8 <= elapsed <= 3.5, f"cut after {elapsed:.2f}s; expected ~2.1s"
+        wait_for(lambda: not srv.holds_connection(c), timeout=5,
+                 what="the server to close its socket")
+    assert srv.get("/small.txt").status == 200
+
+
+def test_body_longer_than_header_timeout_at_a_fair_rate_succeeds(server, site):
+    """A 3 s upload at 1000 bytes/s with --header-timeout 1s: the body is
+    not a head, and its rate keeps extending its clock (2 s + 30 s)."""
+    srv = server("--header-timeout", "1s", *BODY_CLOCK)
+    with srv.connect() as c:
+        c.send(body_head("length", 3000))
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        t0 = time.monotonic()
+        for _ in range(30):
+            c.send(b"y" * 100)
+            time.sleep(0.1)
+        assert time.monotonic() - t0 >= 3.0
+        c.send(get_req("/index.html"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["index.html"]
+        # after the body, a trickled head is cut by the header timeout again
+        elapsed = trickle_until_closed(c, b"GET /small.txt HTTP/1.1\r\n",
+                                       [b"X-Slow: 1\r\n"], 0.2, 10)
+        assert elapsed is not None and elapsed <= 3.5, elapsed
+        wait_for(lambda: not srv.holds_connection(c), timeout=5,
+                 what="the server to close its socket")
+
+
+def test_body_min_rate_0_bounds_the_whole_body(server, site):
+    """--body-min-rate 0: no extension, the whole body within the timeout,
+    however fast it keeps coming."""
+    srv = server("--body-timeout", "1s", "--body-min-rate", "0")
+    with srv.connect() as c:
+        elapsed = trickle_until_closed(c, body_head("length", 100000), [b"z" * 100], 0.05, 10)
+    assert elapsed is not None, "--body-min-rate 0 never cut a body that outlived the timeout"
+    assert 0.8 <= elapsed <= 2.5, f"cut after {elapsed:.2f}s with --body-timeout 1s"

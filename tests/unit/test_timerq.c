@@ -197,3 +197,60 @@ TEST(random_rearms_stay_sorted)
         if (!CHECK(!tq_linked(&o[i].node)))
             break;
 }
+
+TEST(arm_at_keeps_order)
+{
+    struct timerq q;
+    struct owner o[5];
+    owners_init(o, 5);
+    tq_init(&q, 100);
+    tq_arm(&q, &o[0].node, 0);    /* 100 */
+    tq_arm(&q, &o[1].node, 20);   /* 120 */
+    tq_arm(&q, &o[2].node, 40);   /* 140 */
+    /* an extended deadline between others goes between them */
+    tq_arm_at(&q, &o[3].node, 130);
+    CHECK_EQ_INT(o[3].node.deadline_ms, 130);
+    /* one later than all goes to the tail; an earliest one to the head */
+    tq_arm_at(&q, &o[4].node, 140);
+    tq_arm_at(&q, &o[0].node, 50);
+    CHECK_EQ_INT(tq_next_deadline(&q), 50);
+    int want[] = {0, 1, 3, 2, 4};
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ_INT(id_of(tq_pop_expired(&q, 1000)), want[i]);
+    CHECK(tq_pop_expired(&q, 1000) == NULL);
+    /* a plain arm after an arm_at still appends in order */
+    tq_arm_at(&q, &o[1].node, 150);
+    tq_arm(&q, &o[2].node, 60); /* 160 */
+    CHECK(tq_pop_expired(&q, 149) == NULL);
+    CHECK_EQ_INT(id_of(tq_pop_expired(&q, 1000)), 1);
+    CHECK_EQ_INT(id_of(tq_pop_expired(&q, 1000)), 2);
+}
+
+TEST(arm_at_random_stays_sorted)
+{
+    enum { N = 64 };
+    struct timerq q;
+    struct owner o[N];
+    owners_init(o, N);
+    tq_init(&q, 50);
+    uint32_t seed = 7;
+    int64_t now = 0;
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int i = (int)((seed >> 8) % N);
+        now += (seed >> 4) % 3;
+        if ((seed >> 20) % 3 == 0)
+            tq_arm_at(&q, &o[i].node, now + (int64_t)((seed >> 12) % 51));
+        else
+            tq_arm(&q, &o[i].node, now);
+        while (tq_pop_expired(&q, now) != NULL)
+            ;
+        /* the whole queue stays sorted, so nothing due hides behind the head */
+        int64_t prev = now;
+        for (struct tq_node *t = q.head.next; t != &q.head; t = t->next) {
+            if (!CHECK(t->deadline_ms > now && t->deadline_ms >= prev))
+                return;
+            prev = t->deadline_ms;
+        }
+    }
+}
