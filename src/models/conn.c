@@ -13,7 +13,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "net/proxy_protocol.h"
 #include "models/evloop_internal.h"
 #include "models/proxy_conn.h"
 
@@ -37,7 +36,7 @@ static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
 static void arm(struct evloop *ev, struct conn *c, enum conn_queue q)
 {
     if (q == Q_BODY)
-        body_clock_start(&c->body, clock_now_ms());
+        body_clock_start(&c->st.body, clock_now_ms());
     tq_arm(queue_of(ev, q), &c->timer, clock_now_ms());
     if ((c->queue == Q_KEEPALIVE) != (q == Q_KEEPALIVE))
         SB_ADD(ev->slot->idle, q == Q_KEEPALIVE ? 1 : -1);
@@ -62,17 +61,6 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 
 static uint64_t conn_tag(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
 
-static void set_peer(struct conn *c, const struct sockaddr_storage *peer)
-{
-    if (peer && peer->ss_family == AF_INET) {
-        c->peer_family = AF_INET;
-        memcpy(c->peer, &((const struct sockaddr_in *)peer)->sin_addr, 4);
-    } else if (peer && peer->ss_family == AF_INET6) {
-        c->peer_family = AF_INET6;
-        memcpy(c->peer, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
-    }
-}
-
 void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
 {
     if (fd >= ev->max_fds) {
@@ -89,9 +77,7 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
     }
     c->open = 1;
     c->tcp = (uint8_t)tcp;
-    c->await_proxy = (uint8_t)proxy;
-    set_peer(c, peer);
-    c->status_ok = (uint8_t)acl_allows(&ev->cfg->status_allow, !tcp, peer);
+    step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
     ev->nconns++;
     SB_SET(ev->slot->active, ev->nconns);
     arm(ev, c, Q_HEADER);
@@ -265,27 +251,29 @@ static int write_owed(struct evloop *ev, struct conn *c)
 
 /* ---- requests ---- */
 
-static void log_request(struct evloop *ev, const struct conn *c,
-                        const struct http_request *req, const struct http_plan *plan)
-{
-    uint64_t bytes = plan->body_len + plan->inline_len + (uint64_t)(plan->file ? plan->file_len : 0);
-    conn_log(ev, c, req, plan->status, bytes);
-}
-
 void conn_log(struct evloop *ev, const struct conn *c, const struct http_request *req,
               unsigned status, uint64_t bytes)
 {
-    struct sockaddr_storage ss;
-    ss.ss_family = c->peer_family;
-    if (c->peer_family == AF_INET)
-        memcpy(&((struct sockaddr_in *)&ss)->sin_addr, c->peer, 4);
-    else if (c->peer_family == AF_INET6)
-        memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, 16);
-    alog_record(ev->alog, c->peer_family ? &ss : NULL, req, status, bytes);
+    step_account(&ev->step, &c->st, req, status, bytes);
 }
 
-/* Parses and answers the requests in data[0..len); *consumed gets the bytes
- * used. Stops at an incomplete request, a blocked write or a close. */
+/* Adds an answer's plan to the batch; a file to sendfile flushes it. */
+static int batch_plan(struct evloop *ev, struct conn *c, struct http_plan *plan)
+{
+    batch_add(ev, ev->out.buf + plan->head_off, plan->head_len);
+    batch_add(ev, plan->body, plan->body_len);
+    if (plan->file && plan->file->data) {
+        batch_add(ev, plan->file->data + plan->file_off, (size_t)plan->file_len);
+        ev->refs[ev->nrefs++] = plan->file;
+    } else if (plan->file) {
+        return flush(ev, c, plan->file, plan->file_off, plan->file_len);
+    }
+    return IO_DONE;
+}
+
+/* Answers the requests in data[0..len) through the request step, batching
+ * the answers for one writev; *consumed gets the bytes used. Stops at an
+ * incomplete request, a blocked write, a close or a proxy exchange. */
 static int serve_input(struct evloop *ev, struct conn *c, const char *data, size_t len,
                        size_t *consumed, int *served)
 {
@@ -293,18 +281,8 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
     size_t pos = 0;
     int rc = IO_DONE;
     batch_reset(ev);
-    while (pos < len && !c->closing) {
-        if (body_skip_active(&c->skip)) {
-            long n = body_skip(&c->skip, data + pos, len - pos, hc->max_body_size);
-            if (n < 0) {
-                c->closing = 1; /* broken or oversized chunked body */
-                pos = len;
-                break;
-            }
-            body_clock_add(&c->body, (size_t)n);
-            pos += (size_t)n;
-            continue;
-        }
+    ev->step.stopping = ev->stopping;
+    while (pos < len && !c->st.closing) {
         if (ev->out.cap - ev->out.len <
                 HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + hc->max_header_size ||
             ev->niov > BATCH_IOV - 4 || ev->batch_bytes >= OUT_BUDGET) {
@@ -312,62 +290,42 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
             if (rc != IO_DONE)
                 break;
         }
-        struct http_request *req = &ev->req;
-        int n = http_parse_request(data + pos, len - pos, hc->max_header_size, req);
-        if (n == HTTP_PARSE_INCOMPLETE)
+        struct step_result r;
+        enum step_action a = step_next(&ev->step, &c->st, data + pos, len - pos, &ev->req,
+                                       &ev->out, &r);
+        pos += r.used;
+        if (a == STEP_MORE)
             break;
-        struct http_plan plan;
-        if (n == HTTP_PARSE_ERROR) {
-            memset(&plan, 0, sizeof plan);
-            http_handle_parse_error(req, &ev->out, &plan);
+        if (a == STEP_CLOSE) {
+            /* answers already batched still go out; then the connection closes */
+            log_debug("connection %d: no valid PROXY header, or a broken body",
+                      conn_fd(ev, c));
+            c->st.closing = 1;
             pos = len;
-        } else {
-            int route = ev->proxy ? proxy_route(ev, req) : -1;
-            if (route >= 0 && (req->content_length < 0 ||
-                               (uint64_t)req->content_length <= hc->max_body_size)) {
-                /* Earlier responses of the batch go first; the exchange
-                 * then owns the connection until it ends. */
-                rc = flush(ev, c, NULL, 0, 0);
-                if (rc != IO_DONE)
-                    break; /* parsed again once the output drains */
-                c->nreq++;
-                long took = proxy_start(ev, c, route, req, data + pos, (size_t)n,
-                                        data + pos + n, len - pos - (size_t)n);
-                if (took < 0) {
-                    rc = IO_FATAL;
-                    break;
-                }
-                pos += (size_t)n + (size_t)took;
-                rc = IO_PROXY;
+            break;
+        }
+        if (a == STEP_UPSTREAM) {
+            /* Earlier responses of the batch go first; the exchange then
+             * owns the connection until it ends. */
+            rc = flush(ev, c, NULL, 0, 0);
+            if (rc != IO_DONE) {
+                c->st.nreq--; /* parsed again once the output drains */
                 break;
             }
-            pos += (size_t)n;
-            c->nreq++;
-            int may_keepalive = !ev->stopping && c->nreq < hc->keepalive_requests;
-            http_handle(&ev->http, req, may_keepalive, c->status_ok, &ev->out, &plan);
-            if (!plan.close && (req->content_length > 0 || req->chunked))
-                body_skip_start(&c->skip, req->content_length, req->chunked,
-                                hc->max_header_size);
+            long took = proxy_start(ev, c, r.route, &ev->req, data + pos, r.head_len,
+                                    data + pos + r.head_len, len - pos - r.head_len);
+            if (took < 0) {
+                rc = IO_FATAL;
+                break;
+            }
+            pos += r.head_len + (size_t)took;
+            rc = IO_PROXY;
+            break;
         }
         (*served)++;
-        SB_ADD(ev->slot->requests, 1);
-        SB_ADD(ev->slot->status[plan.status / 100 % 6], 1);
-        if (alog_on(ev->alog))
-            log_request(ev, c, n == HTTP_PARSE_ERROR ? NULL : req, &plan);
-        if (plan.close) {
-            c->closing = 1;
-            c->linger = plan.linger;
-        }
-        batch_add(ev, ev->out.buf + plan.head_off, plan.head_len);
-        batch_add(ev, plan.body, plan.body_len);
-        if (plan.file && plan.file->data) {
-            batch_add(ev, plan.file->data + plan.file_off, (size_t)plan.file_len);
-            ev->refs[ev->nrefs++] = plan.file;
-        } else if (plan.file) {
-            rc = flush(ev, c, plan.file, plan.file_off, plan.file_len);
-            if (rc != IO_DONE)
-                break;
-        }
+        rc = batch_plan(ev, c, &r.plan);
+        if (rc != IO_DONE)
+            break;
     }
     if (rc == IO_DONE)
         rc = flush(ev, c, NULL, 0, 0);
@@ -378,7 +336,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
 /* Keeps data[pos..len) as the connection's input, in its own buffer. */
 static int keep_input(struct evloop *ev, struct conn *c, char *data, size_t pos, size_t len)
 {
-    size_t left = c->closing ? 0 : len - pos;
+    size_t left = c->st.closing ? 0 : len - pos;
     if (data && data == c->in) {
         if (left && pos)
             memmove(c->in, c->in + pos, left);
@@ -404,7 +362,7 @@ static void drain_linger(struct evloop *ev, struct conn *c);
 /* Everything owed is written and the connection is to close. */
 static void finish_closing(struct evloop *ev, struct conn *c)
 {
-    if (!c->linger) {
+    if (!c->st.linger) {
         conn_close(ev, c);
         return;
     }
@@ -460,11 +418,11 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         proxy_kick(ev, c);
         return STOP;
     }
-    if (c->closing) {
+    if (c->st.closing) {
         finish_closing(ev, c);
         return STOP;
     }
-    if (body_skip_active(&c->skip)) {
+    if (body_skip_active(&c->st.skip)) {
         /* A body runs on its own clock, from its head's answer; its bytes
          * never restart a timer. */
         if (served || c->queue != Q_BODY)
@@ -477,33 +435,12 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
     } else if (ev->stopping) {
         conn_close(ev, c);
         return STOP;
-    } else if (!c->nreq && !served) {
+    } else if (!c->st.nreq && !served) {
         /* only a PROXY header so far: the first request head is still due */
     } else {
         arm(ev, c, Q_KEEPALIVE);
     }
     return GO_ON;
-}
-
-/* A listener behind a load balancer: the connection starts with a PROXY
- * protocol header naming the real client. Returns its length, 0 while it is
- * incomplete, -1 when the bytes are not one (the connection is closed). */
-static int take_proxy_header(struct evloop *ev, struct conn *c, const char *buf, size_t len)
-{
-    struct proxy_info info;
-    int k = proxy_protocol_parse(buf, len, &info);
-    if (k == -2)
-        return len < ev->in_cap ? 0 : -1;
-    if (k < 0) {
-        log_debug("connection %d: no valid PROXY protocol header", conn_fd(ev, c));
-        return -1;
-    }
-    c->await_proxy = 0;
-    if (!info.local) {
-        set_peer(c, &info.src);
-        c->status_ok = (uint8_t)acl_allows(&ev->cfg->status_allow, 0, &info.src);
-    }
-    return k;
 }
 
 static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
@@ -513,7 +450,7 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         drain_linger(ev, c);
         return;
     }
-    if (c->out || c->closing || c->xfer) {
+    if (c->out || c->st.closing || c->xfer) {
         c->want_read = 1; /* back-pressure: read again once the output drains */
         return;
     }
@@ -534,26 +471,13 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
             return;
         }
         SB_ADD(ev->slot->bytes_in, (uint64_t)n);
-        size_t len = have + (size_t)n, start = 0, pos;
-        if (c->await_proxy) {
-            int k = take_proxy_header(ev, c, buf, len);
-            if (k < 0 || (k == 0 && keep_input(ev, c, buf, 0, len) < 0)) {
-                conn_close(ev, c);
-                return;
-            }
-            if (k == 0) {
-                if ((size_t)n < space && !rdhup)
-                    return;
-                continue;
-            }
-            start = (size_t)k;
-        }
+        size_t len = have + (size_t)n, pos;
         /* A proxy exchange may take over in serve_input: it reads the
          * socket again afterwards only if this read may have left bytes. */
         c->want_read = (size_t)n >= space || rdhup;
         int served = 0;
-        int rc = serve_input(ev, c, buf + start, len - start, &pos, &served);
-        if (settle(ev, c, buf, start + pos, len, rc, served) == STOP)
+        int rc = serve_input(ev, c, buf, len, &pos, &served);
+        if (settle(ev, c, buf, pos, len, rc, served) == STOP)
             return;
         /* Edge-triggered: a short read means the socket is drained, and new
          * bytes will raise a new event. After RDHUP read on to see the EOF. */
@@ -580,7 +504,7 @@ static void on_writable(struct evloop *ev, struct conn *c)
  * close, or answer what is buffered, then read what arrived meanwhile. */
 void conn_proxy_resume(struct evloop *ev, struct conn *c)
 {
-    if (c->closing) {
+    if (c->st.closing) {
         finish_closing(ev, c);
         return;
     }
@@ -625,7 +549,7 @@ static int body_extended(struct evloop *ev, struct conn *c)
 {
     const struct serve_config *cfg = ev->cfg;
     int64_t now = clock_now_ms();
-    int64_t due = body_clock_deadline(&c->body, cfg->body_timeout_ms, cfg->body_min_rate);
+    int64_t due = body_clock_deadline(&c->st.body, cfg->body_timeout_ms, cfg->body_min_rate);
     if (due <= now)
         return 0;
     /* at most one timeout ahead, so the FIFO stays in order */

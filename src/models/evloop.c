@@ -43,6 +43,11 @@ struct server {
     time_t last_limit_log;
 };
 
+static int route_of(void *ev, const struct http_request *req)
+{
+    return proxy_route(ev, req);
+}
+
 void evloop_conn_closed(struct evloop *ev)
 {
     if (ev->accept_paused)
@@ -352,6 +357,9 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
     tq_init(&ev->q_body, cfg->body_timeout_ms);
     ev->proxy = proxy_create(ev);
+    ev->step = (struct step_ctx){.cfg = cfg, .http = &ev->http, .slot = ev->slot,
+                                 .alog = ev->alog, .route = ev->proxy ? route_of : NULL,
+                                 .route_arg = ev};
 
     if (loop_init(&ev->loop) < 0)
         log_fatal("epoll_create1: %s", strerror(errno));

@@ -13,6 +13,7 @@
 #include "http/handler.h"
 #include "models/body_clock.h"
 #include "models/evloop.h"
+#include "models/step.h"
 #include "models/pending.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
@@ -30,26 +31,17 @@ struct conn {
     struct tq_node timer;
     char *in;                /* own input buffer, only while input is left over */
     struct pending *out;     /* only while a write is blocked */
-    struct body_skip skip;   /* a request body being read past */
-    struct body_clock body;  /* its clock, or a proxied request's body's */
+    struct step_conn st;     /* the request step's state: body, peer, counts */
     struct xfer *xfer;       /* a proxy exchange: the client's, or the upstream's */
     uint32_t in_len;
-    uint32_t nreq;           /* requests served on this connection */
     uint32_t gen;            /* tells events for an earlier user of this fd */
     uint8_t open;
     uint8_t queue;           /* enum conn_queue */
     uint8_t want_read;       /* readable while output was blocked */
-    uint8_t closing;         /* a response said close: take no more requests */
-    uint8_t linger;          /* ...and the peer may still send: drain before close */
     uint8_t lingering;       /* write side shut, draining input until EOF */
-    uint8_t tcp : 1;
-    uint8_t status_ok : 1;   /* may read the status page (--status-allow); a bit
-                                of tcp's byte, so struct conn stays 112 bytes */
-    uint8_t await_proxy;     /* the listener expects a PROXY protocol header first */
-    uint8_t peer_family;     /* AF_INET/AF_INET6 when the log, proxy or status page is on */
+    uint8_t tcp;
     uint8_t upstream;        /* an upstream connection (models/proxy_conn.c) */
     uint16_t up_id;          /* pooled upstream: group * MAX_SERVERS + server */
-    uint8_t peer[16];
 };
 
 #define BATCH_IOV 256
@@ -71,6 +63,7 @@ struct evloop {
     struct fc_entry *refs[BATCH_IOV]; /* cache entries the batch points into */
     int nrefs;
     struct http_request req;
+    struct step_ctx step;    /* the request step's view of this loop */
     struct sb_slot *slot;    /* counters, in shared memory */
     struct alog *alog;
     struct proxy *proxy;     /* NULL without proxy routes */

@@ -461,7 +461,7 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
         return abort_client(ev, x); /* gone before its body ended */
     SB_ADD(ev->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
-    body_clock_add(&c->body, (size_t)n);
+    body_clock_add(&c->st.body, (size_t)n);
     struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
     long k = body_reframe(&x->req_body, x->req_chunked, ev->rbuf, (size_t)n,
                           ev->cfg->http.max_body_size, &o);
@@ -714,8 +714,8 @@ static void finish(struct evloop *ev, struct xfer *x)
     conn_set_timer(ev, c, Q_NONE);
     c->xfer = NULL;
     if (!x->client_keepalive || !x->req_done || ev->stopping) {
-        c->closing = 1;
-        c->linger = !x->req_done;
+        c->st.closing = 1;
+        c->st.linger = !x->req_done;
     }
     xfer_put(px, x);
     if (px->nresumes == px->cap_resumes) {
@@ -792,8 +792,8 @@ static void pump(struct evloop *ev, struct xfer *x)
 
 static void client_addr(const struct conn *c, char *buf, size_t n)
 {
-    if (c->peer_family == AF_INET || c->peer_family == AF_INET6)
-        inet_ntop(c->peer_family, c->peer, buf, (socklen_t)n);
+    if (c->st.peer_family == AF_INET || c->st.peer_family == AF_INET6)
+        inet_ntop(c->st.peer_family, c->st.peer, buf, (socklen_t)n);
     else
         snprintf(buf, n, "unix:"); /* nginx's $remote_addr for a unix socket */
 }
@@ -822,7 +822,7 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     x->client_minor = req->minor;
     x->head_request = req->method == HTTP_HEAD;
     x->client_keepalive = http_wants_keepalive(req) && !ev->stopping &&
-                          c->nreq < ev->cfg->http.keepalive_requests;
+                          c->st.nreq < ev->cfg->http.keepalive_requests;
     c->xfer = x;
     conn_set_timer(ev, c, Q_NONE);
     if (alog_on(ev->alog) && (x->loghead = malloc(head_len)) != NULL) {
