@@ -32,20 +32,23 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "coro/sched.h"
-#include "http/body.h"
-#include "models/body_clock.h"
+#include "core/bufpool.h"
 #include "models/models.h"
+#include "models/step.h"
 #include "net/accept.h"
-#include "net/proxy_protocol.h"
 #include "proc/accesslog.h"
 #include "proc/status.h"
 
 #define LINGER_TIMEOUT_MS 5000
 #define LINGER_READS_MAX 64
 #define REFUSE_BATCH 1024 /* refusals in a row before the acceptor yields */
+#define BUFS_KEPT 64      /* free buffers a thread keeps per pool */
 
 struct cthread {
     struct http_ctx http;
+    struct step_ctx step;
+    struct bufpool inbufs;   /* connections' input buffers, M.in_cap each */
+    struct bufpool outbufs;  /* response heads of a batch, M.out_cap each */
     struct alog alog;
     struct sb_slot *slot;
 } __attribute__((aligned(64)));
@@ -187,15 +190,10 @@ enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3 };
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
 struct conn_state {
     int fd;
-    uint32_t nreq;
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
-    uint8_t await_proxy; /* a PROXY protocol header comes first */
-    uint8_t status_ok; /* may read the status page (--status-allow) */
-    char *in;          /* only while a request is in progress */
-    struct body_skip skip;
-    struct body_clock body; /* the skipped body's clock */
-    struct sockaddr_storage *peer; /* only when the access log is on */
+    char *in;          /* only while a request is in progress (thread pools) */
+    struct step_conn sc; /* the request step's state */
 };
 
 static void set_idle(struct conn_state *st, int idle)
@@ -206,100 +204,55 @@ static void set_idle(struct conn_state *st, int idle)
     }
 }
 
-/* Answers every complete request in st->in: GO_ON (read more), CLOSE, or
- * LINGER (close after draining the peer's input). */
+/* Answers every complete request in st->in through the request step:
+ * GO_ON (read more), CLOSE, or LINGER (close after draining the peer). */
 static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
 {
-    const struct http_config *hc = &M.cfg->http;
-    struct http_request req;
     size_t pos = 0;
     int ret = GO_ON;
-    char *outbuf = NULL; /* response heads, for this batch only */
+    /* Pinned while the heads buffer is out of this thread's pool and from
+     * a file-cache lookup to its release: both belong to this thread. */
+    coro_pin(1);
+    struct cthread *t = here();
+    char *outbuf = NULL;
+    t->step.stopping = (uint8_t)coro_stopping();
     while (pos < st->len && ret == GO_ON) {
-        if (body_skip_active(&st->skip)) {
-            long n = body_skip(&st->skip, st->in + pos, st->len - pos, hc->max_body_size);
-            if (n < 0) {
-                ret = CLOSE; /* broken or oversized chunked body */
-                break;
-            }
-            pos += (size_t)n;
-            body_clock_add(&st->body, (size_t)n);
-            if (!body_skip_active(&st->skip)) /* the next head's time starts now */
-                *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
-            continue;
-        }
-        int n = http_parse_request(st->in + pos, st->len - pos, hc->max_header_size, &req);
-        if (n == HTTP_PARSE_INCOMPLETE)
-            break;
-        if (!outbuf && !(outbuf = malloc(M.out_cap))) {
+        if (!outbuf && !(outbuf = bufpool_get(&t->outbufs))) {
             ret = CLOSE;
             break;
         }
         struct http_out out = {outbuf, 0, M.out_cap};
-        struct http_plan plan;
-        memset(&plan, 0, sizeof plan);
-        /* Pinned from the file-cache lookup to the release: the cache
-         * belongs to this kernel thread. */
-        coro_pin(1);
-        struct cthread *t = here();
-        if (n == HTTP_PARSE_ERROR) {
-            http_handle_parse_error(&req, &out, &plan);
-            pos = st->len;
-        } else {
-            pos += (size_t)n;
-            st->nreq++;
-            int may = !coro_stopping() && st->nreq < hc->keepalive_requests;
-            http_handle(&t->http, &req, may, st->status_ok, &out, &plan);
-            if (!plan.close && (req.content_length > 0 || req.chunked))
-                body_skip_start(&st->skip, req.content_length, req.chunked,
-                                hc->max_header_size);
+        struct http_request req;
+        struct step_result r;
+        int in_body = step_in_body(&st->sc);
+        enum step_action a = step_next(&t->step, &st->sc, st->in + pos, st->len - pos, &req,
+                                       &out, &r);
+        pos += r.used;
+        if (in_body && !step_in_body(&st->sc)) /* the next head's time starts now */
             *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+        if (a == STEP_MORE)
+            break;
+        if (a != STEP_ANSWER) {
+            ret = CLOSE; /* no upstream routes on coro: only STEP_CLOSE */
+            break;
         }
-        SB_ADD(t->slot->requests, 1);
-        SB_ADD(t->slot->status[plan.status / 100 % 6], 1);
-        if (alog_on(&t->alog))
-            alog_record(&t->alog, st->peer,
-                        n == HTTP_PARSE_ERROR ? NULL : &req, plan.status,
-                        plan.body_len + plan.inline_len +
-                            (uint64_t)(plan.file ? plan.file_len : 0));
-        int rc = write_plan(st->fd, &out, &plan);
-        if (plan.file)
-            fc_release(plan.file);
-        coro_pin(0);
-        if (body_skip_active(&st->skip)) /* its clock starts once its head is answered */
-            body_clock_start(&st->body, clock_now_ms());
+        int rc = write_plan(st->fd, &out, &r.plan);
+        if (r.plan.file)
+            fc_release(r.plan.file);
+        *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+        if (r.body_started) /* its clock starts once its head is answered */
+            body_clock_start(&st->sc.body, clock_now_ms());
         if (rc < 0)
             ret = CLOSE;
-        else if (plan.close)
-            ret = plan.linger ? LINGER : CLOSE;
+        else if (r.plan.close)
+            ret = r.plan.linger ? LINGER : CLOSE;
     }
-    free(outbuf);
+    if (outbuf)
+        bufpool_put(&t->outbufs, outbuf);
+    coro_pin(0);
     memmove(st->in, st->in + pos, st->len - pos);
     st->len -= pos;
     return ret;
-}
-
-/* A listener behind a load balancer: takes the PROXY protocol header off
- * the front of st->in. GO_ON when it is done or still incomplete, CLOSE
- * when the bytes are not one. */
-static int take_proxy_header(struct conn_state *st)
-{
-    struct proxy_info info;
-    int k = proxy_protocol_parse(st->in, st->len, &info);
-    if (k == -2)
-        return st->len < M.in_cap ? GO_ON : CLOSE;
-    if (k < 0)
-        return CLOSE;
-    st->await_proxy = 0;
-    memmove(st->in, st->in + k, st->len - (size_t)k);
-    st->len -= (uint32_t)k;
-    if (!info.local) {
-        if (!st->peer && !(st->peer = malloc(sizeof *st->peer)))
-            return CLOSE;
-        *st->peer = info.src;
-        st->status_ok = (uint8_t)acl_allows(&M.cfg->status_allow, 0, &info.src);
-    }
-    return GO_ON;
 }
 
 /* Serves requests until the connection is to close, or is idle between
@@ -312,17 +265,15 @@ static int serve(struct conn_state *st, int resumed)
     int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
     int drained = !resumed;
     for (;;) {
-        if (st->len && st->await_proxy && take_proxy_header(st) != GO_ON)
-            return CLOSE;
-        if (st->len && !st->await_proxy) {
+        if (st->len) {
             int r = answer_buffered(st, &head_deadline);
             if (r != GO_ON)
                 return r;
         }
-        int between = !st->len && !body_skip_active(&st->skip) && st->nreq > 0;
-        if (!st->len) {
+        int between = !st->len && !step_in_body(&st->sc) && st->sc.nreq > 0;
+        if (!st->len && st->in) {
             /* Idle connections own no buffers. */
-            free(st->in);
+            bufpool_put(&here()->inbufs, st->in);
             st->in = NULL;
         }
         if (between && drained)
@@ -332,13 +283,13 @@ static int serve(struct conn_state *st, int resumed)
          * do not extend it; a body runs on its own clock. Edge-triggered
          * netpoll: wait only once a read came back short (the socket is
          * drained); after a full one, read on. */
-        int64_t deadline = body_skip_active(&st->skip)
-                               ? body_clock_deadline(&st->body, cfg->body_timeout_ms,
+        int64_t deadline = step_in_body(&st->sc)
+                               ? body_clock_deadline(&st->sc.body, cfg->body_timeout_ms,
                                                      cfg->body_min_rate)
                                : head_deadline;
         if (drained && wait_io(fd, EPOLLIN, deadline, 0) < 0)
             return CLOSE;
-        if (!st->in && !(st->in = malloc(M.in_cap)))
+        if (!st->in && !(st->in = bufpool_get(&here()->inbufs)))
             return CLOSE;
         for (;;) {
             ssize_t n = recv(fd, st->in + st->len, M.in_cap - st->len, MSG_DONTWAIT);
@@ -366,7 +317,7 @@ static int serve(struct conn_state *st, int resumed)
 static void *conn_main(void *arg)
 {
     struct conn_state *st = arg;
-    int resumed = st->nreq > 0;
+    int resumed = st->sc.nreq > 0;
     int r = GO_ON;
     if (resumed) {
         set_idle(st, 0);
@@ -385,8 +336,8 @@ static void *conn_main(void *arg)
     }
     if (r == LINGER)
         linger_close(st->fd);
-    free(st->in);
-    free(st->peer);
+    if (st->in)
+        bufpool_put(&here()->inbufs, st->in);
     coro_fd_forget(st->fd);
     close(st->fd);
     free(st);
@@ -413,34 +364,24 @@ static void *acceptor_main(void *arg)
         }
         struct conn_state *c = calloc(1, sizeof *c);
         struct sockaddr_storage peer;
-        int want_peer = alog_on(&here()->alog);
-        if (!c || (want_peer && l->tcp && !(c->peer = malloc(sizeof peer)))) {
-            if (c)
-                free(c);
+        if (!c) {
             coro_sleep(10);
             continue;
         }
-        /* The address is read for the status page's access list even when
-         * it is not kept (only the access log keeps it). */
         int fd = net_accept(&l->ac, l->fd, l->tcp, &peer);
         if (fd >= 0) {
             c->fd = fd;
-            c->await_proxy = (uint8_t)l->proxy;
-            c->status_ok = (uint8_t)acl_allows(&M.cfg->status_allow, !l->tcp, &peer);
-            if (c->peer)
-                *c->peer = peer;
+            step_conn_init(&c->sc, &here()->step, l->tcp ? &peer : NULL, !l->tcp, l->proxy);
             SB_ADD(here()->slot->accepted, 1);
             count(&M.nconns, 1, 0);
             if (!coro_spawn(M.s, -1, 0, conn_main, c)) {
                 log_msg(LOG_ERROR, "no stack for a new connection: closing it");
                 count(&M.nconns, -1, 0);
                 close(fd);
-                free(c->peer);
                 free(c);
             }
             continue;
         }
-        free(c->peer);
         free(c);
         if (fd == -EAGAIN) {
             if (coro_wait_fd(l->fd, EPOLLIN, -1, CORO_INTERRUPTIBLE) == -ECANCELED)
@@ -518,6 +459,12 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
             log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));
             return -1;
         }
+        t->step = (struct step_ctx){.cfg = cfg, .http = &t->http, .slot = t->slot,
+                                    .alog = &t->alog};
+        /* Buffers move between threads' pools with their coroutines; each
+         * pool is only touched by its own thread. */
+        bufpool_init(&t->inbufs, M.in_cap, BUFS_KEPT);
+        bufpool_init(&t->outbufs, M.out_cap, BUFS_KEPT);
     }
     struct sched_opts o = {.nthreads = M.n, .stack_size = cfg->coro_stack,
                            .thread_idle = thread_idle};
@@ -543,6 +490,8 @@ static void teardown(void)
         alog_flush(&M.ct[i].alog);
         if (M.ct[i].http.fc)
             fc_destroy(M.ct[i].http.fc);
+        bufpool_destroy(&M.ct[i].inbufs);
+        bufpool_destroy(&M.ct[i].outbufs);
     }
     for (int l = 0; l < M.nls; l++)
         acceptor_close(&M.ls[l].ac);
