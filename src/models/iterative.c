@@ -29,11 +29,9 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/signals.h"
-#include "http/body.h"
-#include "models/body_clock.h"
 #include "models/models.h"
+#include "models/step.h"
 #include "net/accept.h"
-#include "net/proxy_protocol.h"
 #include "proc/accesslog.h"
 #include "proc/status.h"
 
@@ -43,7 +41,6 @@ struct pending_conn {
     int fd;
     int tcp;
     int listener;
-    int status_ok;     /* may read the status page (--status-allow) */
     int64_t accepted_ms;
     struct sockaddr_storage peer;
 };
@@ -52,6 +49,7 @@ struct iter {
     const struct serve_config *cfg;
     const struct worker_env *env;
     struct http_ctx http;
+    struct step_ctx step;
     struct sb_slot *slot, own_slot;
     struct alog *alog;
     size_t cap, out_cap;
@@ -172,103 +170,66 @@ static int write_plan(struct iter *it, int fd, const struct http_out *out,
     return 0;
 }
 
-/* proxy: the connection starts with a PROXY protocol header, whose client
- * address then replaces peer (and decides status_ok again). */
-static void serve_connection(struct iter *it, const struct pending_conn *pc, int proxy)
+/* Serves one connection to its end through the request step, writing
+ * each answer before the next request is parsed (so a pipelining client
+ * that does not read holds no more than one response). pp: a PROXY
+ * protocol header comes first. */
+static void serve_connection(struct iter *it, const struct pending_conn *pc, int pp)
 {
-    struct proxy_info info;
-    const struct http_config *hc = &it->cfg->http;
+    const struct serve_config *cfg = it->cfg;
     int fd = pc->fd;
-    const struct sockaddr_storage *peer = pc->tcp ? &pc->peer : NULL;
-    int status_ok = pc->status_ok;
-    struct body_skip skip = {0};
-    struct body_clock body = {0};
+    struct step_conn sc;
+    step_conn_init(&sc, &it->step, pc->tcp ? &pc->peer : NULL, !pc->tcp, pp);
+    it->step.stopping = (uint8_t)(it->stop != 0);
     size_t len = 0;
-    uint32_t nreq = 0;
     /* From accept, not from now: a connection that waited in our queue
      * behind a slow one has used that time (docs/SPEC-serve.md). */
-    int64_t head_deadline = pc->accepted_ms + it->cfg->header_timeout_ms;
+    int64_t head_deadline = pc->accepted_ms + cfg->header_timeout_ms;
     for (;;) {
-        /* Answer every complete request already buffered. */
         size_t pos = 0;
-        int close_after = 0;
-        if (proxy && len) {
-            int k = proxy_protocol_parse(it->in, len, &info);
-            if (k == -1 || (k == -2 && len == it->cap))
-                return;
-            if (k > 0) {
-                proxy = 0;
-                pos = (size_t)k;
-                if (!info.local) {
-                    peer = &info.src;
-                    status_ok = acl_allows(&it->cfg->status_allow, 0, peer);
-                }
-            }
-        }
-        while (!proxy && pos < len && !close_after) {
-            if (body_skip_active(&skip)) {
-                long n = body_skip(&skip, it->in + pos, len - pos, hc->max_body_size);
-                if (n < 0)
-                    return;
-                pos += (size_t)n;
-                body_clock_add(&body, (size_t)n);
-                if (!body_skip_active(&skip)) /* the next head's time starts now */
-                    head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
-                continue;
-            }
-            int n = http_parse_request(it->in + pos, len - pos, hc->max_header_size, &it->req);
-            if (n == HTTP_PARSE_INCOMPLETE)
-                break;
+        for (;;) {
             struct http_out out = {it->out, 0, it->out_cap};
-            struct http_plan plan;
-            memset(&plan, 0, sizeof plan);
-            if (n == HTTP_PARSE_ERROR) {
-                http_handle_parse_error(&it->req, &out, &plan);
-                pos = len;
-            } else {
-                pos += (size_t)n;
-                nreq++;
-                int may = !it->stop && nreq < hc->keepalive_requests;
-                http_handle(&it->http, &it->req, may, status_ok, &out, &plan);
-                if (!plan.close && (it->req.content_length > 0 || it->req.chunked))
-                    body_skip_start(&skip, it->req.content_length, it->req.chunked,
-                                    hc->max_header_size);
-                head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
-            }
-            SB_ADD(it->slot->requests, 1);
-            SB_ADD(it->slot->status[plan.status / 100 % 6], 1);
-            if (alog_on(it->alog))
-                alog_record(it->alog, peer, n == HTTP_PARSE_ERROR ? NULL : &it->req, plan.status,
-                            plan.body_len + plan.inline_len + (uint64_t)(plan.file ? plan.file_len : 0));
-            int rc = write_plan(it, fd, &out, &plan);
-            if (plan.file)
-                fc_release(plan.file);
-            if (body_skip_active(&skip)) /* its clock starts once its head is answered */
-                body_clock_start(&body, clock_now_ms());
+            struct step_result r;
+            int in_body = step_in_body(&sc);
+            enum step_action a = step_next(&it->step, &sc, it->in + pos, len - pos, &it->req,
+                                           &out, &r);
+            pos += r.used;
+            if (in_body && !step_in_body(&sc)) /* the next head's time starts now */
+                head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+            if (a == STEP_MORE)
+                break;
+            if (a != STEP_ANSWER)
+                return; /* no upstream routes on iterative: only STEP_CLOSE */
+            int rc = write_plan(it, fd, &out, &r.plan);
+            if (r.plan.file)
+                fc_release(r.plan.file);
+            head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+            if (r.body_started) /* its clock starts once its head is answered */
+                body_clock_start(&sc.body, clock_now_ms());
             alog_flush(it->alog);
             if (rc < 0)
                 return;
-            SB_ADD(it->slot->bytes_out, out.len + plan.body_len + (uint64_t)(plan.file ? plan.file_len : 0));
-            close_after = plan.close;
+            SB_ADD(it->slot->bytes_out, out.len + r.plan.body_len +
+                                            (uint64_t)(r.plan.file ? r.plan.file_len : 0));
+            if (r.plan.close)
+                return;
         }
-        if (close_after)
-            return;
         memmove(it->in, it->in + pos, len - pos);
         len -= pos;
         /* Idle between requests: the keep-alive timeout; inside a head: the
          * header timeout (the first head is due a header timeout after
          * accept); inside a body: the body clock. */
         int64_t now = clock_now_ms();
-        int idle = !len && !body_skip_active(&skip) && nreq > 0;
-        int64_t until = idle ? now + it->cfg->keepalive_timeout_ms
-                        : body_skip_active(&skip)
-                            ? body_clock_deadline(&body, it->cfg->body_timeout_ms,
-                                                  it->cfg->body_min_rate)
+        int idle = !len && !step_in_body(&sc) && sc.nreq > 0;
+        int64_t until = idle ? now + cfg->keepalive_timeout_ms
+                        : step_in_body(&sc)
+                            ? body_clock_deadline(&sc.body, cfg->body_timeout_ms,
+                                                  cfg->body_min_rate)
                             : head_deadline;
         if (idle) {
             if (it->stop)
                 return;
-            head_deadline = until + it->cfg->header_timeout_ms;
+            head_deadline = until + cfg->header_timeout_ms;
         }
         if (wait_fd(it, fd, POLLIN, until) <= 0)
             return;
@@ -277,8 +238,8 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             continue;
         if (n <= 0)
             return;
-        if (!len && !body_skip_active(&skip) && nreq > 0)
-            head_deadline = clock_now_ms() + it->cfg->header_timeout_ms;
+        if (idle)
+            head_deadline = clock_now_ms() + cfg->header_timeout_ms;
         len += (size_t)n;
         SB_ADD(it->slot->bytes_in, (uint64_t)n);
     }
@@ -312,6 +273,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
     }
     alog_init(&alog, env->log_fd, cfg->access_log_format, it.slot);
     it.alog = &alog;
+    it.step = (struct step_ctx){.cfg = cfg, .http = &it.http, .slot = it.slot, .alog = &alog};
     struct acceptor ac;
     acceptor_init(&ac);
     int nl = cfg->nlisten;
@@ -347,7 +309,6 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 queue[nq].fd = fd;
                 queue[nq].tcp = tcp;
                 queue[nq].listener = l;
-                queue[nq].status_ok = acl_allows(&cfg->status_allow, !tcp, &queue[nq].peer);
                 queue[nq].accepted_ms = clock_now_ms();
                 nq++;
                 got++;
