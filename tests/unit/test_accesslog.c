@@ -1,0 +1,451 @@
+/* proc/accesslog.c: whatever the request (fields of any length up to past
+ * the largest --max-header-size, any bytes), a record is one well-formed
+ * line of at most ALOG_RECORD_MAX bytes: it ends with its only newline, the
+ * Combined Log Format fields are quoted and escaped, JSON records are valid
+ * JSON, and a field is either logged whole or cut with the "..." mark.
+ * The batch never exceeds ALOG_BUF: records past it are dropped and counted.
+ * The alog is allocated with a guard region after it, so a write past its
+ * batch buffer fails the test even without ASan. The logger socket is one
+ * end of a datagram socketpair. */
+#include "unit.h"
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "proc/accesslog.h"
+
+#define GUARD 4096
+#define FIELD_MAX 70000
+
+static struct alog *A;
+static struct sb_slot slot;
+static int sp[2] = {-1, -1};
+
+static void setup(enum log_format fmt)
+{
+    if (!A) {
+        A = malloc(sizeof *A + GUARD);
+        if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sp) < 0)
+            abort();
+    }
+    alog_init(A, sp[0], fmt, &slot);
+    memset(A->buf, 0, sizeof A->buf);
+    memset((char *)A + sizeof *A, '#', GUARD);
+}
+
+static int guard_intact(void)
+{
+    const char *g = (const char *)A + sizeof *A;
+    for (size_t i = 0; i < GUARD; i++)
+        if (g[i] != '#')
+            return 0;
+    return 1;
+}
+
+/* ---- the request a record is made from ---- */
+
+struct fields {
+    const char *method, *target, *referer, *ua; /* referer, ua: NULL = absent */
+    size_t mlen, tlen, rlen, ulen;
+};
+
+static struct http_request req;
+
+static const struct http_request *make_req(const struct fields *f)
+{
+    memset(&req, 0, sizeof req);
+    req.minor = 1;
+    req.method_str = (struct http_str){f->method, (uint32_t)f->mlen};
+    req.target = (struct http_str){f->target, (uint32_t)f->tlen};
+    req.headers[req.nheaders++] = (struct http_header){{"Host", 4}, {"t", 1}};
+    if (f->referer)
+        req.headers[req.nheaders++] =
+            (struct http_header){{"Referer", 7}, {f->referer, (uint32_t)f->rlen}};
+    if (f->ua)
+        req.headers[req.nheaders++] =
+            (struct http_header){{"user-AGENT", 10}, {f->ua, (uint32_t)f->ulen}};
+    return &req;
+}
+
+/* ---- reading a record back ---- */
+
+/* got[0..glen) is orig[0..olen) whole, or a shorter prefix of it followed
+ * by the cut mark. */
+static int whole_or_cut(const char *got, size_t glen, const char *orig, size_t olen)
+{
+    if (glen == olen && memcmp(got, orig, olen) == 0)
+        return 1;
+    return glen >= 3 && glen - 3 < olen && memcmp(got + glen - 3, "...", 3) == 0 &&
+           memcmp(got, orig, glen - 3) == 0;
+}
+
+/* The decoded request field is method' SP target' " HTTP/1.1", each part
+ * whole or cut. The method may hold spaces, so every cut length is tried. */
+static int request_matches(const char *got, size_t glen, const struct fields *f)
+{
+    static const char tail[] = " HTTP/1.1";
+    size_t tl = sizeof tail - 1;
+    if (glen < tl + 1 || memcmp(got + glen - tl, tail, tl) != 0)
+        return 0;
+    glen -= tl;
+    for (size_t k = 0; k <= f->mlen && k < glen; k++) {
+        size_t mpart = k == f->mlen ? k : k + 3; /* whole, or k bytes and the mark */
+        if (mpart >= glen || got[mpart] != ' ' || !whole_or_cut(got, mpart, f->method, f->mlen))
+            continue;
+        if (whole_or_cut(got + mpart + 1, glen - mpart - 1, f->target, f->tlen))
+            return 1;
+    }
+    return 0;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decodes a Combined Log Format quoted field starting after its opening
+ * quote; returns the position after the closing quote or NULL. Only \xHH
+ * escapes, no raw quote, control or non-ASCII byte may appear. */
+static const char *clf_field(const char *p, const char *end, char *out, size_t *olen)
+{
+    size_t n = 0;
+    for (; p < end && *p != '"'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c >= 0x7f)
+            return NULL;
+        if (c == '\\') {
+            if (end - p < 4 || p[1] != 'x' || hexval(p[2]) < 0 || hexval(p[3]) < 0)
+                return NULL;
+            c = (unsigned char)(hexval(p[2]) * 16 + hexval(p[3]));
+            p += 3;
+        }
+        out[n++] = (char)c;
+    }
+    *olen = n;
+    return p < end ? p + 1 : NULL;
+}
+
+static char dec[4][ALOG_RECORD_MAX]; /* request, referer, ua, scratch */
+static size_t dlen[4];
+
+/* 'ADDR - - [TIME] "REQ" STATUS BYTES "REF" "UA"' without its newline. */
+static int parse_clf(const char *p, const char *end)
+{
+    p = memchr(p, '[', (size_t)(end - p));
+    if (!p || !(p = memchr(p, ']', (size_t)(end - p))) || end - p < 3 || memcmp(p, "] \"", 3))
+        return 0;
+    if (!(p = clf_field(p + 3, end, dec[0], &dlen[0])) || p == end || *p++ != ' ')
+        return 0;
+    for (int num = 0; num < 2; num++) {
+        const char *d = p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        if (p == d || p == end || *p++ != ' ')
+            return 0;
+    }
+    if (p == end || *p++ != '"' || !(p = clf_field(p, end, dec[1], &dlen[1])))
+        return 0;
+    if (end - p < 2 || memcmp(p, " \"", 2) || !(p = clf_field(p + 2, end, dec[2], &dlen[2])))
+        return 0;
+    return p == end;
+}
+
+static int hexval_any(char c)
+{
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : hexval(c);
+}
+
+/* Decodes a JSON string starting after its opening quote; returns the
+ * position after the closing quote or NULL when it is not valid JSON. Raw
+ * bytes >= 0x7f are refused too: the log escapes every one of them. */
+static const char *json_string(const char *p, const char *end, char *out, size_t *olen)
+{
+    size_t n = 0;
+    for (; p < end && *p != '"'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c >= 0x7f)
+            return NULL;
+        if (c == '\\') {
+            if (end - p < 2)
+                return NULL;
+            const char *simple = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
+            const char *k = p[1] ? strchr(simple, p[1]) : NULL;
+            if (k) {
+                c = (unsigned char)to[k - simple];
+                p++;
+            } else if (p[1] == 'u' && end - p >= 6) {
+                int v = 0;
+                for (int i = 2; i < 6; i++) {
+                    if (hexval_any(p[i]) < 0)
+                        return NULL;
+                    v = v * 16 + hexval_any(p[i]);
+                }
+                if (v > 0xff)
+                    return NULL; /* the log only writes bytes */
+                c = (unsigned char)v;
+                p += 5;
+            } else {
+                return NULL;
+            }
+        }
+        if (n == ALOG_RECORD_MAX)
+            return NULL;
+        out[n++] = (char)c;
+    }
+    *olen = n;
+    return p < end ? p + 1 : NULL;
+}
+
+/* The one JSON object of a record, keys in order; strings decoded into dec. */
+static int parse_json(const char *p, const char *end)
+{
+    static const struct {
+        const char *key;
+        int slot; /* dec[] index for strings, -1 for numbers */
+    } keys[] = {
+        {"time", 3}, {"remote_addr", 3}, {"request", 0}, {"status", -1},
+        {"body_bytes_sent", -1}, {"referer", 1}, {"user_agent", 2},
+    };
+    if (p == end || *p++ != '{')
+        return 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        size_t kl;
+        if (i && (p == end || *p++ != ','))
+            return 0;
+        if (p == end || *p++ != '"' || !(p = json_string(p, end, dec[3], &kl)))
+            return 0;
+        if (kl != strlen(keys[i].key) || memcmp(dec[3], keys[i].key, kl) || p == end ||
+            *p++ != ':')
+            return 0;
+        if (keys[i].slot >= 0) {
+            int k = keys[i].slot;
+            if (p == end || *p++ != '"' || !(p = json_string(p, end, dec[k], &dlen[k])))
+                return 0;
+        } else {
+            const char *d = p;
+            while (p < end && *p >= '0' && *p <= '9')
+                p++;
+            if (p == d)
+                return 0;
+        }
+    }
+    return end - p == 1 && *p == '}';
+}
+
+/* One record: at most ALOG_RECORD_MAX bytes, one line ending in its only
+ * newline, well-formed, its fields those of f (whole or cut); f NULL: a
+ * request that failed to parse. */
+static int record_ok(const char *rec, size_t len, enum log_format fmt, const struct fields *f)
+{
+    if (len == 0 || len > ALOG_RECORD_MAX || rec[len - 1] != '\n' ||
+        memchr(rec, '\n', len - 1))
+        return 0;
+    const char *end = rec + len - 1;
+    if (!(fmt == ACCESS_LOG_JSON ? parse_json(rec, end) : parse_clf(rec, end)))
+        return 0;
+    if (!f)
+        return dlen[0] == 1 && dec[0][0] == '-' && dlen[1] == 1 && dlen[2] == 1;
+    return request_matches(dec[0], dlen[0], f) &&
+           whole_or_cut(dec[1], dlen[1], f->referer ? f->referer : "-",
+                        f->referer ? f->rlen : 1) &&
+           whole_or_cut(dec[2], dlen[2], f->ua ? f->ua : "-", f->ua ? f->ulen : 1);
+}
+
+/* Logs one request into an empty batch and checks the record. */
+static int log_one(enum log_format fmt, const struct fields *f, const struct sockaddr_storage *peer,
+                   unsigned status, uint64_t bytes)
+{
+    setup(fmt);
+    uint64_t dropped = slot.log_dropped;
+    alog_record(A, peer, f ? make_req(f) : NULL, status, bytes);
+    int ok = guard_intact() && slot.log_dropped == dropped && A->len > 0 &&
+             record_ok(A->buf, A->len, fmt, f);
+    if (!ok)
+        UNIT_NOTE("%s record of %zu bytes, fields %zu/%zu/%zu/%zu: %.200s",
+                  fmt == ACCESS_LOG_JSON ? "json" : "combined", A->len, f ? f->mlen : 0,
+                  f ? f->tlen : 0, f ? f->rlen : 0, f ? f->ulen : 0, A->buf);
+    return ok;
+}
+
+static char big[FIELD_MAX]; /* every byte value, repeating */
+
+static void fill_big(void)
+{
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(i * 7 % 256);
+}
+
+static const struct fields plain = {"GET", "/index.html", "http://r/", "curl/8", 3, 11, 9, 6};
+
+/* Field k of f set to big[0..len). */
+static struct fields with_field(int k, size_t len)
+{
+    struct fields f = plain;
+    const char **p[] = {&f.method, &f.target, &f.referer, &f.ua};
+    size_t *l[] = {&f.mlen, &f.tlen, &f.rlen, &f.ulen};
+    *p[k] = big;
+    *l[k] = len;
+    return f;
+}
+
+TEST(every_length_of_each_field_both_formats)
+{
+    fill_big();
+    for (int fmt = 0; fmt < 2; fmt++)
+        for (int k = 0; k < 4; k++)
+            for (size_t len = 0; len <= FIELD_MAX; len += len < 9000 ? 1 : 97) {
+                struct fields f = with_field(k, len);
+                if (!CHECK(log_one((enum log_format)fmt, &f, NULL, 200, 1234)))
+                    return;
+            }
+}
+
+TEST(all_fields_long_at_once)
+{
+    fill_big();
+    unsigned seed = 12345;
+    for (int i = 0; i < 4000; i++) {
+        size_t lens[4];
+        for (int k = 0; k < 4; k++) {
+            seed = seed * 1103515245 + 12345;
+            lens[k] = (seed >> 8) % (i % 3 ? 9000 : FIELD_MAX - 3);
+        }
+        /* different windows of big, so the fields differ */
+        struct fields f = {big, big + 1, big + 2, big + 3, lens[0], lens[1], lens[2], lens[3]};
+        if (!CHECK(log_one((enum log_format)(i & 1), &f, NULL, 200, 1)))
+            return;
+    }
+}
+
+TEST(longest_fixed_parts_still_fit)
+{
+    fill_big();
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    in6->sin6_family = AF_INET6;
+    memset(&in6->sin6_addr, 0xff, 16); /* the longest text, 39 bytes */
+    struct fields f = {big, big, big, big, FIELD_MAX, FIELD_MAX, FIELD_MAX, FIELD_MAX};
+    for (int fmt = 0; fmt < 2; fmt++) {
+        CHECK(log_one((enum log_format)fmt, &f, &ss, UINT32_MAX, UINT64_MAX));
+        CHECK(memmem(A->buf, A->len, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 39) != NULL);
+        CHECK(memmem(A->buf, A->len, " 18446744073709551615", 21) != NULL ||
+              memmem(A->buf, A->len, ":18446744073709551615", 21) != NULL);
+    }
+}
+
+TEST(fields_within_their_floor_are_never_cut)
+{
+    /* method <= 256, target <= 2048, Referer and User-Agent <= 1024 bytes
+     * escaped each: logged whole, even all at once and in JSON (6x) */
+    fill_big();
+    struct fields f = {big, big, big, big, 256 / 6, 2048 / 6 - 8, 1024 / 6 - 8, 1024 / 6 - 8};
+    CHECK(log_one(ACCESS_LOG_JSON, &f, NULL, 200, 0));
+    CHECK(memmem(A->buf, A->len, "...", 3) == NULL);
+    struct fields g = {"PROPFIND", big, big, big, 8, 2000, 1000, 1000};
+    memset(big, 'a', 2000);
+    CHECK(log_one(ACCESS_LOG_COMBINED, &g, NULL, 200, 0));
+    CHECK(memmem(A->buf, A->len, "...", 3) == NULL);
+}
+
+TEST(cut_fields_carry_the_mark)
+{
+    memset(big, 'a', sizeof big);
+    struct fields f = with_field(2, 20000); /* a 20 KB Referer */
+    CHECK(log_one(ACCESS_LOG_COMBINED, &f, NULL, 200, 0));
+    CHECK(memmem(A->buf, A->len, "a...\" \"curl/8\"\n", 15) != NULL);
+    CHECK(A->len > 6500); /* it took what the others left, less User-Agent's floor */
+    f = with_field(0, 300); /* a 300-byte method */
+    CHECK(log_one(ACCESS_LOG_JSON, &f, NULL, 501, 0));
+    CHECK(memmem(A->buf, A->len, "a... /index.html HTTP/1.1\"", 26) != NULL);
+}
+
+TEST(unparsed_request_logs_a_dash)
+{
+    CHECK(log_one(ACCESS_LOG_COMBINED, NULL, NULL, 400, 150));
+    CHECK(log_one(ACCESS_LOG_JSON, NULL, NULL, 400, 150));
+}
+
+/* Checks every record of the batch; returns how many there are. */
+static long batch_records(enum log_format fmt, const struct fields *f)
+{
+    long n = 0;
+    for (const char *p = A->buf, *end = A->buf + A->len; p < end; n++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl || !record_ok(p, (size_t)(nl + 1 - p), fmt, f))
+            return -1;
+        p = nl + 1;
+    }
+    return n;
+}
+
+TEST(batch_fills_to_alog_buf_then_drops_and_counts)
+{
+    fill_big();
+    for (int fmt = 0; fmt < 2; fmt++) {
+        setup((enum log_format)fmt);
+        uint64_t dropped0 = slot.log_dropped;
+        struct fields huge = {big, big, big, big, FIELD_MAX, FIELD_MAX, FIELD_MAX, FIELD_MAX};
+        long calls = 0;
+        while (slot.log_dropped == dropped0 && calls < 1000) {
+            alog_record(A, NULL, make_req(&huge), 200, 1);
+            calls++;
+        }
+        CHECK(slot.log_dropped == dropped0 + 1);
+        CHECK(A->len <= ALOG_BUF);
+        CHECK(ALOG_BUF - A->len < ALOG_RECORD_MAX); /* dropped only when it was full */
+        CHECK_EQ_INT(batch_records((enum log_format)fmt, &huge), calls - 1);
+        /* small records still fit the rest, then they are dropped too */
+        struct fields small = plain;
+        long small_ok = 0;
+        for (int i = 0; i < 2000; i++) {
+            uint64_t before = slot.log_dropped;
+            size_t len = A->len;
+            alog_record(A, NULL, make_req(&small), 200, 1);
+            int kept = slot.log_dropped == before;
+            small_ok += kept;
+            /* a record is either appended whole or dropped and counted */
+            if (!CHECK(A->len <= ALOG_BUF && guard_intact() && kept == (A->len > len)))
+                break;
+        }
+        CHECK(small_ok > 0);
+        CHECK(ALOG_BUF - A->len < 200);
+        CHECK(guard_intact());
+        /* the flush sends the whole batch as one datagram and empties it */
+        size_t sent = A->len;
+        alog_flush(A);
+        CHECK_EQ_U64(A->len, 0);
+        static char got[ALOG_BUF + 1];
+        CHECK_EQ_INT(recv(sp[1], got, sizeof got, MSG_DONTWAIT), (long)sent);
+    }
+}
+
+TEST(requests_the_parser_accepts_at_1m_head)
+{
+    /* a real head at the largest --max-header-size: a long target and a
+     * Referer of every byte a field value may hold (tab, 0x20..0x7e, obs-text) */
+    size_t cap = 1024 * 1024;
+    char *head = malloc(cap);
+    size_t n = 0;
+    n += (size_t)sprintf(head, "GET /");
+    for (int i = 0; i < 300000; i++)
+        head[n++] = "abc%20/?=&"[i % 10];
+    n += (size_t)sprintf(head + n, " HTTP/1.1\r\nHost: t\r\nReferer: x");
+    for (int i = 0; i < 600000; i++) {
+        int c = i % 256;
+        int ctl = (c < 0x20 && c != '\t') || c == 0x7f; /* a value may not hold these */
+        head[n++] = (char)(ctl ? 'z' : c);
+    }
+    n += (size_t)sprintf(head + n, "x\r\nUser-Agent: ua\r\n\r\n");
+    struct http_request r;
+    CHECK(http_parse_request(head, n, cap, &r) == (int)n);
+    for (int fmt = 0; fmt < 2; fmt++) {
+        setup((enum log_format)fmt);
+        alog_record(A, NULL, &r, 404, 0);
+        struct fields f = {r.method_str.p, r.target.p, r.headers[1].value.p, "ua",
+                           r.method_str.len, r.target.len, r.headers[1].value.len, 2};
+        CHECK(guard_intact() && record_ok(A->buf, A->len, (enum log_format)fmt, &f));
+    }
+    free(head);
+}
