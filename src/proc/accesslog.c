@@ -133,6 +133,21 @@ static void put_record(struct bw *w, const struct alog *a, const char *addr,
     bw_puts(w, json ? "\"}\n" : "\"\n");
 }
 
+/* Appends one record to the batch, bounded by what is left of it; returns
+ * 0 (and appends nothing) when the record does not fit whole. */
+static int append(struct alog *a, const char *addr, const struct http_request *req,
+                  unsigned status, uint64_t body_bytes)
+{
+    size_t left = sizeof a->buf - a->len;
+    struct bw w;
+    bw_init(&w, a->buf + a->len, left < ALOG_RECORD_MAX ? left : ALOG_RECORD_MAX);
+    put_record(&w, a, addr, req, status, body_bytes);
+    if (w.full)
+        return 0;
+    a->len += w.len;
+    return 1;
+}
+
 void alog_record(struct alog *a, const struct sockaddr_storage *peer,
                  const struct http_request *req, unsigned status, uint64_t body_bytes)
 {
@@ -141,18 +156,15 @@ void alog_record(struct alog *a, const struct sockaddr_storage *peer,
     update_stamp(a);
     char addr[64];
     peer_text(peer, addr, sizeof addr);
-    /* Written in place at the end of the batch, bounded by what is left of
-     * it: a record that does not fit whole is dropped, never cut or spilled
-     * past the batch. */
-    size_t left = sizeof a->buf - a->len;
-    struct bw w;
-    bw_init(&w, a->buf + a->len, left < ALOG_RECORD_MAX ? left : ALOG_RECORD_MAX);
-    put_record(&w, a, addr, req, status, body_bytes);
-    if (w.full) {
-        SB_ADD(a->slot->log_dropped, 1);
+    if (append(a, addr, req, status, body_bytes))
         return;
-    }
-    a->len += w.len;
+    /* The batch is full: send it now rather than drop the record (a burst
+     * of long records fills it within one loop iteration). Only when the
+     * logger cannot take it either is the record dropped, whole. */
+    alog_flush(a);
+    if (a->len == 0 && append(a, addr, req, status, body_bytes))
+        return;
+    SB_ADD(a->slot->log_dropped, 1);
 }
 
 void alog_flush(struct alog *a)

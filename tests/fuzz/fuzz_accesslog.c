@@ -5,8 +5,10 @@
  * --max-header-size (1 MiB); the rest of the input is the fields' bytes,
  * repeated. Every record must be one well-formed line of at most
  * ALOG_RECORD_MAX bytes carrying its fields whole or cut with the mark
- * (tests/unit/alog_check.h), a full batch drops whole records and counts
- * them, and nothing is written past the batch (a guard region after it). */
+ * (tests/unit/alog_check.h); a full batch is sent at once, or when the
+ * logger's socket is full (the input chooses whether the fake logger
+ * reads), records are dropped whole and counted; and nothing is written
+ * past the batch (a guard region after it). */
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@
 static char field[4][FIELD_MAX];
 static struct alog *A;
 static struct sb_slot slot;
+static int logger = -1; /* the logger's end of the socketpair */
 
 static void init(void)
 {
@@ -35,6 +38,7 @@ static void init(void)
     A = malloc(sizeof *A + GUARD);
     ENSURE(A && socketpair(AF_UNIX, SOCK_DGRAM, 0, sp) == 0);
     A->fd = sp[0];
+    logger = sp[1];
     for (int k = 0; k < 4; k++) /* the same bytes past FILLED for every input */
         for (size_t i = 0; i < FIELD_MAX; i++)
             field[k][i] = (char)(i * (7 + 2 * (size_t)k) % 256);
@@ -92,16 +96,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     alog_init(A, A->fd, fmt, &slot);
     memset((char *)A + sizeof *A, '#', GUARD);
     int records = 1 + (int)(flags >> 8 & 15); /* up to 16 of 8 KiB: past a batch */
+    static char sink[ALOG_BUF + 1];
     for (int r = 0; r < records; r++) {
         size_t before = A->len;
         uint64_t dropped = slot.log_dropped;
         alog_record(A, peer, req, status, bytes);
         ENSURE(A->len <= ALOG_BUF);
-        if (slot.log_dropped != dropped) {
+        if (slot.log_dropped != dropped) { /* only when nothing could be sent */
             ENSURE(A->len == before && ALOG_BUF - before < ALOG_RECORD_MAX);
             continue;
         }
-        ENSURE(record_ok(A->buf + before, A->len - before, fmt, unparsed ? NULL : &f));
+        size_t at = A->len > before ? before : 0; /* 0: the full batch went out first */
+        ENSURE(record_ok(A->buf + at, A->len - at, fmt, unparsed ? NULL : &f));
+        while (flags & 0x1000 && recv(logger, sink, sizeof sink, MSG_DONTWAIT) > 0)
+            ;
     }
     for (size_t i = 0; i < GUARD; i++)
         ENSURE(((char *)A + sizeof *A)[i] == '#');
