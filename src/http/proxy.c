@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/bwriter.h"
+
 int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
                       size_t len)
 {
@@ -78,63 +80,35 @@ static int dropped(const struct http_header *hs, int n, const struct http_str *n
     return hop_by_hop(name) || named_in_connection(hs, n, name);
 }
 
-struct w {
-    char *buf;
-    size_t len, cap;
-    int full;
-};
-
-static void put(struct w *w, const char *s, size_t n)
-{
-    if (w->full || w->len + n > w->cap) {
-        w->full = 1;
-        return;
-    }
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-}
-
-static void puts_(struct w *w, const char *s) { put(w, s, strlen(s)); }
-
-static void put_u64(struct w *w, uint64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(w, tmp + i, sizeof tmp - i);
-}
-
 long proxy_build_request(const struct http_request *req, const char *client_addr,
                          const char *default_host, int pass_underscores, char *buf,
                          size_t cap)
 {
-    struct w w = {buf, 0, cap, 0};
+    struct bw w;
+    bw_init(&w, buf, cap);
     const struct http_header *hs = req->headers;
     int n = req->nheaders;
-    put(&w, req->method_str.p, req->method_str.len);
-    put(&w, " ", 1);
+    bw_put(&w, req->method_str.p, req->method_str.len);
+    bw_put(&w, " ", 1);
     /* absolute-form targets become origin-form: the path and query as sent */
     const char *end = req->target.p + req->target.len;
     if (req->path.p >= req->target.p && req->path.p < end) {
-        put(&w, req->path.p, (size_t)(end - req->path.p));
+        bw_put(&w, req->path.p, (size_t)(end - req->path.p));
     } else { /* "http://host" or "http://host?q": the parser's own "/" */
-        put(&w, "/", 1);
+        bw_put(&w, "/", 1);
         if (req->query.len) {
-            put(&w, "?", 1);
-            put(&w, req->query.p, req->query.len);
+            bw_put(&w, "?", 1);
+            bw_put(&w, req->query.p, req->query.len);
         }
     }
     /* An HTTP/1.0 client cannot read chunked replies: ask the upstream for
      * 1.0 too, as nginx does by default, and do not reuse that connection. */
-    puts_(&w, req->minor ? " HTTP/1.1\r\nHost: " : " HTTP/1.0\r\nHost: ");
+    bw_puts(&w, req->minor ? " HTTP/1.1\r\nHost: " : " HTTP/1.0\r\nHost: ");
     if (req->host.len)
-        put(&w, req->host.p, req->host.len);
+        bw_put(&w, req->host.p, req->host.len);
     else
-        puts_(&w, default_host);
-    puts_(&w, "\r\n");
+        bw_puts(&w, default_host);
+    bw_puts(&w, "\r\n");
     const struct http_str *xff = NULL;
     for (int i = 0; i < n; i++) {
         const struct http_str *name = &hs[i].name;
@@ -147,28 +121,28 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
             xff = &hs[i].value; /* the last one; folded into ours below */
             continue;
         }
-        put(&w, name->p, name->len);
-        put(&w, ": ", 2);
-        put(&w, hs[i].value.p, hs[i].value.len);
-        put(&w, "\r\n", 2);
+        bw_put(&w, name->p, name->len);
+        bw_put(&w, ": ", 2);
+        bw_put(&w, hs[i].value.p, hs[i].value.len);
+        bw_put(&w, "\r\n", 2);
     }
-    puts_(&w, "X-Forwarded-For: ");
+    bw_puts(&w, "X-Forwarded-For: ");
     if (xff && xff->len) {
-        put(&w, xff->p, xff->len);
-        put(&w, ", ", 2);
+        bw_put(&w, xff->p, xff->len);
+        bw_put(&w, ", ", 2);
     }
-    puts_(&w, client_addr);
-    puts_(&w, "\r\nX-Forwarded-Proto: http\r\n");
+    bw_puts(&w, client_addr);
+    bw_puts(&w, "\r\nX-Forwarded-Proto: http\r\n");
     if (req->chunked) { /* herd's chunks (reframe.h), not the client's */
-        puts_(&w, "Transfer-Encoding: chunked\r\n");
+        bw_puts(&w, "Transfer-Encoding: chunked\r\n");
     } else if (req->content_length >= 0) {
-        puts_(&w, "Content-Length: ");
-        put_u64(&w, (uint64_t)req->content_length);
-        puts_(&w, "\r\n");
+        bw_puts(&w, "Content-Length: ");
+        bw_u64(&w, (uint64_t)req->content_length);
+        bw_puts(&w, "\r\n");
     }
     if (!req->minor)
-        puts_(&w, "Connection: close\r\n");
-    put(&w, "\r\n", 2);
+        bw_puts(&w, "Connection: close\r\n");
+    bw_put(&w, "\r\n", 2);
     return w.full ? -1 : (long)w.len;
 }
 
@@ -316,29 +290,30 @@ enum upstream_body upstream_body_kind(const struct upstream_response *r, int hea
 long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
                           int client_minor, int keepalive, char *buf, size_t cap)
 {
-    struct w w = {buf, 0, cap, 0};
+    struct bw w;
+    bw_init(&w, buf, cap);
     char code[4] = {(char)('0' + r->status / 100), (char)('0' + r->status / 10 % 10),
                     (char)('0' + r->status % 10), ' '};
-    puts_(&w, "HTTP/1.1 ");
-    put(&w, code, 4);
-    put(&w, r->reason.p, r->reason.len);
-    puts_(&w, "\r\n");
+    bw_puts(&w, "HTTP/1.1 ");
+    bw_put(&w, code, 4);
+    bw_put(&w, r->reason.p, r->reason.len);
+    bw_puts(&w, "\r\n");
     for (int i = 0; i < r->nheaders; i++) {
         const struct http_header *h = &r->headers[i];
         if (dropped(r->headers, r->nheaders, &h->name))
             continue;
-        put(&w, h->name.p, h->name.len);
-        put(&w, ": ", 2);
-        put(&w, h->value.p, h->value.len);
-        put(&w, "\r\n", 2);
+        bw_put(&w, h->name.p, h->name.len);
+        bw_put(&w, ": ", 2);
+        bw_put(&w, h->value.p, h->value.len);
+        bw_put(&w, "\r\n", 2);
     }
     if (kind == UB_CHUNKED)
-        puts_(&w, "Transfer-Encoding: chunked\r\n");
+        bw_puts(&w, "Transfer-Encoding: chunked\r\n");
     if (!keepalive)
-        puts_(&w, "Connection: close\r\n\r\n");
+        bw_puts(&w, "Connection: close\r\n\r\n");
     else if (client_minor == 0)
-        puts_(&w, "Connection: keep-alive\r\n\r\n");
+        bw_puts(&w, "Connection: keep-alive\r\n\r\n");
     else
-        puts_(&w, "\r\n");
+        bw_puts(&w, "\r\n");
     return w.full ? -1 : (long)w.len;
 }

@@ -1,9 +1,15 @@
 /* The worker's side of the access log. Records are formatted in the worker
  * (Combined Log Format or JSON), batched in a buffer, and sent once per loop
- * iteration as one datagram of whole lines to the logger process. The
- * socket is non-blocking: when the logger falls behind, records wait in the
- * buffer up to its size, and past it they are dropped and counted in the
- * worker's scoreboard slot. A worker never blocks on logging. */
+ * iteration, or as soon as the buffer is full, as one datagram of whole
+ * lines to the logger process. The socket is non-blocking: when the logger
+ * falls behind, records wait in the buffer up to its size, and past it they
+ * are dropped and counted in the worker's scoreboard slot. A worker never
+ * blocks on logging.
+ *
+ * A record is one line of at most ALOG_RECORD_MAX bytes, whatever the
+ * request: the fields a client writes (method, target, Referer,
+ * User-Agent) are escaped, and each is cut at its share of the record,
+ * ending in "..." (BW_CUT_MARK). */
 #ifndef HERD_PROC_ACCESSLOG_H
 #define HERD_PROC_ACCESSLOG_H
 
@@ -17,6 +23,7 @@
 #include "proc/scoreboard.h"
 
 #define ALOG_BUF 65536
+#define ALOG_RECORD_MAX 8192
 
 struct alog {
     int fd;                   /* datagram socket to the logger, -1: off */

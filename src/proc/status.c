@@ -1,27 +1,9 @@
 #include "proc/status.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-struct w {
-    char *buf;
-    size_t len, cap;
-};
-
-__attribute__((format(printf, 2, 3))) static void out(struct w *w, const char *fmt, ...)
-{
-    if (w->len >= w->cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    w->len = (size_t)n >= w->cap - w->len ? w->cap : w->len + (size_t)n;
-}
+#include "core/bwriter.h"
 
 struct totals {
     uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
@@ -76,12 +58,12 @@ static const char *state_name(uint32_t st)
     return st == SB_RUNNING ? "running" : st == SB_DRAINING ? "draining" : "exited";
 }
 
-static void render_json(const struct scoreboard *sb, struct w *w)
+static void render_json(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
     sum(sb, &t);
     time_t now = time(NULL);
-    out(w,
+    bw_printf(w,
         "{\"master_pid\":%d,\"logger_pid\":%d,\"model\":\"%s\",\"generation\":%u,"
         "\"uptime_s\":%lld,\"workers\":%u,\"worker_restarts\":%llu,\"logger_restarts\":%llu,"
         "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,"
@@ -104,7 +86,7 @@ static void render_json(const struct scoreboard *sb, struct w *w)
         snapshot(&sb->slots[i], &s);
         if (s.state == SB_FREE)
             continue;
-        out(w,
+        bw_printf(w,
             "%s{\"slot\":%u,\"worker\":%u,\"pid\":%d,\"generation\":%u,\"state\":\"%s\","
             "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,\"accepted\":%llu,"
             "\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,\"log_dropped\":%llu,"
@@ -117,27 +99,27 @@ static void render_json(const struct scoreboard *sb, struct w *w)
             (long long)(now - s.started));
         first = 0;
     }
-    out(w, "]}\n");
+    bw_printf(w, "]}\n");
 }
 
-static void prom(struct w *w, const char *name, const char *type, const char *help,
+static void prom(struct bw *w, const char *name, const char *type, const char *help,
                  unsigned long long v)
 {
-    out(w, "# HELP herd_%s %s\n# TYPE herd_%s %s\nherd_%s %llu\n", name, help, name, type, name,
+    bw_printf(w, "# HELP herd_%s %s\n# TYPE herd_%s %s\nherd_%s %llu\n", name, help, name, type, name,
         v);
 }
 
-static void render_prometheus(const struct scoreboard *sb, struct w *w)
+static void render_prometheus(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
     sum(sb, &t);
     prom(w, "requests_total", "counter", "HTTP requests answered.", t.requests);
     prom(w, "received_bytes_total", "counter", "Bytes read from clients.", t.bytes_in);
     prom(w, "sent_bytes_total", "counter", "Bytes written to clients.", t.bytes_out);
-    out(w, "# HELP herd_responses_total HTTP responses by status class.\n"
+    bw_printf(w, "# HELP herd_responses_total HTTP responses by status class.\n"
            "# TYPE herd_responses_total counter\n");
     for (int k = 1; k <= 5; k++)
-        out(w, "herd_responses_total{code=\"%dxx\"} %llu\n", k, (unsigned long long)t.status[k]);
+        bw_printf(w, "herd_responses_total{code=\"%dxx\"} %llu\n", k, (unsigned long long)t.status[k]);
     prom(w, "accepted_connections_total", "counter", "Connections accepted.", t.accepted);
     prom(w, "connections", "gauge", "Open client connections.", t.active);
     prom(w, "idle_connections", "gauge", "Idle keep-alive connections.", t.idle);
@@ -150,32 +132,32 @@ static void render_prometheus(const struct scoreboard *sb, struct w *w)
     prom(w, "generation", "gauge", "Reload generation.", SB_GET(sb->generation));
 }
 
-static void render_table(const struct scoreboard *sb, struct w *w)
+static void render_table(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
     sum(sb, &t);
     time_t now = time(NULL);
-    out(w, "herd: master %d, model %s, generation %u, up %llds, %u workers, logger %d\n",
+    bw_printf(w, "herd: master %d, model %s, generation %u, up %llds, %u workers, logger %d\n",
         SB_GET(sb->master_pid), sb->model, SB_GET(sb->generation),
         (long long)(now - sb->started), t.workers, SB_GET(sb->logger_pid));
-    out(w, "requests %llu  in %llu B  out %llu B  2xx %llu  3xx %llu  4xx %llu  5xx %llu\n",
+    bw_printf(w, "requests %llu  in %llu B  out %llu B  2xx %llu  3xx %llu  4xx %llu  5xx %llu\n",
         (unsigned long long)t.requests, (unsigned long long)t.bytes_in,
         (unsigned long long)t.bytes_out, (unsigned long long)t.status[2],
         (unsigned long long)t.status[3], (unsigned long long)t.status[4],
         (unsigned long long)t.status[5]);
-    out(w, "connections: accepted %llu  open %llu  idle %llu  empty wakeups %llu  "
+    bw_printf(w, "connections: accepted %llu  open %llu  idle %llu  empty wakeups %llu  "
            "log dropped %llu  worker restarts %llu\n\n",
         (unsigned long long)t.accepted, (unsigned long long)t.active,
         (unsigned long long)t.idle, (unsigned long long)t.empty, (unsigned long long)t.dropped,
         (unsigned long long)SB_GET(sb->worker_restarts));
-    out(w, "%4s %6s %8s %4s %-8s %12s %8s %6s %6s %8s\n", "slot", "worker", "pid", "gen",
+    bw_printf(w, "%4s %6s %8s %4s %-8s %12s %8s %6s %6s %8s\n", "slot", "worker", "pid", "gen",
         "state", "requests", "accepted", "open", "idle", "empty");
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
         snapshot(&sb->slots[i], &s);
         if (s.state == SB_FREE)
             continue;
-        out(w, "%4u %6u %8d %4u %-8s %12llu %8llu %6llu %6llu %8llu\n", i, s.index, s.pid,
+        bw_printf(w, "%4u %6u %8d %4u %-8s %12llu %8llu %6llu %6llu %8llu\n", i, s.index, s.pid,
             s.generation, state_name(s.state), (unsigned long long)s.requests,
             (unsigned long long)s.accepted, (unsigned long long)s.active,
             (unsigned long long)s.idle, (unsigned long long)s.empty_wakeups);
@@ -185,7 +167,8 @@ static void render_table(const struct scoreboard *sb, struct w *w)
 size_t status_render(const struct scoreboard *sb, enum status_format fmt, char *buf,
                      size_t cap)
 {
-    struct w w = {buf, 0, cap};
+    struct bw w;
+    bw_init(&w, buf, cap);
     switch (fmt) {
     case STATUS_JSON: render_json(sb, &w); break;
     case STATUS_PROMETHEUS: render_prometheus(sb, &w); break;

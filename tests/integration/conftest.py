@@ -5,9 +5,18 @@ temporary docroot, with `--listen 127.0.0.1:0`, and learns the port from the
 "listening on" line on stderr. Extra args from env HERD_ARGS (shlex-split) are
 appended to every server command line, so CI can run the same suite once per
 concurrency model (`HERD_ARGS='--model prefork'`).
+
+With env HERD_ACCESS_LOG=DIR (`make asan-test` sets it), every server the
+`server` and `shared` fixtures start also writes an access log into DIR, and
+`server` ones take `--max-header-size 64k` (`shared` keeps the default
+limits its tests check), so a memory error anywhere in the log path shows up
+under ASan. A test's own --access-log, --max-header-size or --config wins.
+At teardown such a log must hold only whole, well-formed Combined Log Format
+lines of at most 8 KiB.
 """
 
 import hashlib
+import itertools
 import os
 import re
 import resource
@@ -33,6 +42,7 @@ HERD_BIN = os.environ.get("HERD_BIN") or str(REPO_ROOT / "build" / "herd")
 if not os.path.isabs(HERD_BIN):
     HERD_BIN = str((REPO_ROOT / HERD_BIN).resolve())
 HERD_ARGS = shlex.split(os.environ.get("HERD_ARGS", ""))
+HERD_ACCESS_LOG = os.environ.get("HERD_ACCESS_LOG")
 
 READY_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
@@ -47,6 +57,13 @@ READY_RE = re.compile(
 CRASH_RE = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
     r"ThreadSanitizer|WARNING: MemorySanitizer|killed by signal|dumped core|respawning")
+
+# A record of the access log (SPEC-serve.md: at most 8 KiB with its newline;
+# client bytes escaped, so printable ASCII only and no raw quote in a field).
+LOG_RECORD_MAX = 8192
+LOG_LINE_RE = re.compile(
+    rb'^\S+ - - \[[^\]]+\] "[^"]*" \d{3} \d+ "[^"]*" "[^"]*"$')
+LOG_RAW_BYTE = re.compile(rb"[^\x20-\x7e]")
 
 # Many tests hold hundreds of sockets: use the whole hard limit.
 _soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -189,12 +206,53 @@ def tree_holds_socket(pid, inode):
 
 # --------------------------------------------------------------- server
 
+_log_seq = itertools.count()
+
+
+def _has_flag(args, name):
+    return any(a == name or a.startswith(name + "=") for a in args)
+
+
+def env_log_args(args, big_heads):
+    """(extra args to put first, log path or None) under HERD_ACCESS_LOG."""
+    args = args + HERD_ARGS
+    if not HERD_ACCESS_LOG or _has_flag(args, "--config"):
+        return [], None
+    extra, log = [], None
+    if not _has_flag(args, "--access-log"):
+        d = Path(HERD_ACCESS_LOG).resolve()
+        d.mkdir(parents=True, exist_ok=True)
+        log = d / f"access-{os.getpid()}-{next(_log_seq)}.log"
+        extra += ["--access-log", str(log)]
+    if big_heads and not _has_flag(args, "--max-header-size"):
+        extra += ["--max-header-size", "64k"]
+    return extra, log
+
+
+def bad_log_lines(path, killed):
+    """Problems of an access log the fixtures asked for: lines that are not
+    one whole, well-formed record of at most LOG_RECORD_MAX bytes. A server
+    killed hard may have left its last line half-written."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []                    # no logger (--model single) or no request
+    lines = data.split(b"\n")
+    if lines[-1] and not killed:
+        return [f"access log {path} ends in a partial line: {lines[-1][-200:]!r}"]
+    bad = [l for l in lines[:-1] if len(l) + 1 > LOG_RECORD_MAX or not LOG_LINE_RE.match(l)
+           or LOG_RAW_BYTE.search(l)]
+    return [f"access log {path}: {len(bad)} malformed or oversized lines, e.g. "
+            f"({len(bad[0]) + 1} bytes) {bad[0][:300]!r}"] if bad else []
+
+
 class Server:
     """With cmd, runs that instead (e.g. a launcher that execs herd) and waits
     for len(listen) "listening on" lines; popen adds subprocess.Popen
     arguments (env, pass_fds)."""
 
-    def __init__(self, args, listen, docroot, cwd=None, cmd=None, popen=None):
+    def __init__(self, args, listen, docroot, cwd=None, cmd=None, popen=None, env_log=None):
+        self.env_log = env_log       # an access log the fixture asked for: checked at the end
         self.listen = list(listen)
         self.docroot = docroot
         self.cmd = cmd or herd_cmd("serve", *([str(docroot)] if docroot is not None else []),
@@ -371,6 +429,8 @@ class Server:
         crashes = self.crash_lines(self.crash_seen)
         if crashes:
             problems.append("crash reported on stderr: " + " | ".join(crashes[:5]))
+        if self.env_log:
+            problems += bad_log_lines(self.env_log, self.killed)
         if problems:
             tail = "\n".join(err.splitlines()[-40:])
             return [f"{'; '.join(problems)}\ncmd: {self.cmd}\nstderr tail:\n{tail}"]
@@ -384,7 +444,9 @@ def server(site):
     started = []
 
     def start(*args, docroot=site.root, listen=("127.0.0.1:0",), cwd=None):
-        s = Server([str(a) for a in args], listen, docroot, cwd=cwd)
+        args = [str(a) for a in args]
+        extra, log = env_log_args(args, big_heads=True)
+        s = Server(extra + args, listen, docroot, cwd=cwd, env_log=log)
         started.append(s)
         return s
 
@@ -425,7 +487,8 @@ def shared(_shared_holder, site):
     fails, and the next test gets a fresh server (no cascade of timeouts)."""
     require_binary()
     if _shared_holder["srv"] is None:
-        _shared_holder["srv"] = Server([], ["127.0.0.1:0"], site.root)
+        extra, log = env_log_args([], big_heads=False)
+        _shared_holder["srv"] = Server(extra, ["127.0.0.1:0"], site.root, env_log=log)
     srv = _shared_holder["srv"]
     mark = srv.stderr_mark()
     yield srv

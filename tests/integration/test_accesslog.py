@@ -1,6 +1,7 @@
 """Access-log daemon (issue 3): Combined Log Format and JSON lines written by
 the herd-logger process, escaping (no log injection), reopen on USR1 for
-rotation, restart of a killed logger, no logger when the log is off.
+rotation, restart of a killed logger, no logger when the log is off; and
+(issue 11) hostile requests of any size give bounded, well-formed records.
 
 Records are batched: every check polls the file for a few seconds. Requests
 carry a unique query string so the lines of this test are found whatever
@@ -20,8 +21,12 @@ import pytest
 from conftest import HERD_ARGS, descendants, run_herd
 from herdtest import build_request, wait_for
 
-pytestmark = pytest.mark.skipif(
+# Most tests here drive the master/worker model themselves; the bounds
+# tests at the end run on every model that has a logger (not `single`).
+own_model = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="drives the master/worker model itself")
+any_model = pytest.mark.skipif(
+    "single" in HERD_ARGS, reason="--model single has no logger")
 
 STATUS = "/herd-status"
 LOG_WAIT = 5.0
@@ -98,6 +103,7 @@ def check_time_combined(text):
 
 # ------------------------------------------------------------ formats
 
+@own_model
 def test_combined_format_exact(server, site, tmp_path):
     log = tmp_path / "access.log"
     srv = server("--workers", "2", "--access-log", log)
@@ -138,6 +144,7 @@ def test_combined_format_exact(server, site, tmp_path):
     assert by_n["4"]["bytes"] == str(len(site.files["index.html"]))
 
 
+@own_model
 def test_json_format_exact(server, site, tmp_path):
     log = tmp_path / "access.json"
     srv = server("--workers", "2", "--access-log", log, "--access-log-format", "json")
@@ -183,6 +190,7 @@ def hex_escaped(raw):
     return "".join(out)
 
 
+@own_model
 def test_combined_escapes_quotes_and_controls(server, tmp_path):
     log = tmp_path / "access.log"
     srv = server("--workers", "2", "--access-log", log)
@@ -200,6 +208,7 @@ def test_combined_escapes_quotes_and_controls(server, tmp_path):
     assert "\t" not in line
 
 
+@own_model
 def test_log_injection_impossible(server, tmp_path):
     log = tmp_path / "access.log"
     srv = server("--workers", "1", "--access-log", log)
@@ -236,6 +245,7 @@ def test_log_injection_impossible(server, tmp_path):
     assert COMBINED.match(third)["ua"].lower() == hex_escaped(b'a" 200 0 "-" "b').lower()
 
 
+@own_model
 def test_json_escaping_keeps_valid_json(server, tmp_path):
     log = tmp_path / "access.json"
     srv = server("--workers", "1", "--access-log", log, "--access-log-format", "json")
@@ -305,6 +315,7 @@ def ids_in(path, m):
     return out
 
 
+@own_model
 def test_rotation_on_usr1_loses_nothing(server, tmp_path):
     log = tmp_path / "access.log"
     rotated = tmp_path / "access.log.1"
@@ -348,6 +359,7 @@ def test_rotation_on_usr1_loses_nothing(server, tmp_path):
     assert len(read_lines(rotated)) == n_old
 
 
+@own_model
 def test_killed_logger_is_restarted(server, tmp_path):
     log = tmp_path / "access.log"
     srv = server("--workers", "2", "--access-log", log, "--status-path", STATUS)
@@ -394,6 +406,7 @@ def test_killed_logger_is_restarted(server, tmp_path):
     assert len(lost) <= dropped, f"{len(lost)} records lost but log_dropped is {dropped}"
 
 
+@own_model
 def test_no_logger_without_access_log(server):
     srv = server("--workers", "2", "--status-path", STATUS)
     time.sleep(0.2)
@@ -403,9 +416,104 @@ def test_no_logger_without_access_log(server):
     assert status_json(srv)["logger_pid"] == 0
 
 
+@own_model
 def test_access_log_not_writable_is_a_clear_error(tmp_path):
     bad = tmp_path / "no-such-dir" / "access.log"
     r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0", "--workers", "1",
                   "--access-log", str(bad)])
     assert r.returncode != 0
     assert str(bad) in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------ hostile sizes (issue 11)
+
+RECORD_MAX = 8192                    # one record, newline included (SPEC-serve.md)
+NON_ASCII = bytes(range(0x80, 0x100))
+
+
+def non_ascii(n):
+    """n bytes of obs-text: each one takes 4 bytes (\\xHH) or 6 (\\u00HH) in the log."""
+    return (NON_ASCII * (n // len(NON_ASCII) + 1))[:n]
+
+
+def check_records(log, m, count, fmt="combined"):
+    """The `count` records carrying marker m are whole, well-formed lines of at
+    most RECORD_MAX bytes; returns them parsed (regex matches or dicts)."""
+    lines = wait_lines(log, lambda l: m in l, count)
+    with open(log, "rb") as f:
+        raw = f.read()
+    assert raw.endswith(b"\n")
+    for line in raw.split(b"\n")[:-1]:
+        assert len(line) + 1 <= RECORD_MAX, f"a {len(line) + 1}-byte record: {line[:300]!r}"
+    out = []
+    for line in lines:
+        if fmt == "json":
+            rec = json.loads(line)
+            assert set(rec) == JSON_KEYS, line[:300]
+            out.append(rec)
+        else:
+            mo = COMBINED.match(line)
+            assert mo, f"not Combined Log Format: {line[:300]!r}"
+            out.append(mo)
+    return out
+
+
+def still_serving(srv, m):
+    r = srv.get(f"/small.txt?m={m}&after=1")
+    assert r.status == 200
+    assert not srv.crash_lines(), srv.crash_lines()
+
+
+@any_model
+def test_pipelined_burst_of_long_fields_stays_bounded(server, tmp_path):
+    """The issue-11 reproduction at default limits: eight requests with
+    1.75 KB Referers of non-ASCII bytes (about 7 KB logged each), then one
+    with a 7.6 KB method, in one pipelined burst. The method used to push the
+    record past the point where the room left for the Referer was computed
+    by an unsigned subtraction that wrapped: the escaped Referer then ran
+    past the record and past the batch into the worker's memory."""
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--access-log", log)
+    m = marker()
+    burst = b"".join(build_request("GET", f"/small.txt?m={m}&n={i}",
+                                   headers=[("Referer", non_ascii(1750))]) for i in range(8))
+    burst += build_request("A" * 7600, f"/?m={m}&n=8", headers=[("Referer", non_ascii(500))])
+    assert len(burst) > 22000
+    with srv.connect() as c:
+        c.send(burst)
+        statuses = [c.read_response().status for _ in range(9)]
+    assert statuses == [200] * 8 + [501], statuses
+    still_serving(srv, m)
+    recs = check_records(log, m, 10)
+    cut = [r for r in recs if r["referer"].endswith("...")]
+    assert len(cut) == 8, "each 7 KB Referer is cut at its share, with the mark"
+    (long_method,) = [r for r in recs if r["request"].startswith("AAAA")]
+    assert re.fullmatch(rf"A+\.\.\. /\?m={m}&n=8 HTTP/1\.1", long_method["request"])
+
+
+@any_model
+@pytest.mark.parametrize("size", ["32k", "64k"])
+@pytest.mark.parametrize("fmt", ["combined", "json"])
+def test_one_request_at_a_large_max_header_size(server, tmp_path, size, fmt):
+    """One request whose head fills --max-header-size: an 8 KB method (cut at
+    its share, which used to leave the room for the rest wrapped around),
+    a long target, and a Referer of non-ASCII bytes four to six times its
+    size once escaped."""
+    limit = int(size[:-1]) * 1024
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--access-log", log, "--access-log-format", fmt,
+                 "--max-header-size", size)
+    m = marker()
+    target = f"/small.txt?m={m}&" + "q" * 1000
+    ref = non_ascii(limit - 8000 - len(target) - 200)
+    req = build_request("M" * 8000, target, headers=[("Referer", ref), ("User-Agent", "ua/1")])
+    assert limit - 200 < len(req) <= limit
+    r = srv.request(req, "M" * 8000)
+    assert r.status == 501
+    still_serving(srv, m)
+    recs = check_records(log, m, 2, fmt)
+    field = (lambda r, k: r[k]) if fmt == "json" else (lambda r, k: r.group(k))
+    (big,) = [r for r in recs if "after=1" not in field(r, "request")]
+    assert field(big, "request").startswith("MMMM") and "... /small.txt" in field(big, "request")
+    assert field(big, "referer").endswith("..."), "the Referer is cut, with the mark"
+    assert field(big, "user_agent" if fmt == "json" else "ua") == "ua/1"

@@ -1,0 +1,288 @@
+/* proc/accesslog.c: whatever the request (fields of 0 to 70000 bytes of
+ * any value, a head at the largest --max-header-size), a record is one well-formed
+ * line of at most ALOG_RECORD_MAX bytes: it ends with its only newline, the
+ * Combined Log Format fields are quoted and escaped, JSON records are valid
+ * JSON, and a field is either logged whole or cut with the "..." mark.
+ * The batch never exceeds ALOG_BUF: records past it are dropped and counted.
+ * The alog is allocated with a guard region after it, so a write past its
+ * batch buffer fails the test even without ASan. The logger socket is one
+ * end of a datagram socketpair. */
+#include "unit.h"
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "proc/accesslog.h"
+
+#define GUARD 4096
+#define FIELD_MAX 70000
+
+static struct alog *A;
+static struct sb_slot slot;
+static int sp[2] = {-1, -1};
+
+static void setup(enum log_format fmt)
+{
+    if (!A) {
+        A = malloc(sizeof *A + GUARD);
+        if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sp) < 0)
+            abort();
+    }
+    alog_init(A, sp[0], fmt, &slot);
+    memset(A->buf, 0, sizeof A->buf);
+    memset((char *)A + sizeof *A, '#', GUARD);
+}
+
+static int guard_intact(void)
+{
+    const char *g = (const char *)A + sizeof *A;
+    for (size_t i = 0; i < GUARD; i++)
+        if (g[i] != '#')
+            return 0;
+    return 1;
+}
+
+#include "alog_check.h"
+
+/* Logs one request into an empty batch and checks the record. */
+static int log_one(enum log_format fmt, const struct fields *f, const struct sockaddr_storage *peer,
+                   unsigned status, uint64_t bytes)
+{
+    setup(fmt);
+    uint64_t dropped = slot.log_dropped;
+    alog_record(A, peer, f ? make_req(f) : NULL, status, bytes);
+    int ok = guard_intact() && slot.log_dropped == dropped && A->len > 0 &&
+             record_ok(A->buf, A->len, fmt, f);
+    if (!ok)
+        UNIT_NOTE("%s record of %zu bytes, fields %zu/%zu/%zu/%zu: %.200s",
+                  fmt == ACCESS_LOG_JSON ? "json" : "combined", A->len, f ? f->mlen : 0,
+                  f ? f->tlen : 0, f ? f->rlen : 0, f ? f->ulen : 0, A->buf);
+    return ok;
+}
+
+static char big[FIELD_MAX]; /* every byte value, repeating */
+
+static void fill_big(void)
+{
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(i * 7 % 256);
+}
+
+static const struct fields plain = {"GET", "/index.html", "http://r/", "curl/8", 3, 11, 9, 6};
+
+/* Field k of f set to big[0..len). */
+static struct fields with_field(int k, size_t len)
+{
+    struct fields f = plain;
+    const char **p[] = {&f.method, &f.target, &f.referer, &f.ua};
+    size_t *l[] = {&f.mlen, &f.tlen, &f.rlen, &f.ulen};
+    *p[k] = big;
+    *l[k] = len;
+    return f;
+}
+
+TEST(every_length_of_each_field_both_formats)
+{
+    fill_big();
+    for (int fmt = 0; fmt < 2; fmt++)
+        for (int k = 0; k < 4; k++)
+            for (size_t len = 0; len <= FIELD_MAX; len += len < 9000 ? 1 : 97) {
+                struct fields f = with_field(k, len);
+                if (!CHECK(log_one((enum log_format)fmt, &f, NULL, 200, 1234)))
+                    return;
+            }
+}
+
+TEST(all_fields_long_at_once)
+{
+    fill_big();
+    unsigned seed = 12345;
+    for (int i = 0; i < 4000; i++) {
+        size_t lens[4];
+        for (int k = 0; k < 4; k++) {
+            seed = seed * 1103515245 + 12345;
+            lens[k] = (seed >> 8) % (i % 3 ? 9000 : FIELD_MAX - 3);
+        }
+        /* different windows of big, so the fields differ */
+        struct fields f = {big, big + 1, big + 2, big + 3, lens[0], lens[1], lens[2], lens[3]};
+        if (!CHECK(log_one((enum log_format)(i & 1), &f, NULL, 200, 1)))
+            return;
+    }
+}
+
+TEST(longest_fixed_parts_still_fit)
+{
+    fill_big();
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    in6->sin6_family = AF_INET6;
+    memset(&in6->sin6_addr, 0xff, 16); /* the longest text, 39 bytes */
+    struct fields f = {big, big, big, big, FIELD_MAX, FIELD_MAX, FIELD_MAX, FIELD_MAX};
+    for (int fmt = 0; fmt < 2; fmt++) {
+        CHECK(log_one((enum log_format)fmt, &f, &ss, UINT32_MAX, UINT64_MAX));
+        CHECK(memmem(A->buf, A->len, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 39) != NULL);
+        CHECK(memmem(A->buf, A->len, " 18446744073709551615", 21) != NULL ||
+              memmem(A->buf, A->len, ":18446744073709551615", 21) != NULL);
+    }
+}
+
+TEST(fields_within_their_floor_are_never_cut)
+{
+    /* method <= 256, target <= 2048, Referer and User-Agent <= 1024 bytes
+     * escaped each: logged whole, even all at once and in JSON (6x) */
+    fill_big();
+    struct fields f = {big, big, big, big, 256 / 6, 2048 / 6 - 8, 1024 / 6 - 8, 1024 / 6 - 8};
+    CHECK(log_one(ACCESS_LOG_JSON, &f, NULL, 200, 0));
+    CHECK(memmem(A->buf, A->len, "...", 3) == NULL);
+    struct fields g = {"PROPFIND", big, big, big, 8, 2000, 1000, 1000};
+    memset(big, 'a', 2000);
+    CHECK(log_one(ACCESS_LOG_COMBINED, &g, NULL, 200, 0));
+    CHECK(memmem(A->buf, A->len, "...", 3) == NULL);
+}
+
+TEST(cut_fields_carry_the_mark)
+{
+    memset(big, 'a', sizeof big);
+    struct fields f = with_field(2, 20000); /* a 20 KB Referer */
+    CHECK(log_one(ACCESS_LOG_COMBINED, &f, NULL, 200, 0));
+    CHECK(memmem(A->buf, A->len, "a...\" \"curl/8\"\n", 15) != NULL);
+    CHECK(A->len > 6500); /* it took what the others left, less User-Agent's floor */
+    f = with_field(0, 300); /* a 300-byte method */
+    CHECK(log_one(ACCESS_LOG_JSON, &f, NULL, 501, 0));
+    CHECK(memmem(A->buf, A->len, "a... /index.html HTTP/1.1\"", 26) != NULL);
+}
+
+TEST(unparsed_request_logs_a_dash)
+{
+    CHECK(log_one(ACCESS_LOG_COMBINED, NULL, NULL, 400, 150));
+    CHECK(log_one(ACCESS_LOG_JSON, NULL, NULL, 400, 150));
+}
+
+/* Checks every record in buf[0..len); returns how many there are, or -1. */
+static long records_in(const char *buf, size_t len, enum log_format fmt, const struct fields *f)
+{
+    long n = 0;
+    for (const char *p = buf, *end = buf + len; p < end; n++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl || !record_ok(p, (size_t)(nl + 1 - p), fmt, f))
+            return -1;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Reads what the logger would: every queued datagram, each checked; returns
+ * the records they held, or -1. */
+static long drain_logger(enum log_format fmt, const struct fields *f)
+{
+    static char got[ALOG_BUF + 1];
+    long total = 0;
+    ssize_t n;
+    while ((n = recv(sp[1], got, sizeof got, MSG_DONTWAIT)) > 0) {
+        long r = n <= ALOG_BUF ? records_in(got, (size_t)n, fmt, f) : -1;
+        total = r < 0 || total < 0 ? -1 : total + r; /* read on: leave nothing queued */
+    }
+    return total;
+}
+
+static void discard_logger(void)
+{
+    static char got[ALOG_BUF + 1];
+    while (recv(sp[1], got, sizeof got, MSG_DONTWAIT) > 0)
+        ;
+}
+
+static const struct fields huge = {big, big, big, big, FIELD_MAX, FIELD_MAX, FIELD_MAX, FIELD_MAX};
+
+TEST(full_batch_is_sent_at_once_instead_of_dropping)
+{
+    fill_big();
+    for (int fmt = 0; fmt < 2; fmt++) {
+        setup((enum log_format)fmt);
+        discard_logger();
+        uint64_t dropped0 = slot.log_dropped;
+        long sent = 0;
+        for (int i = 0; i < 20; i++) { /* 20 records of about 7 KiB: two batches and more */
+            alog_record(A, NULL, make_req(&huge), 200, 1);
+            long got = drain_logger((enum log_format)fmt, &huge); /* a logger that keeps up */
+            sent = got < 0 || sent < 0 ? -1 : sent + got;
+        }
+        CHECK(slot.log_dropped == dropped0);
+        CHECK(A->len <= ALOG_BUF && guard_intact());
+        long kept = records_in(A->buf, A->len, (enum log_format)fmt, &huge);
+        CHECK(sent >= 16 && kept > 0 && sent + kept == 20);
+        alog_flush(A);
+        CHECK(drain_logger((enum log_format)fmt, &huge) == kept);
+    }
+}
+
+TEST(logger_behind_drops_whole_records_and_counts)
+{
+    fill_big();
+    for (int fmt = 0; fmt < 2; fmt++) {
+        setup((enum log_format)fmt);
+        discard_logger();
+        uint64_t dropped0 = slot.log_dropped;
+        long calls = 0; /* nobody reads: the socket fills, then the batch */
+        while (slot.log_dropped == dropped0 && calls < 100000) {
+            alog_record(A, NULL, make_req(&huge), 200, 1);
+            calls++;
+        }
+        CHECK(slot.log_dropped == dropped0 + 1);
+        CHECK(A->len <= ALOG_BUF && guard_intact());
+        CHECK(ALOG_BUF - A->len < ALOG_RECORD_MAX); /* dropped only when it was full */
+        long batched = records_in(A->buf, A->len, (enum log_format)fmt, &huge);
+        CHECK_EQ_INT(drain_logger((enum log_format)fmt, &huge) + batched, calls - 1);
+        /* the socket has room again, but a small record that fits the rest
+         * of the batch goes there; then the full batch is sent */
+        size_t len = A->len;
+        alog_record(A, NULL, make_req(&plain), 200, 1);
+        CHECK(A->len > len && slot.log_dropped == dropped0 + 1);
+        long flushes = 0;
+        for (int i = 0; i < 2000; i++) {
+            uint64_t before = slot.log_dropped;
+            len = A->len;
+            alog_record(A, NULL, make_req(&plain), 200, 1);
+            /* appended whole, or a fresh batch after a send; never dropped */
+            flushes += A->len < len;
+            if (!CHECK(A->len <= ALOG_BUF && guard_intact() && slot.log_dropped == before &&
+                       (A->len > len || A->len < 200)))
+                break;
+            discard_logger();
+        }
+        CHECK(flushes >= 2);
+        CHECK(guard_intact());
+        discard_logger();
+    }
+}
+
+TEST(requests_the_parser_accepts_at_1m_head)
+{
+    /* a real head at the largest --max-header-size: a long target and a
+     * Referer of every byte a field value may hold (tab, 0x20..0x7e, obs-text) */
+    size_t cap = 1024 * 1024;
+    char *head = malloc(cap);
+    size_t n = 0;
+    n += (size_t)sprintf(head, "GET /");
+    for (int i = 0; i < 300000; i++)
+        head[n++] = "abc%20/?=&"[i % 10];
+    n += (size_t)sprintf(head + n, " HTTP/1.1\r\nHost: t\r\nReferer: x");
+    for (int i = 0; i < 600000; i++) {
+        int c = i % 256;
+        int ctl = (c < 0x20 && c != '\t') || c == 0x7f; /* a value may not hold these */
+        head[n++] = (char)(ctl ? 'z' : c);
+    }
+    n += (size_t)sprintf(head + n, "x\r\nUser-Agent: ua\r\n\r\n");
+    struct http_request r;
+    CHECK(http_parse_request(head, n, cap, &r) == (int)n);
+    for (int fmt = 0; fmt < 2; fmt++) {
+        setup((enum log_format)fmt);
+        alog_record(A, NULL, &r, 404, 0);
+        struct fields f = {r.method_str.p, r.target.p, r.headers[1].value.p, "ua",
+                           r.method_str.len, r.target.len, r.headers[1].value.len, 2};
+        CHECK(guard_intact() && record_ok(A->buf, A->len, (enum log_format)fmt, &f));
+    }
+    free(head);
+}
