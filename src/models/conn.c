@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "models/evloop_internal.h"
+#include "models/plan_write.h"
 #include "models/proxy_conn.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
@@ -168,9 +168,9 @@ static int io_result(int rc)
 static int send_file_range(struct evloop *ev, int fd, struct fc_entry *f, off_t *off,
                            off_t end)
 {
-    off_t start = *off;
-    int rc = pending_sendfile(fd, f, off, end);
-    SB_ADD(ev->slot->bytes_out, (uint64_t)(*off - start));
+    uint64_t sent = 0;
+    int rc = plan_sendfile(fd, f->fd, off, end, &sent);
+    SB_ADD(ev->slot->bytes_out, sent);
     return io_result(rc);
 }
 

@@ -34,6 +34,8 @@
 #include "coro/sched.h"
 #include "core/bufpool.h"
 #include "models/models.h"
+#include "models/plan_write.h"
+#include "models/sizing.h"
 #include "models/step.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
@@ -98,72 +100,12 @@ static int wait_io(int fd, uint32_t events, int64_t deadline, int flags)
     return r < 0 ? -1 : 0;
 }
 
-/* Writes all of iov[0..niov) (MSG_MORE when more follows), parking while
- * the socket is full; each bit of progress restarts the send timeout. */
-static int send_all(int fd, struct iovec *iov, int niov, int more)
+/* Room in the send buffer, through the netpoll: the send timeout counts
+ * from the last progress. */
+static int wait_writable(void *arg, int fd)
 {
-    int64_t to = M.cfg->send_timeout_ms;
-    while (niov) {
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN || wait_io(fd, EPOLLOUT, clock_now_ms() + to, 0) < 0)
-                return -1;
-            continue;
-        }
-        SB_ADD(here()->slot->bytes_out, (uint64_t)n);
-        size_t done = (size_t)n;
-        while (niov && done >= iov->iov_len) {
-            done -= iov->iov_len;
-            iov++;
-            niov--;
-        }
-        if (niov) {
-            iov->iov_base = (char *)iov->iov_base + done;
-            iov->iov_len -= done;
-        }
-    }
-    return 0;
-}
-
-static int send_file(int fd, const struct fc_entry *f, off_t off, off_t end)
-{
-    while (off < end) {
-        size_t chunk = end - off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - off);
-        ssize_t n = sendfile(fd, f->fd, &off, chunk);
-        if (n > 0) {
-            SB_ADD(here()->slot->bytes_out, (uint64_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        /* 0: the file shrank under us; Content-Length was a promise. */
-        if (n == 0 || errno != EAGAIN ||
-            wait_io(fd, EPOLLOUT, clock_now_ms() + M.cfg->send_timeout_ms, 0) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Head and in-memory body in one sendmsg, then sendfile for a file range. */
-static int write_plan(int fd, const struct http_out *out, const struct http_plan *plan)
-{
-    struct iovec iov[3];
-    int niov = 0;
-    iov[niov++] = (struct iovec){out->buf + plan->head_off, plan->head_len};
-    if (plan->body_len)
-        iov[niov++] = (struct iovec){(void *)plan->body, plan->body_len};
-    if (plan->file && plan->file->data && plan->file_len)
-        iov[niov++] = (struct iovec){(char *)plan->file->data + plan->file_off,
-                                     (size_t)plan->file_len};
-    int by_sendfile = plan->file && !plan->file->data;
-    if (send_all(fd, iov, niov, by_sendfile) < 0)
-        return -1;
-    if (by_sendfile)
-        return send_file(fd, plan->file, plan->file_off, plan->file_off + plan->file_len);
-    return 0;
+    (void)arg;
+    return wait_io(fd, EPOLLOUT, clock_now_ms() + M.cfg->send_timeout_ms, 0) < 0 ? -1 : 0;
 }
 
 /* After a response that closes with input maybe unread: closing now would
@@ -236,7 +178,9 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             ret = CLOSE; /* no upstream routes on coro: only STEP_CLOSE */
             break;
         }
-        int rc = write_plan(st->fd, &out, &r.plan);
+        uint64_t sent = 0;
+        int rc = plan_write(st->fd, &out, &r.plan, wait_writable, NULL, &sent);
+        SB_ADD(t->slot->bytes_out, sent);
         if (r.plan.file)
             fc_release(r.plan.file);
         *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
@@ -421,38 +365,29 @@ static void thread_idle(int index, void *arg)
     alog_flush(&M.ct[index].alog);
 }
 
-static size_t render_status(void *arg, int format, char *buf, size_t cap)
-{
-    return arg ? status_render(arg, (enum status_format)format, buf, cap) : 0;
-}
-
 static int setup(const struct serve_config *cfg, const struct worker_env *env)
 {
     M.cfg = cfg;
     M.env = env;
     M.n = env->nthreads > 0 ? env->nthreads : 1;
-    M.in_cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024 : 16384;
-    M.out_cap = HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + cfg->http.max_header_size;
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    uint64_t fds = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur;
-    M.max_conns = cfg->max_connections ? cfg->max_connections : fds > 128 ? fds - 64 : 64;
+    M.in_cap = sizing_in_cap(cfg);
+    M.out_cap = sizing_out_cap(cfg);
+    int fds = sizing_fd_limit();
+    /* one count for the whole process: coroutines move between threads */
+    M.max_conns = sizing_max_conns(cfg, fds, 1);
     M.ct = aligned_alloc(64, (size_t)M.n * sizeof *M.ct);
     M.own_slots = calloc((size_t)M.n, sizeof *M.own_slots);
     if (!M.ct || !M.own_slots)
         return -1;
     memset(M.ct, 0, (size_t)M.n * sizeof *M.ct);
     /* A file cache per thread, all in the one fd table. */
-    uint64_t fc_fds = fds / 8 / (uint64_t)M.n;
-    struct filecache_limits lim = {.max_entries = fc_fds < 1024 ? (uint32_t)fc_fds : 1024,
-                                   .max_inline_size = 32 * 1024,
-                                   .max_inline_total = 64 * 1024 * 1024};
+    struct filecache_limits lim = sizing_file_cache(fds, M.n);
     for (int i = 0; i < M.n; i++) {
         struct cthread *t = &M.ct[i];
         t->slot = env->slot ? env->slot + i : &M.own_slots[i];
         alog_init(&t->alog, env->log_fd, cfg->access_log_format, t->slot);
         t->http.cfg = &cfg->http;
-        t->http.status = render_status;
+        t->http.status = status_page;
         t->http.status_arg = (void *)env->sb;
         t->http.fc = fc_create(cfg->docroot, &lim);
         if (!t->http.fc) {

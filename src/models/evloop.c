@@ -13,6 +13,7 @@
 #include "core/signals.h"
 #include "models/evloop_internal.h"
 #include "models/proxy_conn.h"
+#include "models/sizing.h"
 #include "proc/dispatch.h"
 #include "proc/status.h"
 
@@ -300,14 +301,6 @@ static int next_timeout(struct server *s)
     return wait <= 0 ? 0 : (int)(wait > 60000 ? 60000 : wait + 5);
 }
 
-static size_t render_status(void *arg, int format, char *buf, size_t cap)
-{
-    struct server *s = arg;
-    if (!s->env->sb)
-        return 0;
-    return status_render(s->env->sb, (enum status_format)format, buf, cap);
-}
-
 static int setup(struct server *s, const struct serve_config *cfg, const struct worker_env *env)
 {
     struct evloop *ev = &s->ev;
@@ -316,36 +309,22 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     ev->slot = env->slot ? env->slot : &s->own_slot;
     alog_init(&s->alog, env->log_fd, cfg->access_log_format, ev->slot);
     ev->alog = &s->alog;
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    ev->max_fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20 ? 1 << 20
-                                                                         : (int)rl.rlim_cur;
-    /* The threads of one process share its fd table, so their limits add
-     * up to the process's: a loop each asking for the fd limit would ask
-     * for more fds than there are. */
-    uint32_t loops = env->loops_in_process > 1 ? (uint32_t)env->loops_in_process : 1;
-    uint32_t total = cfg->max_connections ? cfg->max_connections
-                     : ev->max_fds > 128  ? (uint32_t)ev->max_fds - 64
-                                          : 64;
-    ev->max_conns = total / loops ? total / loops : 1;
+    ev->max_fds = sizing_fd_limit();
+    int loops = env->loops_in_process > 1 ? env->loops_in_process : 1;
+    ev->max_conns = sizing_max_conns(cfg, ev->max_fds, loops);
     ev->conns = calloc((size_t)ev->max_fds, sizeof *ev->conns);
-    ev->in_cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024
-                                                          : 16384;
+    ev->in_cap = sizing_in_cap(cfg);
     ev->rbuf = malloc(ev->in_cap);
-    ev->out.cap = 65536 + HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + cfg->http.max_header_size;
+    ev->out.cap = 65536 + sizing_out_cap(cfg); /* heads of a pipelined batch */
     ev->out.buf = malloc(ev->out.cap);
     if (!ev->conns || !ev->rbuf || !ev->out.buf)
         log_fatal("out of memory at start");
     bufpool_init(&ev->inbufs, ev->in_cap, 256);
 
-    struct filecache_limits lim = {
-        .max_entries = ev->max_fds / 8 / loops < 1024 ? (uint32_t)ev->max_fds / 8 / loops : 1024,
-        .max_inline_size = 32 * 1024,
-        .max_inline_total = 64 * 1024 * 1024,
-    };
+    struct filecache_limits lim = sizing_file_cache(ev->max_fds, loops);
     ev->http.cfg = &cfg->http;
-    ev->http.status = render_status;
-    ev->http.status_arg = s;
+    ev->http.status = status_page;
+    ev->http.status_arg = (void *)env->sb;
     ev->http.fc = fc_create(cfg->docroot, &lim);
     if (!ev->http.fc) {
         log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));

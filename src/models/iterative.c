@@ -30,6 +30,8 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/models.h"
+#include "models/plan_write.h"
+#include "models/sizing.h"
 #include "models/step.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
@@ -97,77 +99,10 @@ static int wait_fd(struct iter *it, int fd, short events, int64_t deadline_ms)
 
 /* Waits for room in the socket's send buffer: the send timeout counts
  * from the last progress, whether one call or many made it. */
-static int wait_writable(struct iter *it, int fd)
+static int wait_writable(void *arg, int fd)
 {
+    struct iter *it = arg;
     return wait_fd(it, fd, POLLOUT, clock_now_ms() + it->cfg->send_timeout_ms) > 0 ? 0 : -1;
-}
-
-/* Writes all of iov[0..niov) (MSG_MORE when more follows). */
-static int send_all(struct iter *it, int fd, struct iovec *iov, int niov, int more)
-{
-    while (niov) {
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            if (wait_writable(it, fd) < 0)
-                return -1;
-            continue;
-        }
-        if (n <= 0)
-            return -1;
-        size_t done = (size_t)n;
-        while (niov && done >= iov->iov_len) {
-            done -= iov->iov_len;
-            iov++;
-            niov--;
-        }
-        if (niov) {
-            iov->iov_base = (char *)iov->iov_base + done;
-            iov->iov_len -= done;
-        }
-    }
-    return 0;
-}
-
-static int send_file(struct iter *it, int fd, int file_fd, off_t off, off_t end)
-{
-    while (off < end) {
-        ssize_t n = sendfile(fd, file_fd, &off, (size_t)(end - off));
-        if (n > 0)
-            continue;
-        if (n < 0 && errno == EINTR)
-            continue;
-        /* 0: the file shrank under us; Content-Length was a promise. */
-        if (n == 0 || errno != EAGAIN || wait_writable(it, fd) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* The head and an in-memory body in one sendmsg, then sendfile for a
- * file range. */
-static int write_plan(struct iter *it, int fd, const struct http_out *out,
-                      const struct http_plan *plan)
-{
-    struct iovec iov[2] = {{out->buf + plan->head_off, plan->head_len}};
-    int niov = 1;
-    const char *mem = plan->body;
-    size_t mlen = plan->body_len;
-    if (plan->file && plan->file->data) {
-        mem = plan->file->data + plan->file_off;
-        mlen = (size_t)plan->file_len;
-    }
-    if (mlen)
-        iov[niov++] = (struct iovec){(void *)mem, mlen};
-    int on_disk = plan->file && !plan->file->data;
-    if (send_all(it, fd, iov, niov, on_disk) < 0)
-        return -1;
-    if (on_disk)
-        return send_file(it, fd, plan->file->fd, plan->file_off,
-                         plan->file_off + plan->file_len);
-    return 0;
 }
 
 /* Serves one connection to its end through the request step, writing
@@ -200,7 +135,8 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
                 break;
             if (a != STEP_ANSWER)
                 return; /* no upstream routes on iterative: only STEP_CLOSE */
-            int rc = write_plan(it, fd, &out, &r.plan);
+            uint64_t sent = 0;
+            int rc = plan_write(fd, &out, &r.plan, wait_writable, it, &sent);
             if (r.plan.file)
                 fc_release(r.plan.file);
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;
@@ -209,8 +145,7 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             alog_flush(it->alog);
             if (rc < 0)
                 return;
-            SB_ADD(it->slot->bytes_out, out.len + r.plan.body_len +
-                                            (uint64_t)(r.plan.file ? r.plan.file_len : 0));
+            SB_ADD(it->slot->bytes_out, sent);
             if (r.plan.close)
                 return;
         }
@@ -245,11 +180,6 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
     }
 }
 
-static size_t render_status(void *arg, int format, char *buf, size_t cap)
-{
-    return arg ? status_render(arg, (enum status_format)format, buf, cap) : 0;
-}
-
 int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
 {
     static struct iter it;
@@ -257,14 +187,13 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
     it.cfg = cfg;
     it.env = env;
     it.slot = env->slot ? env->slot : &it.own_slot;
-    it.cap = cfg->http.max_header_size + 1024 > 16384 ? cfg->http.max_header_size + 1024 : 16384;
+    it.cap = sizing_in_cap(cfg);
     it.in = malloc(it.cap);
-    it.out_cap = HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + cfg->http.max_header_size;
+    it.out_cap = sizing_out_cap(cfg);
     it.out = malloc(it.out_cap);
-    struct filecache_limits lim = {.max_entries = 1024, .max_inline_size = 32 * 1024,
-                                   .max_inline_total = 64 * 1024 * 1024};
+    struct filecache_limits lim = sizing_file_cache(sizing_fd_limit(), 1);
     it.http.cfg = &cfg->http;
-    it.http.status = render_status;
+    it.http.status = status_page;
     it.http.status_arg = (void *)env->sb;
     it.http.fc = fc_create(cfg->docroot, &lim);
     if (!it.in || !it.out || !it.http.fc) {

@@ -4,8 +4,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
+
+#include "models/plan_write.h"
 
 static int copied(const struct iovec *v, const char *lo, const char *hi)
 {
@@ -80,20 +81,6 @@ struct pending *pending_new(const struct iovec *iov, int niov, size_t done,
     return p;
 }
 
-int pending_sendfile(int fd, struct fc_entry *f, off_t *off, off_t end)
-{
-    while (*off < end) {
-        size_t chunk = end - *off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - *off);
-        ssize_t n = sendfile(fd, f->fd, off, chunk);
-        if (n > 0)
-            continue;
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n < 0 ? -errno : -EIO; /* 0: shorter than the Content-Length promised */
-    }
-    return 0;
-}
-
 /* Drops the first n written bytes from p's iovecs. */
 static void advance(struct pending *p, size_t n)
 {
@@ -125,12 +112,8 @@ int pending_write(struct pending *p, int fd, uint64_t *sent)
         *sent += (uint64_t)n;
         advance(p, (size_t)n);
     }
-    if (p->file) {
-        off_t start = p->file_off;
-        int rc = pending_sendfile(fd, p->file, &p->file_off, p->file_end);
-        *sent += (uint64_t)(p->file_off - start);
-        return rc;
-    }
+    if (p->file)
+        return plan_sendfile(fd, p->file->fd, &p->file_off, p->file_end, sent);
     return 0;
 }
 

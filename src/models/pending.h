@@ -38,9 +38,6 @@ struct pending *pending_new(const struct iovec *iov, int niov, size_t done,
  * full, another -errno on failure (-EIO: the file shrank under us). */
 int pending_write(struct pending *p, int fd, uint64_t *sent);
 
-/* sendfile of f[*off, end) until done or EAGAIN, advancing *off; the same
- * return values as pending_write. */
-int pending_sendfile(int fd, struct fc_entry *f, off_t *off, off_t end);
 
 /* Releases the references and frees p. */
 void pending_free(struct pending *p);

@@ -176,3 +176,8 @@ size_t status_render(const struct scoreboard *sb, enum status_format fmt, char *
     }
     return w.len;
 }
+
+size_t status_page(void *sb, int format, char *buf, size_t cap)
+{
+    return sb ? status_render(sb, (enum status_format)format, buf, cap) : 0;
+}

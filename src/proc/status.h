@@ -13,4 +13,8 @@ enum status_format { STATUS_JSON, STATUS_PROMETHEUS, STATUS_TABLE };
 size_t status_render(const struct scoreboard *sb, enum status_format fmt, char *buf,
                      size_t cap);
 
+/* The status page as the HTTP handler asks for it (http_status_fn): arg
+ * is the scoreboard, or NULL when there is none (then no page). */
+size_t status_page(void *sb, int format, char *buf, size_t cap);
+
 #endif

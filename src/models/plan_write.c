@@ -1,0 +1,82 @@
+#include "models/plan_write.h"
+
+#include <errno.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "http/filecache.h"
+
+int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
+{
+    while (*off < end) {
+        size_t chunk = end - *off > (1 << 30) ? (size_t)1 << 30 : (size_t)(end - *off);
+        off_t before = *off;
+        ssize_t n = sendfile(fd, file_fd, off, chunk);
+        if (n > 0) {
+            *sent += (uint64_t)(*off - before);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 0 ? -EIO : -errno;
+    }
+    return 0;
+}
+
+/* Writes all of iov[0..niov), MSG_MORE when a file range follows. */
+static int send_all(int fd, struct iovec *iov, int niov, int more, plan_wait_fn *wait,
+                    void *arg, uint64_t *sent)
+{
+    while (niov) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            if (wait(arg, fd) < 0)
+                return -1;
+            continue;
+        }
+        if (n <= 0)
+            return -1;
+        *sent += (uint64_t)n;
+        size_t done = (size_t)n;
+        while (niov && done >= iov->iov_len) {
+            done -= iov->iov_len;
+            iov++;
+            niov--;
+        }
+        if (niov) {
+            iov->iov_base = (char *)iov->iov_base + done;
+            iov->iov_len -= done;
+        }
+    }
+    return 0;
+}
+
+int plan_write(int fd, const struct http_out *out, const struct http_plan *plan,
+               plan_wait_fn *wait, void *arg, uint64_t *sent)
+{
+    struct iovec iov[3];
+    int niov = 0;
+    iov[niov++] = (struct iovec){out->buf + plan->head_off, plan->head_len};
+    if (plan->body_len)
+        iov[niov++] = (struct iovec){(void *)plan->body, plan->body_len};
+    if (plan->file && plan->file->data && plan->file_len)
+        iov[niov++] = (struct iovec){(char *)plan->file->data + plan->file_off,
+                                     (size_t)plan->file_len};
+    int by_sendfile = plan->file && !plan->file->data;
+    if (send_all(fd, iov, niov, by_sendfile, wait, arg, sent) < 0)
+        return -1;
+    if (!by_sendfile)
+        return 0;
+    off_t off = plan->file_off, end = plan->file_off + plan->file_len;
+    for (;;) {
+        int rc = plan_sendfile(fd, plan->file->fd, &off, end, sent);
+        if (rc == 0)
+            return 0;
+        if (rc != -EAGAIN || wait(arg, fd) < 0)
+            return -1;
+    }
+}

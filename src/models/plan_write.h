@@ -1,0 +1,30 @@
+/* Writing a response plan (http/response.h) to a socket, once for every
+ * driver: the head and any in-memory body in one sendmsg, then a file
+ * range with sendfile. The event loop batches plans and keeps what a full
+ * socket did not take (models/pending.c); the coro and iterative drivers
+ * wait for room instead, each in its own way. */
+#ifndef HERD_MODELS_PLAN_WRITE_H
+#define HERD_MODELS_PLAN_WRITE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "http/response.h"
+
+/* sendfile from file_fd[*off, end) until done or the socket is full.
+ * Returns 0 when all went, -EAGAIN when the socket is full, -EIO when the
+ * file shrank under us (Content-Length was a promise), else -errno. *off
+ * advances past what went; *sent adds it. */
+int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
+
+/* How a driver waits for room in fd's send buffer: 0 when it may write
+ * again, -1 to give up (send timeout, stop). */
+typedef int plan_wait_fn(void *arg, int fd);
+
+/* Writes all of plan, waiting through wait when the socket is full.
+ * Returns 0, or -1 when the peer is gone, the wait gave up or the file
+ * shrank. *sent adds the bytes written. */
+int plan_write(int fd, const struct http_out *out, const struct http_plan *plan,
+               plan_wait_fn *wait, void *arg, uint64_t *sent);
+
+#endif
