@@ -5,7 +5,7 @@
 
 #include "core/clock.h"
 #include "net/acl.h"
-#include "net/proxy_protocol.h"
+#include "http/pp.h"
 
 static void set_peer(struct step_conn *c, const struct sockaddr_storage *peer)
 {
@@ -55,10 +55,10 @@ void step_account(struct step_ctx *x, const struct step_conn *c,
 static long take_pp_header(const struct step_ctx *x, struct step_conn *c, const char *in,
                            size_t len)
 {
-    struct proxy_info info;
-    int k = proxy_protocol_parse(in, len, &info);
-    if (k == -2)
-        return len < PROXY_V2_MAX ? 0 : -1;
+    struct pp_info info;
+    int k = pp_parse(in, len, &info);
+    if (k == PP_INCOMPLETE)
+        return len < PP_V2_MAX ? 0 : -1;
     if (k < 0)
         return -1;
     c->await_pp = 0;

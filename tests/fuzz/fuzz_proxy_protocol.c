@@ -1,4 +1,4 @@
-/* libFuzzer target for proxy_protocol_parse: never reads past len, and its
+/* libFuzzer target for pp_parse: never reads past len, and its
  * answer is stable: a header accepted from a buffer is accepted, with the
  * same length, from any longer buffer, and every shorter prefix of it asks
  * for more bytes (a header may arrive in pieces). */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/proxy_protocol.h"
+#include "http/pp.h"
 
 #define ENSURE(c)                 \
     do {                          \
@@ -19,13 +19,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* an exact-size copy, so ASan sees any read past the end */
     char *buf = malloc(size ? size : 1);
     memcpy(buf, data, size);
-    struct proxy_info info;
-    int n = proxy_protocol_parse(buf, size, &info);
+    struct pp_info info;
+    int n = pp_parse(buf, size, &info);
     ENSURE(n == -1 || n == -2 || (n > 0 && (size_t)n <= size));
     if (n > 0) {
-        ENSURE((size_t)n <= PROXY_V2_MAX);
+        ENSURE((size_t)n <= PP_V2_MAX);
         for (size_t k = 0; k < (size_t)n; k++) {
-            int m = proxy_protocol_parse(buf, k, &info);
+            int m = pp_parse(buf, k, &info);
             ENSURE(m == -2);
         }
     }

@@ -1,13 +1,13 @@
-/* proxy_protocol_parse: v1 and v2 headers, every split point (a header may
+/* pp_parse: v1 and v2 headers, every split point (a header may
  * arrive in pieces), and the malformed ones a listener must refuse. */
 #include "unit.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "net/proxy_protocol.h"
+#include "http/pp.h"
 
-static void check_v4(const struct proxy_info *p, const char *src, int sport, const char *dst,
+static void check_v4(const struct pp_info *p, const char *src, int sport, const char *dst,
                      int dport)
 {
     const struct sockaddr_in *s = (const void *)&p->src, *d = (const void *)&p->dst;
@@ -25,18 +25,18 @@ static void check_v4(const struct proxy_info *p, const char *src, int sport, con
 /* Every proper prefix of a valid header asks for more bytes. */
 static void check_prefixes(const char *h, size_t n)
 {
-    struct proxy_info p;
+    struct pp_info p;
     for (size_t i = 0; i < n; i++)
-        if (!CHECK_EQ_INT(proxy_protocol_parse(h, i, &p), -2))
+        if (!CHECK_EQ_INT(pp_parse(h, i, &p), -2))
             fprintf(stderr, "  prefix of %zu bytes\n", i);
 }
 
 TEST(v1_tcp4)
 {
     const char h[] = "PROXY TCP4 192.0.2.1 198.51.100.7 56324 443\r\nGET / HTTP/1.1\r\n";
-    struct proxy_info p;
+    struct pp_info p;
     size_t hl = strlen("PROXY TCP4 192.0.2.1 198.51.100.7 56324 443\r\n");
-    CHECK_EQ_INT(proxy_protocol_parse(h, sizeof h - 1, &p), (int)hl);
+    CHECK_EQ_INT(pp_parse(h, sizeof h - 1, &p), (int)hl);
     check_v4(&p, "192.0.2.1", 56324, "198.51.100.7", 443);
     check_prefixes(h, hl);
 }
@@ -44,8 +44,8 @@ TEST(v1_tcp4)
 TEST(v1_tcp6)
 {
     const char h[] = "PROXY TCP6 2001:db8::1 ::1 65535 0\r\n";
-    struct proxy_info p;
-    CHECK_EQ_INT(proxy_protocol_parse(h, sizeof h - 1, &p), (int)sizeof h - 1);
+    struct pp_info p;
+    CHECK_EQ_INT(pp_parse(h, sizeof h - 1, &p), (int)sizeof h - 1);
     const struct sockaddr_in6 *s = (const void *)&p.src;
     char a[INET6_ADDRSTRLEN];
     inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof a);
@@ -57,11 +57,11 @@ TEST(v1_tcp6)
 
 TEST(v1_unknown_keeps_socket_addresses)
 {
-    struct proxy_info p;
-    CHECK_EQ_INT(proxy_protocol_parse("PROXY UNKNOWN\r\n", 15, &p), 15);
+    struct pp_info p;
+    CHECK_EQ_INT(pp_parse("PROXY UNKNOWN\r\n", 15, &p), 15);
     CHECK_EQ_INT(p.local, 1);
     const char h[] = "PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n";
-    CHECK_EQ_INT(proxy_protocol_parse(h, sizeof h - 1, &p), (int)sizeof h - 1);
+    CHECK_EQ_INT(pp_parse(h, sizeof h - 1, &p), (int)sizeof h - 1);
     CHECK_EQ_INT(p.local, 1);
 }
 
@@ -85,9 +85,9 @@ TEST(v1_malformed)
         "proxy TCP4 1.2.3.4 5.6.7.8 1 2\r\n",
         "PROXY UNKNOWNX\r\n",
     };
-    struct proxy_info p;
+    struct pp_info p;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (!CHECK_EQ_INT(proxy_protocol_parse(bad[i], strlen(bad[i]), &p), -1))
+        if (!CHECK_EQ_INT(pp_parse(bad[i], strlen(bad[i]), &p), -1))
             fprintf(stderr, "  accepted: %s\n", bad[i]);
 }
 
@@ -96,10 +96,10 @@ TEST(v1_too_long_without_crlf)
     char h[200];
     memcpy(h, "PROXY UNKNOWN ", 14);
     memset(h + 14, 'a', sizeof h - 14);
-    struct proxy_info p;
-    CHECK_EQ_INT(proxy_protocol_parse(h, 100, &p), -2);
-    CHECK_EQ_INT(proxy_protocol_parse(h, PROXY_V1_MAX, &p), -1);
-    CHECK_EQ_INT(proxy_protocol_parse(h, sizeof h, &p), -1);
+    struct pp_info p;
+    CHECK_EQ_INT(pp_parse(h, 100, &p), -2);
+    CHECK_EQ_INT(pp_parse(h, PP_V1_MAX, &p), -1);
+    CHECK_EQ_INT(pp_parse(h, sizeof h, &p), -1);
 }
 
 static size_t v2(unsigned char *b, int cmd, int fam, const void *addr, size_t alen)
@@ -120,8 +120,8 @@ TEST(v2_tcp4_with_tlvs)
     unsigned char b[64];
     size_t n = v2(b, 1, 0x11, a, sizeof a);
     b[n] = 'G';
-    struct proxy_info p;
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n + 1, &p), (int)n);
+    struct pp_info p;
+    CHECK_EQ_INT(pp_parse((char *)b, n + 1, &p), (int)n);
     check_v4(&p, "192.0.2.1", 56324, "198.51.100.7", 443);
     check_prefixes((char *)b, n);
 }
@@ -132,8 +132,8 @@ TEST(v2_tcp6)
                            [35] = 80};
     unsigned char b[64];
     size_t n = v2(b, 1, 0x21, a, sizeof a);
-    struct proxy_info p;
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), (int)n);
+    struct pp_info p;
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), (int)n);
     const struct sockaddr_in6 *s = (const void *)&p.src;
     char t[INET6_ADDRSTRLEN];
     inet_ntop(AF_INET6, &s->sin6_addr, t, sizeof t);
@@ -145,34 +145,34 @@ TEST(v2_tcp6)
 TEST(v2_local_and_unspec)
 {
     unsigned char b[64];
-    struct proxy_info p;
+    struct pp_info p;
     size_t n = v2(b, 0, 0x00, "", 0);
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), 16);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), 16);
     CHECK_EQ_INT(p.local, 1);
     n = v2(b, 1, 0x00, "", 0);
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), 16);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), 16);
     CHECK_EQ_INT(p.local, 1);
 }
 
 TEST(v2_malformed)
 {
-    unsigned char b[PROXY_V2_MAX + 64], a[36] = {0};
-    struct proxy_info p;
+    unsigned char b[PP_V2_MAX + 64], a[36] = {0};
+    struct pp_info p;
     size_t n = v2(b, 1, 0x11, a, 11); /* too short for IPv4 */
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
     n = v2(b, 1, 0x21, a, 35);
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
     n = v2(b, 2, 0x11, a, 12); /* command 2 */
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
     n = v2(b, 1, 0x12, a, 12); /* UDP */
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
     n = v2(b, 1, 0x11, a, 12);
     b[12] = 0x11; /* version 1 in binary form */
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
     n = v2(b, 1, 0x11, a, 12);
     b[3] = 'x'; /* broken signature */
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
     n = v2(b, 1, 0x11, a, 12);
     b[14] = 0xff; /* longer than the cap */
-    CHECK_EQ_INT(proxy_protocol_parse((char *)b, n, &p), -1);
+    CHECK_EQ_INT(pp_parse((char *)b, n, &p), -1);
 }

@@ -3,8 +3,8 @@
  * bytes so the server learns the client's real address. Parsing only: no
  * I/O. A listener that expects the header takes nothing else: a connection
  * without a valid one is closed, as the specification requires. */
-#ifndef HERD_NET_PROXY_PROTOCOL_H
-#define HERD_NET_PROXY_PROTOCOL_H
+#ifndef HERD_HTTP_PP_H
+#define HERD_HTTP_PP_H
 
 #include <stddef.h>
 #include <sys/socket.h>
@@ -12,17 +12,21 @@
 /* v1 lines are at most 107 bytes; v2 allows 16 + 65535, but the address
  * block plus the TLVs that load balancers send fit in far less, and a
  * header must fit the connection's input buffer. */
-#define PROXY_V1_MAX 107
-#define PROXY_V2_MAX (16 + 2048)
+#define PP_V1_MAX 107
+#define PP_V2_MAX (16 + 2048)
 
-struct proxy_info {
+struct pp_info {
     int local;                     /* LOCAL / UNKNOWN: keep the socket's own addresses */
     struct sockaddr_storage src;   /* the client, when !local */
     struct sockaddr_storage dst;
 };
 
-/* Returns the header's length (bytes to skip), -2 when more bytes are
- * needed to decide, -1 when buf does not start with a valid header. */
-int proxy_protocol_parse(const char *buf, size_t len, struct proxy_info *out);
+/* pp_parse's answers besides a length. */
+enum { PP_INVALID = -1, PP_INCOMPLETE = -2 };
+
+/* Returns the header's length (bytes to skip), PP_INCOMPLETE when more
+ * bytes are needed to decide, PP_INVALID when buf does not start with a
+ * valid header. */
+int pp_parse(const char *buf, size_t len, struct pp_info *out);
 
 #endif

@@ -1,4 +1,4 @@
-#include "net/proxy_protocol.h"
+#include "http/pp.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -64,19 +64,19 @@ static int parse_addr(int family, const char *s, size_t n, uint16_t port,
 
 /* "PROXY TCP4 192.0.2.1 192.0.2.2 56324 443\r\n", "PROXY TCP6 ...\r\n" or
  * "PROXY UNKNOWN ...\r\n". */
-static int parse_v1(const char *buf, size_t len, struct proxy_info *out)
+static int parse_v1(const char *buf, size_t len, struct pp_info *out)
 {
-    size_t scan = len < PROXY_V1_MAX ? len : PROXY_V1_MAX;
+    size_t scan = len < PP_V1_MAX ? len : PP_V1_MAX;
     const char *cr = memchr(buf, '\r', scan), *lf = memchr(buf, '\n', scan);
     if (lf && (!cr || lf < cr))
-        return -1; /* a bare LF: this is not a v1 line */
+        return PP_INVALID; /* a bare LF: this is not a v1 line */
     if (!cr)
-        return len < PROXY_V1_MAX ? -2 : -1;
+        return len < PP_V1_MAX ? PP_INCOMPLETE : PP_INVALID;
     size_t line = (size_t)(cr - buf);
     if (line + 1 >= len)
-        return -2;
+        return PP_INCOMPLETE;
     if (cr[1] != '\n' || line < 11 || memcmp(buf, "PROXY ", 6))
-        return -1;
+        return PP_INVALID;
     size_t total = line + 2;
     const char *p = buf + 6;
     size_t n = line - 6;
@@ -90,7 +90,7 @@ static int parse_v1(const char *buf, size_t len, struct proxy_info *out)
     else if (!memcmp(p, "TCP6 ", 5))
         family = AF_INET6;
     else
-        return -1;
+        return PP_INVALID;
     const char *f[4];
     size_t fl[4];
     uint16_t sport, dport;
@@ -98,30 +98,30 @@ static int parse_v1(const char *buf, size_t len, struct proxy_info *out)
         parse_port(f[3], fl[3], &dport) < 0 ||
         parse_addr(family, f[0], fl[0], sport, &out->src) < 0 ||
         parse_addr(family, f[1], fl[1], dport, &out->dst) < 0)
-        return -1;
+        return PP_INVALID;
     out->local = 0;
     return (int)total;
 }
 
 /* The binary form: signature, version/command, family/transport, length,
  * addresses, then TLVs (skipped). */
-static int parse_v2(const unsigned char *b, size_t len, struct proxy_info *out)
+static int parse_v2(const unsigned char *b, size_t len, struct pp_info *out)
 {
     if (len < 16)
-        return -2;
+        return PP_INCOMPLETE;
     unsigned ver = b[12] >> 4, cmd = b[12] & 0xf, fam = b[13];
     size_t alen = (size_t)b[14] << 8 | b[15];
-    if (ver != 2 || cmd > 1 || 16 + alen > PROXY_V2_MAX)
-        return -1;
+    if (ver != 2 || cmd > 1 || 16 + alen > PP_V2_MAX)
+        return PP_INVALID;
     if (len < 16 + alen)
-        return -2;
+        return PP_INCOMPLETE;
     const unsigned char *a = b + 16;
     out->local = 1;
     if (cmd == 0) /* LOCAL: a health check from the balancer itself */
         return (int)(16 + alen);
     if (fam == 0x11) { /* TCP over IPv4 */
         if (alen < 12)
-            return -1;
+            return PP_INVALID;
         struct sockaddr_in *s = (struct sockaddr_in *)&out->src, *d = (struct sockaddr_in *)&out->dst;
         memset(&out->src, 0, sizeof out->src);
         memset(&out->dst, 0, sizeof out->dst);
@@ -133,7 +133,7 @@ static int parse_v2(const unsigned char *b, size_t len, struct proxy_info *out)
         out->local = 0;
     } else if (fam == 0x21) { /* TCP over IPv6 */
         if (alen < 36)
-            return -1;
+            return PP_INVALID;
         struct sockaddr_in6 *s = (struct sockaddr_in6 *)&out->src, *d = (struct sockaddr_in6 *)&out->dst;
         memset(&out->src, 0, sizeof out->src);
         memset(&out->dst, 0, sizeof out->dst);
@@ -146,23 +146,23 @@ static int parse_v2(const unsigned char *b, size_t len, struct proxy_info *out)
     } else if (fam != 0x00 && fam != 0x31) {
         /* UNSPEC and unix stream keep the socket's own addresses; datagram
          * transports cannot have carried this stream. */
-        return -1;
+        return PP_INVALID;
     }
     return (int)(16 + alen);
 }
 
-int proxy_protocol_parse(const char *buf, size_t len, struct proxy_info *out)
+int pp_parse(const char *buf, size_t len, struct pp_info *out)
 {
     if (len == 0)
-        return -2;
+        return PP_INCOMPLETE;
     if (buf[0] == 'P') {
         size_t k = len < 6 ? len : 6;
         if (memcmp(buf, "PROXY ", k))
-            return -1;
-        return len < 6 ? -2 : parse_v1(buf, len, out);
+            return PP_INVALID;
+        return len < 6 ? PP_INCOMPLETE : parse_v1(buf, len, out);
     }
     size_t k = len < sizeof v2_sig ? len : sizeof v2_sig;
     if (memcmp(buf, v2_sig, k))
-        return -1;
+        return PP_INVALID;
     return parse_v2((const unsigned char *)buf, len, out);
 }
