@@ -217,7 +217,7 @@ int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
         rel = ".";
         len = 1;
     }
-    if (len > 4000)
+    if (len > FC_PATH_MAX)
         return -ENAMETOOLONG;
     uint32_t h = hash_path(rel, len);
     struct fc_entry *e = fc->buckets[h & (FC_BUCKETS - 1)];
@@ -258,6 +258,20 @@ int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
     table_insert(fc, e);
     *out = e; /* the creation reference becomes the caller's */
     return 0;
+}
+
+struct fc_entry *fc_memory_entry(char *data, size_t len)
+{
+    struct fc_entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        free(data);
+        return NULL;
+    }
+    e->refs = 1;
+    e->fd = -1;
+    e->data = data;
+    e->size = (off_t)len;
+    return e;
 }
 
 int fc_is_dir(struct filecache *fc, const char *rel, size_t len)
