@@ -43,16 +43,16 @@ static int parse_value(struct cache_rule *rule, int expires, const char *v, char
     if (expires) {
         int64_t ms;
         if (unit_duration_ms(v, &ms) < 0 || ms % 1000 || ms / 1000 > CACHE_EXPIRES_MAX_S) {
-            snprintf(err, errlen, "expires: '%s' is not a duration in whole seconds up to "
-                     "ten years (0, 60s, 30m, 8760h)", v);
+            snprintf(err, errlen, "'%s' is not a duration in whole seconds up to ten years "
+                     "(0, 60s, 30m, 8760h)", v);
             return -1;
         }
         rule->seconds = ms / 1000;
         return 0;
     }
     if (len == 0 || has_control(v, len) || len >= CACHE_VALUE_MAX) {
-        snprintf(err, errlen, "cache-control: the value must be 1 to %d printable characters "
-                 "(no CR, LF or other control characters)", CACHE_VALUE_MAX - 1);
+        snprintf(err, errlen, "the value must be 1 to %d printable characters (no CR, LF or "
+                 "other control characters)", CACHE_VALUE_MAX - 1);
         return -1;
     }
     memcpy(rule->value, v, len + 1);
