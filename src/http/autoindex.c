@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,20 +97,21 @@ static int open_beneath(int root, const char *path, uint64_t flags)
 }
 
 /* Size, date and kind of an item; a symlink is followed only while it stays
- * below the docroot. Returns 0, or -1 to leave the item out. */
-static int describe(int root, int dirfd, const char *rel, size_t rlen, struct ai_item *it)
+ * below the docroot. dir holds the directory's rel path (dlen bytes, "" for
+ * the root) with room for "/NAME" after it. Returns 0, or -1 to leave the
+ * item out. */
+static int describe(int root, int dirfd, char *dir, size_t dlen, struct ai_item *it)
 {
     struct stat st;
     if (fstatat(dirfd, it->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -1;
     if (S_ISLNK(st.st_mode)) {
-        char path[FC_PATH_MAX + 300];
-        if (rlen + 1 + it->len >= sizeof path)
-            return -1;
-        memcpy(path, rel, rlen);
-        path[rlen] = '/';
-        memcpy(path + rlen + 1, it->name, it->len + 1);
-        int fd = open_beneath(root, rlen ? path : path + 1, O_PATH);
+        char *name = dir;
+        if (dlen)
+            dir[dlen++] = '/';
+        memcpy(dir + dlen, it->name, it->len + 1);
+        int fd = open_beneath(root, name, O_PATH);
+        dir[dlen ? dlen - 1 : 0] = '\0';
         if (fd < 0)
             return -1;
         int rc = fstat(fd, &st);
@@ -155,18 +157,21 @@ static void pick_free(struct pick *p)
 int autoindex_build(int root, const char *rel, size_t rlen, const char *url, size_t ulen,
                     int dotfiles, struct fc_entry **out)
 {
-    char dir[FC_PATH_MAX + 1];
     if (rlen > FC_PATH_MAX)
         return -ENAMETOOLONG;
-    memcpy(dir, rlen ? rel : ".", rlen ? rlen : 1);
-    dir[rlen ? rlen : 1] = '\0';
-    int fd = open_beneath(root, dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return fd;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
+    /* On the heap: coroutine stacks are small, and this is no hot path. */
+    char *dir = malloc(FC_PATH_MAX + NAME_MAX + 2);
+    if (!dir)
         return -ENOMEM;
+    memcpy(dir, rel, rlen);
+    dir[rlen] = '\0';
+    int fd = open_beneath(root, rlen ? dir : ".", O_RDONLY | O_DIRECTORY);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        free(dir);
+        return fd < 0 ? fd : -ENOMEM;
     }
     struct pick p = {NULL, 0, 0, 0};
     int rc = read_names(d, dotfiles, &p);
@@ -178,6 +183,7 @@ int autoindex_build(int root, const char *rel, size_t rlen, const char *url, siz
             free(p.items[i].name);
     }
     closedir(d);
+    free(dir);
     if (rc == 0) {
         size_t omitted = p.candidates - p.n;
         p.n = kept;

@@ -1,7 +1,5 @@
 #include "http/sidecar.h"
 
-#include <string.h>
-
 #include "http/encoding.h"
 
 static int not_older(const struct fc_entry *side, const struct fc_entry *e)
@@ -14,14 +12,8 @@ static int not_older(const struct fc_entry *side, const struct fc_entry *e)
 struct fc_entry *sidecar_open(struct filecache *fc, const struct fc_entry *e, int coding,
                               time_t now)
 {
-    char name[FC_PATH_MAX + 8];
-    size_t slen = strlen(coding_suffix[coding]);
-    if (e->path_len + slen > FC_PATH_MAX)
-        return NULL;
-    memcpy(name, e->path, e->path_len);
-    memcpy(name + e->path_len, coding_suffix[coding], slen);
     struct fc_entry *side;
-    if (fc_lookup(fc, name, e->path_len + slen, now, &side) < 0)
+    if (fc_lookup_suffixed(fc, e->path, e->path_len, coding_suffix[coding], now, &side) < 0)
         return NULL;
     if (!not_older(side, e)) {
         fc_release(side);

@@ -164,3 +164,21 @@ def test_config_lines_and_flags_replacing_them(server, tmp_path, root):
     assert srv2.get("/a.css").get("cache-control") == "from-flag"
     assert not srv2.get("/app.js").has("cache-control")
     assert srv2.get("/p.png").get("cache-control") == "max-age=3600"
+
+
+STATIC_OPTIONS = ["--no-precompressed", "--cache-control", "--expires", "--error-page",
+                  "--autoindex"]
+
+
+def test_help_spec_and_readme_name_the_static_site_options():
+    r = run_herd(["serve", "--help"], extra=False)
+    assert r.returncode == 0
+    repo = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(repo, "docs", "SPEC-serve.md")) as f:
+        spec = f.read()
+    with open(os.path.join(repo, "README.md")) as f:
+        readme = f.read()
+    for opt in STATIC_OPTIONS:
+        assert opt in r.stdout, opt
+        assert f"`{opt}" in spec, opt
+        assert opt in readme, opt
