@@ -1,9 +1,12 @@
 #include "http/encoding.h"
 
+#include <stdint.h>
 #include <string.h>
 
 const char *const coding_token[CODING_COUNT] = {"br", "zstd", "gzip"};
 const char *const coding_suffix[CODING_COUNT] = {".br", ".zst", ".gz"};
+const uint8_t coding_token_len[CODING_COUNT] = {2, 4, 4};
+const uint8_t coding_suffix_len[CODING_COUNT] = {3, 4, 3};
 
 #define Q_UNLISTED (-1)
 
@@ -13,21 +16,42 @@ struct prefs {
     int identity, star;
 };
 
-static int is_tchar(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c && strchr("!#$%&'*+-.^_`|~", c));
-}
+/* RFC 9110 5.6.2 tchar; GNU range designators keep it a constant table. */
+static const uint8_t tchar[256] = {
+    ['0' ... '9'] = 1, ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['!'] = 1, ['#'] = 1,
+    ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1,
+    ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+};
 
-static int word_is(const char *p, size_t len, const char *lower)
+static int is_tchar(unsigned char c) { return tchar[c]; }
+
+/* p[0..n) equals the lowercase word w of the same length, ignoring case. */
+static int word_is(const char *p, const char *w, size_t n)
 {
-    size_t n = strlen(lower);
-    if (len != n)
-        return 0;
     for (size_t i = 0; i < n; i++)
-        if ((p[i] | 0x20) != lower[i])
+        if ((p[i] | 0x20) != w[i])
             return 0;
     return 1;
+}
+
+/* The slot a coding token names, or NULL for one we have no sidecar for. */
+static int *slot_of(struct prefs *pr, const char *t, size_t len)
+{
+    switch (len) {
+    case 1:
+        return t[0] == '*' ? &pr->star : NULL;
+    case 2:
+        return word_is(t, "br", 2) ? &pr->q[CODING_BR] : NULL;
+    case 4:
+        return word_is(t, "gzip", 4)   ? &pr->q[CODING_GZIP]
+               : word_is(t, "zstd", 4) ? &pr->q[CODING_ZSTD]
+                                       : NULL;
+    case 6:
+        return word_is(t, "x-gzip", 6) ? &pr->q[CODING_GZIP] : NULL;
+    case 8:
+        return word_is(t, "identity", 8) ? &pr->identity : NULL;
+    }
+    return NULL;
 }
 
 /* qvalue = "0" [ "." 0*3DIGIT ] / "1" [ "." 0*3"0" ], in thousandths; -1 if
@@ -68,16 +92,10 @@ static int parse_params(const char *p, const char *end)
         const char *val = p;
         while (p < end && *p != ';' && *p != ' ' && *p != '\t')
             p++;
-        if (word_is(name, nlen, "q") && (q = parse_q(val, (size_t)(p - val))) < 0)
+        if (nlen == 1 && (name[0] | 0x20) == 'q' && (q = parse_q(val, (size_t)(p - val))) < 0)
             return -1;
     }
     return q;
-}
-
-static void note(int *slot, int q)
-{
-    if (*slot == Q_UNLISTED) /* the first mention counts */
-        *slot = q;
 }
 
 static void parse_value(const char *p, const char *end, struct prefs *pr)
@@ -92,20 +110,12 @@ static void parse_value(const char *p, const char *end, struct prefs *pr)
         const char *tok = el;
         while (el < el_end && is_tchar((unsigned char)*el))
             el++;
-        size_t tlen = (size_t)(el - tok);
-        int q = tlen ? parse_params(el, el_end) : -1;
-        if (q < 0)
-            continue; /* empty or malformed element */
-        if (word_is(tok, tlen, "*"))
-            note(&pr->star, q);
-        else if (word_is(tok, tlen, "identity"))
-            note(&pr->identity, q);
-        else if (word_is(tok, tlen, "x-gzip"))
-            note(&pr->q[CODING_GZIP], q);
-        else
-            for (int c = 0; c < CODING_COUNT; c++)
-                if (word_is(tok, tlen, coding_token[c]))
-                    note(&pr->q[c], q);
+        int *slot = slot_of(pr, tok, (size_t)(el - tok));
+        if (!slot)
+            continue; /* empty, or a coding no sidecar has */
+        int q = el == el_end ? 1000 : parse_params(el, el_end);
+        if (q >= 0 && *slot == Q_UNLISTED) /* the first mention counts */
+            *slot = q;
     }
 }
 
@@ -143,7 +153,7 @@ int coding_negotiate(const struct http_str *values, size_t n, unsigned available
 int coding_of_name(const char *name, size_t len)
 {
     for (int c = 0; c < CODING_COUNT; c++) {
-        size_t n = strlen(coding_suffix[c]);
+        size_t n = coding_suffix_len[c];
         if (len > n && memcmp(name + len - n, coding_suffix[c], n) == 0)
             return c;
     }

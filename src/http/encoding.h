@@ -4,6 +4,7 @@
 #define HERD_HTTP_ENCODING_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http/parser.h"
 
@@ -16,6 +17,7 @@ enum coding { CODING_BR, CODING_ZSTD, CODING_GZIP, CODING_COUNT };
 
 extern const char *const coding_token[CODING_COUNT];  /* "br", "zstd", "gzip" */
 extern const char *const coding_suffix[CODING_COUNT]; /* ".br", ".zst", ".gz" */
+extern const uint8_t coding_token_len[CODING_COUNT], coding_suffix_len[CODING_COUNT];
 
 /* Chooses between the file itself and the codings in available, from the
  * request's Accept-Encoding field lines values[0..n) (n == 0: no field).

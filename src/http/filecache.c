@@ -219,7 +219,7 @@ static struct fc_entry *find(struct filecache *fc, const char *a, size_t alen, c
 {
     struct fc_entry *e = fc->buckets[h & (FC_BUCKETS - 1)];
     while (e && !(e->hash == h && e->path_len == alen + blen && memcmp(e->path, a, alen) == 0 &&
-                  memcmp(e->path + alen, b, blen) == 0))
+                  (blen == 0 || memcmp(e->path + alen, b, blen) == 0)))
         e = e->hnext;
     return e;
 }
@@ -291,9 +291,9 @@ int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
 }
 
 int fc_lookup_suffixed(struct filecache *fc, const char *rel, size_t len, const char *suffix,
-                       time_t now, struct fc_entry **out)
+                       size_t slen, time_t now, struct fc_entry **out)
 {
-    return lookup(fc, rel, len, suffix, strlen(suffix), now, out);
+    return lookup(fc, rel, len, suffix, slen, now, out);
 }
 
 struct fc_entry *fc_memory_entry(char *data, size_t len)

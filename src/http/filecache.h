@@ -63,10 +63,10 @@ int fc_root_fd(const struct filecache *fc);
 int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
               struct fc_entry **out);
 
-/* The same for rel[0..len) followed by suffix (a NUL-terminated string):
- * "app.css" + ".gz", without building the name on the warm path. */
+/* The same for rel[0..len) followed by suffix[0..slen): "app.css" + ".gz",
+ * without building the name on the warm path. */
 int fc_lookup_suffixed(struct filecache *fc, const char *rel, size_t len, const char *suffix,
-                       time_t now, struct fc_entry **out);
+                       size_t slen, time_t now, struct fc_entry **out);
 
 static inline void fc_ref(struct fc_entry *e) { e->refs++; }
 void fc_release(struct fc_entry *e);

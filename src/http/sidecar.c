@@ -13,7 +13,8 @@ struct fc_entry *sidecar_open(struct filecache *fc, const struct fc_entry *e, in
                               time_t now)
 {
     struct fc_entry *side;
-    if (fc_lookup_suffixed(fc, e->path, e->path_len, coding_suffix[coding], now, &side) < 0)
+    if (fc_lookup_suffixed(fc, e->path, e->path_len, coding_suffix[coding],
+                           coding_suffix_len[coding], now, &side) < 0)
         return NULL;
     if (!not_older(side, e)) {
         fc_release(side);

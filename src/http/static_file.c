@@ -45,7 +45,7 @@ static void variant_etag(struct rep *r)
     const struct fc_entry *s = r->body;
     size_t n = s->etag_len - 1; /* without the closing quote */
     const char *tok = coding_token[r->coding];
-    size_t tlen = strlen(tok);
+    size_t tlen = coding_token_len[r->coding];
     memcpy(r->etag_buf, s->etag, n);
     r->etag_buf[n] = '-';
     memcpy(r->etag_buf + n + 1, tok, tlen);
@@ -148,7 +148,7 @@ static void put_entity_headers(struct http_out *out, const struct rep *r)
     }
     resp_header_raw(out, r->file->hdr, fc_type_line_len(r->file));
     PUT_LIT(out, "Content-Encoding: ");
-    resp_header_raw(out, coding_token[r->coding], strlen(coding_token[r->coding]));
+    resp_header_raw(out, coding_token[r->coding], coding_token_len[r->coding]);
     PUT_LIT(out, "\r\n");
     put_validators(out, r);
     PUT_LIT(out, "Accept-Ranges: bytes\r\n");
@@ -211,7 +211,14 @@ void static_file_send(struct http_ctx *ctx, const struct http_request *req, cons
                       size_t plen, struct fc_entry *e, int keepalive, struct http_out *out,
                       struct http_plan *plan)
 {
-    struct job j = {ctx, req, path, plen, keepalive, out, plan};
+    struct job j; /* not zeroed: an initializer would clear etag_buf on every request */
+    j.ctx = ctx;
+    j.req = req;
+    j.path = path;
+    j.plen = plen;
+    j.keepalive = keepalive;
+    j.out = out;
+    j.plan = plan;
     if (choose(ctx, req, e, &j.r) == 406) {
         fc_release(e);
         return http_error(ctx, req, 406, keepalive, VARY_LINE, sizeof VARY_LINE - 1, out,
