@@ -23,7 +23,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all build run test deps deps-test unit integration asan asan-test fuzz clean demo bench-coro
+.PHONY: all build run test deps deps-test unit integration asan asan-test fuzz clean demo bench-coro bench-static
 all: build
 
 build: build/herd demo
@@ -133,6 +133,15 @@ build/bench/coro_yield: bench/coro_yield.c $(LIB_OBJS)
 
 bench-coro: build/bench/coro_yield
 	taskset -c 0 build/bench/coro_yield
+
+# The handler's cost of a warm static request, sidecars included (not part
+# of `make test`).
+build/bench/static_handle: bench/static_handle.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
+
+bench-static: build/bench/static_handle
+	taskset -c 0 build/bench/static_handle
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -136,7 +136,8 @@ static int apply_flags(const struct invocation *inv, struct serve_config *cfg)
 
 /* Settings = defaults, then the config file, then the flags (a --listen
  * flag replaces the file's listen lines, a --status-allow flag its
- * status-allow lines). Returns 0; or -1 with a reason in
+ * status-allow lines, and so do --cache-control, --expires and
+ * --error-page). Returns 0; or -1 with a reason in
  * err; or 2 when a flag was wrong (already reported on stderr). */
 static int build_config(const struct invocation *inv, struct serve_config *cfg, char *err,
                         size_t errlen)
@@ -149,6 +150,12 @@ static int build_config(const struct invocation *inv, struct serve_config *cfg, 
             cfg->nlisten = 0;
         else if (!strncmp(inv->argv[i], "--status-allow", 14))
             memset(&cfg->status_allow, 0, sizeof cfg->status_allow);
+        else if (!strncmp(inv->argv[i], "--cache-control", 15))
+            cfg->http.cache.ncc = 0;
+        else if (!strncmp(inv->argv[i], "--expires", 9))
+            cfg->http.cache.nexp = 0;
+        else if (!strncmp(inv->argv[i], "--error-page", 12))
+            cfg->http.error_pages.n = 0;
     if (apply_flags(inv, cfg) >= 0)
         return 2;
     return config_finish(cfg, err, errlen);

@@ -54,9 +54,12 @@ struct filecache *fc_create(const char *docroot, const struct filecache_limits *
 
 int fc_root_fd(const struct filecache *fc) { return fc->root_fd; }
 
-static uint32_t hash_path(const char *p, size_t len)
+#define HASH_SEED 2166136261u
+
+/* FNV-1a, continued from h: the hash of a name in two pieces is the hash
+ * of the whole. */
+static uint32_t hash_more(uint32_t h, const char *p, size_t len)
 {
-    uint32_t h = 2166136261u;
     for (size_t i = 0; i < len; i++)
         h = (h ^ (uint8_t)p[i]) * 16777619u;
     return h;
@@ -210,32 +213,30 @@ static int open_regular(struct filecache *fc, const char *rel, struct stat *st)
     return fd;
 }
 
-int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
-              struct fc_entry **out)
+/* The entry whose path is a[0..alen) followed by b[0..blen), or NULL. */
+static struct fc_entry *find(struct filecache *fc, const char *a, size_t alen, const char *b,
+                             size_t blen, uint32_t h)
 {
-    if (len == 0) {
-        rel = ".";
-        len = 1;
-    }
-    if (len > 4000)
-        return -ENAMETOOLONG;
-    uint32_t h = hash_path(rel, len);
     struct fc_entry *e = fc->buckets[h & (FC_BUCKETS - 1)];
-    while (e && !(e->hash == h && e->path_len == len && memcmp(e->path, rel, len) == 0))
+    while (e && !(e->hash == h && e->path_len == alen + blen && memcmp(e->path, a, alen) == 0 &&
+                  (blen == 0 || memcmp(e->path + alen, b, blen) == 0)))
         e = e->hnext;
-    if (e && e->checked == now) {
-        if (fc->lru.lnext != e) {
-            lru_unlink(e);
-            lru_push_front(fc, e);
-        }
-        fc_ref(e);
-        *out = e;
-        return 0;
-    }
+    return e;
+}
 
-    /* openat2 needs a NUL-terminated name; rel points into a request. */
-    char name[4096];
-    memcpy(name, rel, len);
+/* Opens a+b (again) and replaces the stale entry e (or NULL) when the file
+ * changed. Kept out of line: only this slow path needs the name buffer, and
+ * coroutine stacks are small. */
+__attribute__((noinline)) static int reopen(struct filecache *fc, struct fc_entry *e,
+                                            const char *a, size_t alen, const char *b,
+                                            size_t blen, uint32_t h, time_t now,
+                                            struct fc_entry **out)
+{
+    /* openat2 needs a NUL-terminated name; a points into a request. */
+    char name[FC_PATH_MAX + 1];
+    size_t len = alen + blen;
+    memcpy(name, a, alen);
+    memcpy(name + alen, b, blen);
     name[len] = '\0';
     struct stat st;
     int fd = open_regular(fc, name, &st);
@@ -258,6 +259,55 @@ int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
     table_insert(fc, e);
     *out = e; /* the creation reference becomes the caller's */
     return 0;
+}
+
+static int lookup(struct filecache *fc, const char *a, size_t alen, const char *b, size_t blen,
+                  time_t now, struct fc_entry **out)
+{
+    if (alen + blen > FC_PATH_MAX)
+        return -ENAMETOOLONG;
+    uint32_t h = hash_more(hash_more(HASH_SEED, a, alen), b, blen);
+    struct fc_entry *e = find(fc, a, alen, b, blen, h);
+    if (e && e->checked == now) {
+        if (fc->lru.lnext != e) {
+            lru_unlink(e);
+            lru_push_front(fc, e);
+        }
+        fc_ref(e);
+        *out = e;
+        return 0;
+    }
+    return reopen(fc, e, a, alen, b, blen, h, now, out);
+}
+
+int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
+              struct fc_entry **out)
+{
+    if (len == 0) {
+        rel = ".";
+        len = 1;
+    }
+    return lookup(fc, rel, len, "", 0, now, out);
+}
+
+int fc_lookup_suffixed(struct filecache *fc, const char *rel, size_t len, const char *suffix,
+                       size_t slen, time_t now, struct fc_entry **out)
+{
+    return lookup(fc, rel, len, suffix, slen, now, out);
+}
+
+struct fc_entry *fc_memory_entry(char *data, size_t len)
+{
+    struct fc_entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        free(data);
+        return NULL;
+    }
+    e->refs = 1;
+    e->fd = -1;
+    e->data = data;
+    e->size = (off_t)len;
+    return e;
 }
 
 int fc_is_dir(struct filecache *fc, const char *rel, size_t len)

@@ -18,6 +18,8 @@
 
 struct filecache;
 
+#define FC_PATH_MAX 4000 /* longest rel fc_lookup accepts */
+
 struct fc_entry {
     struct fc_entry *hnext, *lprev, *lnext; /* hash chain, LRU list */
     uint32_t hash;
@@ -30,6 +32,8 @@ struct fc_entry {
     dev_t dev;
     ino_t ino;
     time_t checked;    /* wall second of the last revalidation */
+    time_t codings_checked; /* http/sidecar.c: wall second codings was found */
+    uint8_t codings;   /* http/sidecar.c: sidecars that exist (1 << CODING_*) */
     char *data;        /* the body of a small file, or NULL */
     const char *etag;  /* points into hdr */
     const char *last_modified;
@@ -59,8 +63,25 @@ int fc_root_fd(const struct filecache *fc);
 int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
               struct fc_entry **out);
 
+/* The same for rel[0..len) followed by suffix[0..slen): "app.css" + ".gz",
+ * without building the name on the warm path. */
+int fc_lookup_suffixed(struct filecache *fc, const char *rel, size_t len, const char *suffix,
+                       size_t slen, time_t now, struct fc_entry **out);
+
 static inline void fc_ref(struct fc_entry *e) { e->refs++; }
 void fc_release(struct fc_entry *e);
+
+/* The "Content-Type: ...\r\n" line at the start of e->hdr. */
+static inline size_t fc_type_line_len(const struct fc_entry *e)
+{
+    return (size_t)(e->last_modified - (sizeof "Last-Modified: " - 1) - e->hdr);
+}
+
+/* An entry outside the table that carries a generated body (a directory
+ * listing) to the driver like a small file: it owns data (malloc'd, len
+ * bytes) and frees it on its last fc_release. NULL when out of memory (data
+ * is freed then too). */
+struct fc_entry *fc_memory_entry(char *data, size_t len);
 
 /* 1 when rel is a directory below the docroot (used for 403 vs 404). */
 int fc_is_dir(struct filecache *fc, const char *rel, size_t len);

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "http/cacherule.h"
+#include "http/errorpage.h"
 #include "http/filecache.h"
 #include "http/parser.h"
 #include "http/response.h"
@@ -15,7 +17,11 @@ struct http_config {
     uint64_t max_body_size;
     uint32_t keepalive_requests;
     uint8_t serve_dotfiles;
+    uint8_t no_precompressed; /* do not look for file.br / .zst / .gz */
+    uint8_t autoindex;      /* list directories that have no index.html */
     char status_path[64];   /* "" when the status page is off */
+    struct cache_rules cache;
+    struct error_pages error_pages;
 };
 
 /* Writes the live counters (format 0 JSON, 1 Prometheus, 2 table) into buf;

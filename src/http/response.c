@@ -40,6 +40,7 @@ static const struct status_text statuses[] = {
     S(403, "Forbidden"),
     S(404, "Not Found"),
     S(405, "Method Not Allowed"),
+    S(406, "Not Acceptable"),
     S(408, "Request Timeout"),
     S(413, "Content Too Large"),
     S(414, "URI Too Long"),
@@ -54,13 +55,21 @@ static const struct status_text statuses[] = {
 };
 #undef S
 
-static const struct status_text *status_of(unsigned code)
+static const struct status_text *find_status(unsigned code)
 {
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
         if (statuses[i].code == code)
             return &statuses[i];
-    return &statuses[13]; /* 500 */
+    return NULL;
 }
+
+static const struct status_text *status_of(unsigned code)
+{
+    const struct status_text *s = find_status(code);
+    return s ? s : find_status(500);
+}
+
+int resp_status_known(unsigned status) { return find_status(status) != NULL; }
 
 const char *resp_reason(unsigned status)
 {
@@ -95,6 +104,12 @@ void resp_finish(struct http_out *out, int minor, int keepalive)
         PUT_LIT(out, "\r\n");
 }
 
+void resp_error_headers(struct http_out *out, unsigned status)
+{
+    if (status == 405)
+        PUT_LIT(out, "Allow: GET, HEAD\r\n");
+}
+
 /* Error bodies are built once, before main, so threads only ever read them. */
 #define NSTATUS (sizeof statuses / sizeof statuses[0])
 static char error_bodies[NSTATUS][320];
@@ -124,13 +139,20 @@ static const char *error_body(unsigned status, uint32_t *len)
 void resp_error(struct http_out *out, struct http_plan *plan, unsigned status, int minor,
                 int keepalive, int head_only)
 {
+    resp_error_with(out, plan, status, minor, keepalive, head_only, NULL, 0);
+}
+
+void resp_error_with(struct http_out *out, struct http_plan *plan, unsigned status, int minor,
+                     int keepalive, int head_only, const char *extra, size_t extra_len)
+{
     uint32_t blen;
     const char *body = error_body(status, &blen);
     plan->head_off = (uint32_t)out->len;
     resp_status(out, status);
     PUT_LIT(out, "Content-Type: text/html; charset=utf-8\r\n");
-    if (status == 405)
-        PUT_LIT(out, "Allow: GET, HEAD\r\n");
+    resp_error_headers(out, status);
+    if (extra_len)
+        put(out, extra, extra_len);
     resp_content_length(out, blen);
     resp_finish(out, minor, keepalive);
     plan->head_len = (uint32_t)(out->len - plan->head_off);

@@ -46,10 +46,19 @@ void resp_content_length(struct http_out *out, uint64_t n);
 void resp_finish(struct http_out *out, int minor, int keepalive);
 
 const char *resp_reason(unsigned status);
+/* 1 when status is one herd has a reason phrase (and error page) for. */
+int resp_status_known(unsigned status);
+
+/* Lines an error response of this status always carries besides the
+ * common ones (405: Allow). */
+void resp_error_headers(struct http_out *out, unsigned status);
 
 /* A complete error response with a small HTML body. */
 void resp_error(struct http_out *out, struct http_plan *plan, unsigned status, int minor,
                 int keepalive, int head_only);
+/* The same with extra header lines (each ending in CRLF), e.g. a Vary. */
+void resp_error_with(struct http_out *out, struct http_plan *plan, unsigned status, int minor,
+                     int keepalive, int head_only, const char *extra, size_t extra_len);
 
 /* Appends the decimal form of n; returns its length. */
 size_t fmt_u64(char *p, uint64_t n);

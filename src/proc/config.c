@@ -43,6 +43,18 @@ const char config_help[] =
     "  --daemon                 detach from the terminal\n"
     "  --user NAME, --group NAME  drop privileges after binding (when root)\n"
     "  --serve-dotfiles         serve names starting with '.' (default: 404)\n"
+    "  --no-precompressed       do not serve FILE.br, FILE.zst or FILE.gz in place of\n"
+    "                           FILE when Accept-Encoding allows (default: on)\n"
+    "  --cache-control MATCH=VALUE  Cache-Control for files whose path ends with\n"
+    "                           MATCH's *SUFFIX or starts with its /PREFIX (e.g.\n"
+    "                           '*.css=public, max-age=31536000, immutable');\n"
+    "                           repeatable, the longest MATCH wins\n"
+    "  --expires MATCH=DUR      Expires (Date + DUR) and max-age=DUR for matching\n"
+    "                           files (DUR 0 to 87600h); repeatable, longest wins\n"
+    "  --error-page CODE=/PATH  answer error CODE (404, 403...) with the file PATH\n"
+    "                           below the docroot; repeatable\n"
+    "  --autoindex              list directories that have no index.html (HTML,\n"
+    "                           at most 10000 entries)\n"
     "  --keepalive-requests N   requests per connection (default 10000)\n"
     "  --max-header-size SIZE   request line and headers (default 8k)\n"
     "  --max-body-size SIZE     request body read and discarded, else 413 (default 1m)\n"
@@ -85,6 +97,7 @@ enum kind {
     K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
     K_PX_UNDERSCORES,
     K_THREADS, K_CORO_STACK, K_STATUS_ALLOW, K_ERROR_LOG, K_BODY_TO, K_BODY_RATE,
+    K_NO_PRECOMPRESSED, K_CACHE_CONTROL, K_EXPIRES, K_ERROR_PAGE, K_AUTOINDEX,
 };
 
 static const struct {
@@ -106,6 +119,11 @@ static const struct {
     {"user", K_USER, 1},
     {"group", K_GROUP, 1},
     {"serve-dotfiles", K_DOTFILES, 0},
+    {"no-precompressed", K_NO_PRECOMPRESSED, 0},
+    {"cache-control", K_CACHE_CONTROL, 1},
+    {"expires", K_EXPIRES, 1},
+    {"error-page", K_ERROR_PAGE, 1},
+    {"autoindex", K_AUTOINDEX, 0},
     {"keepalive-requests", K_KA_REQS, 1},
     {"max-header-size", K_MAX_HDR, 1},
     {"max-body-size", K_MAX_BODY, 1},
@@ -431,6 +449,18 @@ int config_set(struct serve_config *cfg, const char *name, const char *v, char *
     case K_DOTFILES:
         cfg->http.serve_dotfiles = 1;
         return 0;
+    case K_NO_PRECOMPRESSED:
+        cfg->http.no_precompressed = 1;
+        return 0;
+    case K_AUTOINDEX:
+        cfg->http.autoindex = 1;
+        return 0;
+    case K_CACHE_CONTROL:
+        return cache_rule_add(&cfg->http.cache, 0, v, err, errlen);
+    case K_EXPIRES:
+        return cache_rule_add(&cfg->http.cache, 1, v, err, errlen);
+    case K_ERROR_PAGE:
+        return error_page_add(&cfg->http.error_pages, v, err, errlen);
     case K_KA_REQS:
         if (unit_count(v, 1, UINT32_MAX, &n) < 0)
             goto bad;

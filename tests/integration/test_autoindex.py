@@ -1,0 +1,159 @@
+"""--autoindex: a directory without index.html gets an HTML listing; names
+HTML-escaped in text and percent-encoded in links (following every link
+gives the file), sorted, directories with a trailing slash, size and mtime,
+dotfiles hidden unless --serve-dotfiles, symlinks leaving the docroot left
+out; bounded to 10000 entries with a note; off by default (403)."""
+
+import html.parser
+import os
+import shutil
+import tempfile
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from herdtest import build_request, check_error, get_req
+
+FIXED = 1700000000                      # 2023-11-14 22:13:20 UTC
+NAMES = {
+    "<script>&\"'.txt": b"xss\n",
+    "a file with spaces.txt": b"spaces\n",
+    "caf\u00e9 \u65e5\u672c.txt": b"utf-8\n",
+    "100%.txt": b"percent\n",
+    "q?x#y.txt": b"query and fragment\n",
+    "c:colon.txt": b"colon\n",
+    "Zed.txt": b"capital\n",
+    "plus+amp&.txt": b"plus\n",
+}
+
+
+class Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self._href, self.texts = [], None, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._href = dict(attrs)["href"]
+
+    def handle_data(self, data):
+        if self._href is not None:
+            self.links.append((self._href, data))
+            self._href = None
+
+
+def links_of(body):
+    p = Links()
+    p.feed(body.decode("utf-8"))
+    return [(h, t) for h, t in p.links if h != "../"]
+
+
+@pytest.fixture
+def root(tmp_path, tmp_path_factory):
+    r = tmp_path / "www"
+    d = r / "d"
+    d.mkdir(parents=True)
+    for name, data in NAMES.items():
+        (d / name).write_bytes(data)
+        os.utime(d / name, (FIXED, FIXED))
+    (d / "sub").mkdir()
+    (d / "sub" / "inner.txt").write_bytes(b"inner\n")
+    (d / ".hidden").write_bytes(b"dot\n")
+    (d / ".hiddendir").mkdir()
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.txt").write_bytes(b"secret\n")
+    os.symlink(outside / "secret.txt", d / "escape.txt")
+    os.symlink("Zed.txt", d / "link-to-zed.txt")
+    os.mkfifo(d / "a-fifo")
+    (r / "withindex").mkdir()
+    (r / "withindex" / "index.html").write_bytes(b"<p>the index</p>\n")
+    (r / "withindex" / "other.txt").write_bytes(b"x\n")
+    return r
+
+
+def test_listing_escapes_sorts_and_links(server, root):
+    srv = server("--autoindex", docroot=root)
+    r = srv.get("/d/")
+    assert r.status == 200
+    assert r.get("content-type") == "text/html; charset=utf-8"
+    assert int(r.get("content-length")) == len(r.body)
+    body = r.body
+    assert b"<script>" not in body and b"\"'.txt" not in body
+    assert b"&lt;script&gt;&amp;&quot;&#39;.txt" in body
+    assert b"<title>Index of /d/</title>" in body
+    links = links_of(body)
+    texts = [t for _, t in links]
+    want = sorted(list(NAMES) + ["sub/", "link-to-zed.txt"], key=lambda s: s.encode())
+    assert texts == want
+    for href, text in links:
+        assert not any(ch in href for ch in "<>\"' ?#&:"), href
+        assert urllib.parse.unquote(href) == text
+    assert b"hidden" not in body and b"escape.txt" not in body and b"a-fifo" not in body
+    # every link leads to the file it names
+    for href, text in links:
+        got = srv.get("/d/" + href)
+        if text.endswith("/"):
+            assert got.status == 200 and b"Index of /d/sub/" in got.body
+        elif text == "link-to-zed.txt":
+            assert got.body == NAMES["Zed.txt"]
+        else:
+            assert got.status == 200 and got.body == NAMES[text], text
+
+
+def test_rows_have_size_and_date(server, root):
+    srv = server("--autoindex", docroot=root)
+    body = srv.get("/d/").body.decode()
+    row = next(l for l in body.splitlines() if ">Zed.txt<" in l)
+    assert "<td>2023-11-14 22:13</td><td>8</td>" in row, row
+    row = next(l for l in body.splitlines() if ">sub/<" in l)
+    assert row.endswith("<td>-</td></tr>"), row
+    assert '<a href="../">../</a>' in body
+    top = srv.get("/").body.decode()
+    assert '<a href="d/">d/</a>' in top and 'href="../"' not in top
+
+
+def test_dotfiles_shown_with_serve_dotfiles(server, root):
+    srv = server("--autoindex", "--serve-dotfiles", docroot=root)
+    texts = [t for _, t in links_of(srv.get("/d/").body)]
+    assert ".hidden" in texts and ".hiddendir/" in texts
+
+
+def test_index_wins_and_default_is_off(server, root):
+    srv = server("--autoindex", docroot=root)
+    r = srv.get("/withindex/")
+    assert r.status == 200 and r.body == b"<p>the index</p>\n"
+    r = srv.get("/d")
+    assert r.status == 301 and r.get("location") == "/d/"
+    off = server(docroot=root)
+    check_error(off.get("/d/"), 403)
+
+
+def test_head_and_keepalive(server, root):
+    srv = server("--autoindex", docroot=root)
+    with srv.connect() as c:
+        c.send(get_req("/d/") + build_request("HEAD", "/d/") + get_req("/d/Zed.txt"))
+        g = c.read_response()
+        h = c.read_response("HEAD")
+        z = c.read_response()
+    assert g.status == 200 and h.status == 200 and h.body == b""
+    assert h.get("content-length") == g.get("content-length")
+    assert z.body == NAMES["Zed.txt"]
+
+
+def test_big_directory_is_bounded(server):
+    """12000 entries: the first 10000 in name order, then a note."""
+    base = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    try:
+        big = base / "www" / "big"
+        big.mkdir(parents=True)
+        for i in range(12000):
+            (big / f"n{(i * 7) % 12000:05d}.txt").touch()
+        srv = server("--autoindex", docroot=base / "www")
+        r = srv.get("/big/")
+        assert r.status == 200 and len(r.body) <= 2 * 1024 * 1024
+        texts = [t for _, t in links_of(r.body)]
+        assert texts == [f"n{i:05d}.txt" for i in range(10000)]
+        assert b"<p>2000 more entries not listed.</p>" in r.body
+    finally:
+        shutil.rmtree(base)
