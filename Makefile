@@ -23,7 +23,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all build run test deps deps-test unit integration asan asan-test fuzz clean demo bench-coro bench-static
+.PHONY: all build run test deps deps-test unit diff integration asan asan-test fuzz clean demo bench-coro bench-static
 all: build
 
 build: build/herd demo
@@ -59,7 +59,7 @@ deps-test:
 	@sh scripts/deps.sh test
 
 # ---- tests ----
-test: deps-test build unit integration asan-test fuzz
+test: deps-test build unit diff integration asan-test fuzz
 	@echo "make test: all passed"
 
 build/unit/%: tests/unit/%.c $(LIB_OBJS) tests/unit/unit.h
@@ -90,6 +90,17 @@ integration: build/herd demo
 	  echo "integration: $$args"; \
 	  HERD_ARGS="$$args" timeout 900 $(PYTEST) -m "$$sel" $(PART1) || exit 1; \
 	done
+
+# The differential test: herd's parsers against h11 on generated messages
+# (tests/diff). Its driver is built with ASan and UBSan: every input is
+# hostile by design. HERD_DIFF_SEED and HERD_DIFF_CASES change the run.
+DIFF_BIN := build-asan/diff/verdict
+$(DIFF_BIN): tests/diff/verdict.c $(ASAN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -MMD -MP -o $@ $< $(ASAN_LIB) $(LDLIBS)
+
+diff: $(DIFF_BIN)
+	HERD_VERDICT=$(DIFF_BIN) timeout 300 $(PYTEST) -s tests/diff
 
 asan: build-asan/herd
 
@@ -146,4 +157,4 @@ bench-static: build/bench/static_handle
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(OBJS:.o=.d) $(ASAN_OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(DIFF_BIN).d

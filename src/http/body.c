@@ -6,7 +6,8 @@ enum {
     B_DONE = 0,
     B_LENGTH,       /* Content-Length data */
     B_SIZE,         /* chunk-size hex digits */
-    B_SIZE_OWS,     /* OWS after the size or an extension: ';' or CR next */
+    B_SIZE_WS,      /* OWS after the size: only CR may follow */
+    B_SIZE_OWS,     /* OWS after an extension: ';' or CR next */
     B_EXT_NAME0,    /* OWS after ';', then the first name character */
     B_EXT_NAME,     /* extension name */
     B_EXT_EQ_OWS,   /* OWS after '=', then the value */
@@ -92,9 +93,21 @@ static int chunk_line_byte(struct body_skip *b, char c, uint64_t max)
         }
         if (!b->digits)
             return BODY_ERROR;
-        b->state = B_SIZE_OWS; /* this byte is the first after the digits */
+        if (c == ';') {
+            b->state = B_EXT_NAME0;
+            return 0;
+        }
+        b->state = B_SIZE_WS; /* this byte is the first after the digits */
         __attribute__((fallthrough));
     }
+    case B_SIZE_WS:
+        /* "5 ;a" is BWS to RFC 9112 but an error to h11 and other strict
+         * parsers: refused, so no two parsers split a stream differently. */
+        if (c == '\r')
+            b->state = B_SIZE_LF;
+        else if (!ows(c))
+            return BODY_ERROR;
+        return 0;
     case B_SIZE_OWS:
         if (c == ';')
             b->state = B_EXT_NAME0;
@@ -154,6 +167,31 @@ static int chunk_line_byte(struct body_skip *b, char c, uint64_t max)
     return BODY_ERROR;
 }
 
+/* Framing fields have no place in a trailer (RFC 9110 6.5.1). h11 rejects
+ * a trailer Content-Length it cannot parse and a Transfer-Encoding other than
+ * chunked; herd drops trailers anyway, so it refuses both names outright. */
+static const char framing_name[2][18] = {"content-length", "transfer-encoding"};
+
+/* While a trailer name is read, b->line counts its bytes and b->digits has
+ * a bit for each framing name it still matches; c is its next byte. */
+static void match_framing_name(struct body_skip *b, char c)
+{
+    for (int i = 0; i < 2; i++)
+        if (b->line >= sizeof framing_name[i] || (c | 0x20) != framing_name[i][b->line])
+            b->digits &= (uint8_t)~(1u << i);
+    if (b->line < sizeof framing_name[0])
+        b->line++;
+}
+
+static int is_framing_name(const struct body_skip *b)
+{
+    for (int i = 0; i < 2; i++)
+        if ((b->digits >> i & 1) && b->line < sizeof framing_name[i] &&
+            framing_name[i][b->line] == '\0')
+            return 1;
+    return 0;
+}
+
 /* One byte of the trailer section or of the final CRLF. */
 static int trailer_byte(struct body_skip *b, char c)
 {
@@ -162,18 +200,27 @@ static int trailer_byte(struct body_skip *b, char c)
     b->trailer--;
     switch (b->state) {
     case B_TRAILER:
-        if (c == '\r')
+        if (c == '\r') {
             b->state = B_LAST_LF;
-        else if (tchar(c))
+        } else if (tchar(c)) {
             b->state = B_TRAILER_NAME;
-        else
+            b->line = 0;
+            b->digits = 3;
+            match_framing_name(b, c);
+        } else {
             return BODY_ERROR; /* obs-fold, a bare LF, or a bad name */
+        }
         return 0;
     case B_TRAILER_NAME:
-        if (c == ':')
+        if (c == ':') {
+            if (is_framing_name(b))
+                return BODY_ERROR;
             b->state = B_TRAILER_VALUE;
-        else if (!tchar(c))
+        } else if (tchar(c)) {
+            match_framing_name(b, c);
+        } else {
             return BODY_ERROR;
+        }
         return 0;
     case B_TRAILER_VALUE:
         if (c == '\r')

@@ -7,10 +7,14 @@
  *
  * What chunked framing may hold, and nothing else:
  *   chunk-size    1 to 16 hex digits (no overflow; leading zeros count)
- *   chunk-ext     *( OWS ";" OWS token [ OWS "=" OWS ( token / quoted-string ) ] )
- *                 OWS; the whole chunk line at most BODY_CHUNK_LINE_MAX
+ *   chunk-ext     *( ";" OWS token [ "=" OWS ( token / quoted-string ) ] OWS )
+ *                 right after the digits: RFC 9112's BWS before the first ';'
+ *                 (an error to h11) and before '=' is refused; OWS alone may
+ *                 end the size;
+ *                 the whole chunk line at most BODY_CHUNK_LINE_MAX
  *   line ends     CRLF only: a bare LF or CR anywhere is an error
  *   trailers      field lines as in a head (token ":" OWS value), no obs-fold,
+ *                 no Content-Length or Transfer-Encoding field,
  *                 the section at most max_trailer bytes
  * Every byte of a chunked body, framing included, counts toward the size
  * cap. */
@@ -29,9 +33,10 @@ enum { BODY_ERROR = -1, BODY_TOO_LARGE = -2 };
 struct body_skip {
     uint64_t left;        /* data bytes still to come: of the body, or of this chunk */
     uint64_t total;       /* chunked: every byte so far, framing included */
-    uint16_t line;        /* bytes of the current chunk line */
+    uint16_t line;        /* bytes of the current chunk line (of a trailer name) */
     uint8_t state;        /* 0: no body, or it ended; see body.c */
-    uint8_t digits;       /* hex digits of the current chunk-size */
+    uint8_t digits;       /* hex digits of the current chunk-size (in trailers:
+                             the framing names the trailer name may still be) */
     uint32_t trailer;     /* bytes left for the trailer section */
 };
 

@@ -278,6 +278,17 @@ static int parse_request_line(const char *p, const char *eol, struct http_reques
     return 0;
 }
 
+/* Does h, the last header parsed, have the value of the first header of
+ * its name? */
+static int same_as_first(const struct http_request *req, const struct http_header *h)
+{
+    const struct http_header *f = req->headers;
+    while (f < h && !(f->name.len == h->name.len &&
+                      strncasecmp(f->name.p, h->name.p, h->name.len) == 0))
+        f++;
+    return f->value.len == h->value.len && memcmp(f->value.p, h->value.p, h->value.len) == 0;
+}
+
 /* Records a header the server acts on; rejects conflicting framing. */
 static int note_header(struct http_request *req, const struct http_header *h,
                        int *host_seen, int *te_seen)
@@ -316,7 +327,9 @@ static int note_header(struct http_request *req, const struct http_header *h,
             int64_t cl;
             if (parse_content_length(&h->value, &cl) < 0)
                 return -1;
-            if (req->content_length >= 0 && req->content_length != cl)
+            /* A repeat must be byte for byte the same: "5" then "05" is
+             * one length to us but two framings to h11 and its kind. */
+            if (req->content_length >= 0 && !same_as_first(req, h))
                 return -1;
             req->content_length = cl;
         }

@@ -227,6 +227,7 @@ int upstream_parse_response(const char *buf, size_t len, size_t max_head,
             return HTTP_PARSE_ERROR;
     r->conn_close = r->minor == 0;
     int te_seen = 0;
+    const struct http_str *cl_first = NULL;
     for (p = next;;) {
         eol = line_end(p, end, &next);
         if (!eol)
@@ -252,10 +253,14 @@ int upstream_parse_response(const char *buf, size_t len, size_t max_head,
         h->name = (struct http_str){p, (uint32_t)(colon - p)};
         h->value = (struct http_str){v, (uint32_t)(ve - v)};
         if (is(&h->name, "content-length")) {
+            /* a repeat must be the same bytes: "5" then "05" are two
+             * framings to a stricter parser on the client's side */
             int64_t cl;
             if (parse_length(&h->value, &cl) < 0 ||
-                (r->content_length >= 0 && r->content_length != cl))
+                (cl_first && (cl_first->len != h->value.len ||
+                              memcmp(cl_first->p, h->value.p, h->value.len) != 0)))
                 return HTTP_PARSE_ERROR;
+            cl_first = cl_first ? cl_first : &h->value;
             r->content_length = cl;
         } else if (is(&h->name, "transfer-encoding")) {
             if (te_seen++ || !is(&h->value, "chunked"))

@@ -235,7 +235,7 @@ class Backend:
         if path.endswith("/chunkext"):
             s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n")
             if not head_only:
-                s.sendall(b"005;name=\"v;1\"\r\nhello\r\n8 ; ext\r\n chunked\r\n"
+                s.sendall(b"005;name=\"v;1\"\r\nhello\r\n8; ext \r\n chunked\r\n"
                           b"6;a=b;c\r\n world\r\n0;end=1\r\nX-Sum: 1f2e\r\nX-Other: x\r\n\r\n")
             return True
         if path.endswith("/chunkbig"):

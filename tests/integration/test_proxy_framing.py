@@ -64,7 +64,9 @@ def hidden(n=16):
 
 
 # Chunked bodies that end early for the lenient upstream, the hidden request
-# after that end. RFC 9112 forbids each one: the proxy answers 400.
+# after that end. RFC 9112 forbids each one (a framing field in a trailer:
+# RFC 9110 6.5.1, and h11 refuses the ones it cannot use): the proxy
+# answers 400.
 MALFORMED = {
     "LF after chunk data": b"5\r\nhello\n0\r\n\r\n" + hidden(),
     "LF after the size": b"5\nhello\r\n0\n\r\n" + hidden(),
@@ -72,6 +74,7 @@ MALFORMED = {
     "30 hex digits": b"0" * 29 + b"5\r\nhello\r\n0\r\n\r\n" + hidden(),
     "bare CR in a trailer": b"5\r\nhello\r\n0\r\n\r" + hidden(),
     "trailer line without a colon": b"5\r\nhello\r\n0\r\nXX" + hidden(),
+    "a framing field in a trailer": b"5\r\nhello\r\n0\r\nX:" + hidden() + b"\r\n",
 }
 # Well-formed bodies with bytes a lenient upstream reads otherwise: trailers
 # (one holding the hidden request: the upstream takes "X:" as the CRLF
@@ -79,7 +82,7 @@ MALFORMED = {
 # reach the upstream.
 WELLFORMED = {
     "trailers with an embedded request":
-        b"5\r\nhello\r\n0\r\nX:" + hidden() + b"\r\n",
+        b"5\r\nhello\r\n0\r\nX:GET /smuggled HTTP/1.1\r\nHost: x\r\nX-Req-Id: evil\r\n\r\n\r\n",
     "extensions": b"5;a=\"b;c\";d\r\nhello\r\n0;e=f\r\n\r\n",
     "leading zeros": b"0000000000000005\r\nhello\r\n0\r\n\r\n",
 }

@@ -369,6 +369,9 @@ TEST(content_length)
     CHECK(PARSE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
                 &r) > 0);
     CHECK_EQ_INT(r.content_length, 5);
+    CHECK(PARSE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nX: 1\r\n"
+                "content-length:\t5 \r\nCONTENT-LENGTH: 5\r\n\r\n", &r) > 0);
+    CHECK_EQ_INT(r.content_length, 5);
 
     CHECK(PARSE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 999999999999999\r\n\r\n", &r) > 0);
     CHECK_EQ_INT(r.content_length, 999999999999999LL);
@@ -376,6 +379,21 @@ TEST(content_length)
     /* 1.0 may carry a body with Content-Length */
     CHECK(PARSE("POST / HTTP/1.0\r\nContent-Length: 3\r\n\r\n", &r) > 0);
     CHECK_EQ_INT(r.content_length, 3);
+}
+
+TEST(content_length_repeated_differently)
+{
+    /* Found by the differential against h11 (tests/diff): the same number
+     * spelt twice differently is two framings to h11, so it is an error. */
+    struct http_request r;
+    CHECK_EQ_INT(PARSE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+                       "Content-Length: 05\r\n\r\n", &r), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(r.error, 400);
+    CHECK_EQ_INT(PARSE("POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 0005\r\nX: y\r\n"
+                       "Content-Length: 5\r\n\r\n", &r), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(r.error, 400);
+    CHECK_EQ_INT(PARSE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n"
+                       "Content-Length: 00\r\n\r\n", &r), HTTP_PARSE_ERROR);
 }
 
 TEST(chunked)

@@ -229,6 +229,9 @@ TEST(response_rejects_malformed)
         "http/1.1 200 OK\r\n\r\n",
         "garbage\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        /* found by the differential against h11: equal numbers spelt apart */
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 05\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 007\r\nX: y\r\ncontent-length: 7\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
@@ -246,6 +249,10 @@ TEST(response_rejects_malformed)
         if (!CHECK_EQ_INT(upstream_parse_response(bad[i], strlen(bad[i]), 16384, &r),
                           HTTP_PARSE_ERROR))
             fprintf(stderr, "  accepted: %s\n", bad[i]);
+    /* the same bytes repeated are one length */
+    const char *same = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-length:  5\r\n\r\n";
+    CHECK_EQ_INT(upstream_parse_response(same, strlen(same), 16384, &r), (long)strlen(same));
+    CHECK_EQ_INT(r.content_length, 5);
     /* too many headers, and a head over max_head */
     char big[8192];
     size_t n = (size_t)snprintf(big, sizeof big, "HTTP/1.1 200 OK\r\n");
