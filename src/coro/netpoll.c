@@ -216,7 +216,7 @@ struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, i
     if (!co)
         return NULL;
     if (fd_claim(t, fd) < 0) {
-        free(co);
+        coro__free(co);
         return NULL;
     }
     co->thread = t;

@@ -203,7 +203,7 @@ static void finish(struct kthread *t, struct coro *co)
             coro__wake(j, 0);
     } else {
         coro_stack_put(&co->stack);
-        free(co);
+        coro__free(co);
     }
     if (__atomic_add_fetch(&s->nlive, -1, __ATOMIC_SEQ_CST) == 0 && s->started) {
         uint64_t one = 1;
@@ -367,6 +367,11 @@ void sched_destroy(struct sched *s)
         if (s->t[i].evfd > 0)
             close(s->t[i].evfd);
         free(s->t[i].heap);
+        while (s->t[i].spare) {
+            struct coro *co = s->t[i].spare;
+            s->t[i].spare = co->next;
+            free(co);
+        }
     }
     if (s->done_fd >= 0)
         close(s->done_fd);
@@ -382,11 +387,35 @@ int64_t sched_load(const struct sched *s, int i)
 
 uint64_t sched_steals(const struct sched *s) { return __atomic_load_n(&s->steals, __ATOMIC_RELAXED); }
 
+#define SPARE_MAX 256 /* finished records a thread keeps */
+
+/* Records are reused per thread: every keep-alive request on an idle
+ * connection spawns a coroutine, and malloc there would be one per request.
+ * A record freed on one thread and reused on another is fine: each list is
+ * only touched by its own thread (or, outside the threads, not at all). */
+void coro__free(struct coro *co)
+{
+    struct kthread *t = coro__self();
+    if (t && t->nspare < SPARE_MAX) {
+        co->next = t->spare;
+        t->spare = co;
+        t->nspare++;
+        return;
+    }
+    free(co);
+}
+
 struct coro *coro__new(coro_fn *fn, void *arg, int joinable)
 {
-    struct coro *co = calloc(1, sizeof *co);
-    if (!co)
+    struct kthread *t = coro__self();
+    struct coro *co = t ? t->spare : NULL;
+    if (co) {
+        t->spare = co->next;
+        t->nspare--;
+        memset(co, 0, sizeof *co);
+    } else if (!(co = calloc(1, sizeof *co))) {
         return NULL;
+    }
     co->fn = fn;
     co->arg = arg;
     co->joinable = (uint8_t)joinable;
@@ -401,7 +430,7 @@ struct coro *coro_spawn(struct sched *s, int thread, int joinable, coro_fn *fn, 
     if (!co)
         return NULL;
     if (give_stack(s, co) < 0) {
-        free(co);
+        coro__free(co);
         return NULL;
     }
     if (thread < 0 || thread >= s->n) {
@@ -439,7 +468,7 @@ void *coro_join(struct coro *co)
         coro__park(join_commit, co);
     void *r = co->result;
     coro_stack_put(&co->stack);
-    free(co);
+    coro__free(co);
     return r;
 }
 

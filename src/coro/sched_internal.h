@@ -69,6 +69,8 @@ struct kthread {
     int epfd, evfd;
     struct coro **heap;
     int nheap, heap_cap;
+    struct coro *spare;         /* finished coroutine records kept for reuse, */
+    uint32_t nspare;            /* so a keep-alive request spawns without malloc */
     int64_t load;
     int seen_stop;
     uint64_t ticks;
@@ -121,6 +123,8 @@ static inline void spin_lock(uint32_t *l)
 static inline void spin_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 /* sched.c */
+/* A coroutine record from this thread's spares (or malloc), and back. */
+void coro__free(struct coro *co);
 struct coro *coro__new(coro_fn *fn, void *arg, int joinable);
 void coro__runq_push(struct kthread *t, struct coro *co);
 /* Makes a parked coroutine runnable on the thread it parked on. */
