@@ -82,7 +82,12 @@ PART1 := $(addprefix tests/integration/,test_cli.py test_static.py \
 OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2
 PYTEST := python3 -m pytest -q -p no:cacheprovider
 
-integration: build/herd demo
+# An allocation counter the hot-path test preloads (tests/tools).
+build/malloc_count.so: tests/tools/malloc_count.c
+	@mkdir -p build
+	$(CC) -O2 -shared -fPIC -o $@ $<
+
+integration: build/herd demo build/malloc_count.so
 	timeout 1500 $(PYTEST) tests/integration
 	@for m in $(OTHER_MODELS); do \
 	  if [ $$m = iterative ]; then sel="not concurrency"; else sel=""; fi; \
