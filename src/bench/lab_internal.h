@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "bench/lab.h"
-#include "bench/load.h"
+#include "bench/load_run.h"
 
 enum lab_lat { LAT_P50, LAT_P90, LAT_P99, LAT_P999, LAT_MAX, LAT_MEAN, LAT_N };
 extern const char *const lab_lat_keys[LAT_N];   /* "p50", ..., the keys of herd load's JSON */
