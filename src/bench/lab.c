@@ -328,6 +328,41 @@ static int wait_quiet(const struct lab *lab)
     }
 }
 
+/* A good run's server and load figures: the differences of the samples
+ * around it, and herd load's own CPU time. */
+static void fill_point(struct lab_point *p, const struct sample *a, const struct sample *b,
+                       const struct rusage *ru)
+{
+    double hz = (double)lproc_hz();
+    p->wall_s = b->t - a->t;
+    p->user_s = (double)(b->u.utime - a->u.utime) / hz;
+    p->sys_s = (double)(b->u.stime - a->u.stime) / hz;
+    p->vcsw = b->u.vcsw >= a->u.vcsw ? b->u.vcsw - a->u.vcsw : 0;
+    p->ivcsw = b->u.ivcsw >= a->u.ivcsw ? b->u.ivcsw - a->u.ivcsw : 0;
+    p->nproc = b->u.nproc;
+    p->nthreads = b->u.nthreads;
+    if (a->have_net && b->have_net) {
+        p->overflows = b->overflows - a->overflows;
+        p->drops = b->drops - a->drops;
+    }
+    p->empty_wakeups = a->have_status && b->have_status ? b->wakeups - a->wakeups : -1;
+    p->srv_requests = a->have_status && b->have_status ? b->requests - a->requests : -1;
+    p->load_user_s = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6;
+    p->load_sys_s = (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+    p->foreign_pct = -1;
+    if (a->have_cores && b->have_cores && b->srv_total > a->srv_total &&
+        b->load_total > a->load_total) {
+        double srv = (double)(b->srv_task - a->srv_task) - (p->user_s + p->sys_s) * hz;
+        double load =
+            (double)(b->load_task - a->load_task) - (p->load_user_s + p->load_sys_s) * hz;
+        double fs = 100 * srv / (double)(b->srv_total - a->srv_total);
+        double fl = 100 * load / (double)(b->load_total - a->load_total);
+        p->foreign_pct = fs > fl ? fs : fl;
+        if (p->foreign_pct < 0)
+            p->foreign_pct = 0;
+    }
+}
+
 /* One measured run of herd load into p (attempt counts from 1). */
 static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka, int conc,
                         int attempt, struct lab_point *p)
@@ -385,32 +420,7 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
     if (!p->ok)
         return RUN_DONE;
 
-    double hz = (double)lproc_hz();
-    p->wall_s = b.t - a.t;
-    p->user_s = (double)(b.u.utime - a.u.utime) / hz;
-    p->sys_s = (double)(b.u.stime - a.u.stime) / hz;
-    p->vcsw = b.u.vcsw >= a.u.vcsw ? b.u.vcsw - a.u.vcsw : 0;
-    p->ivcsw = b.u.ivcsw >= a.u.ivcsw ? b.u.ivcsw - a.u.ivcsw : 0;
-    p->nproc = b.u.nproc;
-    p->nthreads = b.u.nthreads;
-    if (a.have_net && b.have_net) {
-        p->overflows = b.overflows - a.overflows;
-        p->drops = b.drops - a.drops;
-    }
-    p->empty_wakeups = a.have_status && b.have_status ? b.wakeups - a.wakeups : -1;
-    p->srv_requests = a.have_status && b.have_status ? b.requests - a.requests : -1;
-    p->load_user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-    p->load_sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-    p->foreign_pct = -1;
-    if (a.have_cores && b.have_cores && b.srv_total > a.srv_total && b.load_total > a.load_total) {
-        double srv = (double)(b.srv_task - a.srv_task) - (p->user_s + p->sys_s) * hz;
-        double load = (double)(b.load_task - a.load_task) - (p->load_user_s + p->load_sys_s) * hz;
-        double fs = 100 * srv / (double)(b.srv_total - a.srv_total);
-        double fl = 100 * load / (double)(b.load_total - a.load_total);
-        p->foreign_pct = fs > fl ? fs : fl;
-        if (p->foreign_pct < 0)
-            p->foreign_pct = 0;
-    }
+    fill_point(p, &a, &b, &ru);
     return RUN_DONE;
 }
 
