@@ -5,17 +5,12 @@
  * after; stop the server by PID. herd load runs as a child process so the
  * lab measures exactly what users run, and a crash in one run cannot take
  * the lab down. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,224 +44,12 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int mkdir_p(const char *path)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
 static void slug(char *out, size_t n, const char *label)
 {
     snprintf(out, n, "%s", label);
     for (char *p = out; *p; p++)
         if (*p == '/')
             *p = '-';
-}
-
-static int write_bytes(const char *path, const char *data, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0) {
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-        off += (size_t)w;
-    }
-    fchmod(fd, 0644);
-    return close(fd) < 0 ? -errno : 0;
-}
-
-/* The docroot: a 64-byte index.html (the anchors' file), 4k.bin, 1m.bin. */
-static int make_docroot(struct lab *lab, char *err, size_t errlen)
-{
-    static const char index_html[] = "<html><body>anchor: 64-byte index.html, HTTP test</body></html>\n";
-    _Static_assert(sizeof index_html - 1 == 64, "index.html is 64 bytes");
-    int rc = mkdir_p(lab->docroot);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot create %.200s: %s", lab->docroot, strerror(-rc));
-        return -1;
-    }
-    chmod(lab->docroot, 0755);
-    char path[700];
-    char *big = malloc(1 << 20);
-    if (!big) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    uint32_t x = 2463534242u; /* xorshift: incompressible, repeatable */
-    for (size_t i = 0; i < (1 << 20); i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        big[i] = (char)x;
-    }
-    struct { const char *name; const char *data; size_t len; } files[] = {
-        {"index.html", index_html, 64}, {"4k.bin", big, 4096}, {"1m.bin", big, 1 << 20},
-    };
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", lab->docroot, files[i].name);
-        rc = write_bytes(path, files[i].data, files[i].len);
-        if (rc < 0) {
-            snprintf(err, errlen, "cannot write %.200s: %s", path, strerror(-rc));
-            free(big);
-            return -1;
-        }
-    }
-    free(big);
-    struct stat st;
-    snprintf(path, sizeof path, "%s%s", lab->docroot, lab->cfg->path);
-    lab->body_bytes = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (int)st.st_size : -1;
-    return 0;
-}
-
-/* Run as root, nginx and h2o serve from a worker running as nobody: every
- * directory above the docroot must let others through. */
-static void check_docroot_reach(struct lab *lab)
-{
-    if (geteuid() != 0 || lab->nnotes >= 8)
-        return;
-    char buf[700];
-    snprintf(buf, sizeof buf, "%s", lab->docroot);
-    for (char *p = buf + strlen(buf); p > buf; p--) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        struct stat st;
-        if (*buf && stat(buf, &st) == 0 && !(st.st_mode & S_IXOTH)) {
-            lab->docroot_private = 1;
-            snprintf(lab->notes[lab->nnotes++], sizeof lab->notes[0],
-                     "%.150s is not searchable by other users, so nginx and h2o run their "
-                     "worker as root (`user root`) instead of dropping to nobody; no effect "
-                     "on speed", buf);
-            return;
-        }
-    }
-}
-
-/* ---------------------------------------------------------------- HTTP */
-
-/* One GET over a fresh connection to 127.0.0.1:port, Connection: close.
- * Returns the status code (body and its length in *body, *blen, inside
- * buf), or -errno. */
-static int http_get(int port, const char *path, int timeout_ms, char *buf, size_t cap,
-                    char **body, size_t *blen)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path,
-                     port);
-    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-        int e = errno ? errno : EIO;
-        close(fd);
-        return -e;
-    }
-    size_t got = 0;
-    for (;;) {
-        if (got + 1 >= cap)
-            break;
-        ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno == EAGAIN ? ETIMEDOUT : errno;
-            close(fd);
-            return -e;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    buf[got] = 0;
-    int status;
-    if (sscanf(buf, "HTTP/1.%*1d %3d", &status) != 1)
-        return -EPROTO;
-    char *b = strstr(buf, "\r\n\r\n");
-    *body = b ? b + 4 : buf + got;
-    *blen = (size_t)(buf + got - *body);
-    return status;
-}
-
-/* herd's status page: empty accept wakeups and requests, summed over the
- * workers. Returns 0, or -1 when it could not be read. */
-static int herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *master)
-{
-    char buf[65536], *body, err[128];
-    size_t blen;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int st = http_get(port, "/herd-status", 2000, buf, sizeof buf, &body, &blen);
-        if (st != 200)
-            continue;
-        struct json *j = json_parse(body, blen, err, sizeof err);
-        if (!j)
-            continue;
-        uint64_t w, r, m = 0;
-        int ok = json_get_u64(j, "empty_accept_wakeups", &w) == 0 &&
-                 json_get_u64(j, "requests", &r) == 0;
-        json_get_u64(j, "master_pid", &m);
-        json_free(j);
-        if (ok) {
-            *wakeups = (int64_t)w;
-            *requests = (int64_t)r;
-            if (master)
-                *master = (int64_t)m;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* A port nobody listens on right now: the kernel's pick for a bind to 0. */
-static int pick_port(void)
-{
-    for (int attempt = 0; attempt < 20; attempt++) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return -1;
-        struct sockaddr_in sa = {.sin_family = AF_INET};
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof sa;
-        int port = -1;
-        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-            getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-            port = ntohs(sa.sin_port);
-        close(fd);
-        if (port > 0) {
-            char buf[256], *b;
-            size_t bl;
-            if (http_get(port, "/", 200, buf, sizeof buf, &b, &bl) == -ECONNREFUSED)
-                return port;
-        }
-    }
-    return -1;
 }
 
 static void last_line(const char *path, char *out, size_t n)
@@ -316,7 +99,7 @@ static int wait_ready(struct lab *lab, struct lab_server *s, pid_t pid, const ch
                      *tail ? ": " : "", tail);
             return -1;
         }
-        int st = http_get(s->port, lab->cfg->path, 1000, buf, sizeof buf, &body, &blen);
+        int st = lab_http_get(s->port, lab->cfg->path, 1000, buf, sizeof buf, &body, &blen);
         if (st == 200)
             break;
         if (st >= 400) {
@@ -355,7 +138,7 @@ static int wait_ready(struct lab *lab, struct lab_server *s, pid_t pid, const ch
     }
     if (!strcmp(s->kind, "herd")) {
         int64_t w, r, master = 0;
-        if (herd_status(s->port, &w, &r, &master) < 0 || master != pid) {
+        if (lab_herd_status(s->port, &w, &r, &master) < 0 || master != pid) {
             snprintf(s->reason, sizeof s->reason, "its status page (/herd-status) %s",
                      master ? "names another master" : "cannot be read");
             return -1;
@@ -390,7 +173,7 @@ static void take_sample(const struct lab *lab, const struct lab_server *s, pid_t
     x->have_cores = lproc_core_ticks(lab->cfg->server_cpu, &x->srv_task, &x->srv_total) == 0 &&
                     lproc_core_ticks(lab->cfg->load_cpu, &x->load_task, &x->load_total) == 0;
     if (with_status && !strcmp(s->kind, "herd"))
-        x->have_status = herd_status(s->port, &x->wakeups, &x->requests, NULL) == 0;
+        x->have_status = lab_herd_status(s->port, &x->wakeups, &x->requests, NULL) == 0;
     x->t = now_s();
 }
 
@@ -545,6 +328,41 @@ static int wait_quiet(const struct lab *lab)
     }
 }
 
+/* A good run's server and load figures: the differences of the samples
+ * around it, and herd load's own CPU time. */
+static void fill_point(struct lab_point *p, const struct sample *a, const struct sample *b,
+                       const struct rusage *ru)
+{
+    double hz = (double)lproc_hz();
+    p->wall_s = b->t - a->t;
+    p->user_s = (double)(b->u.utime - a->u.utime) / hz;
+    p->sys_s = (double)(b->u.stime - a->u.stime) / hz;
+    p->vcsw = b->u.vcsw >= a->u.vcsw ? b->u.vcsw - a->u.vcsw : 0;
+    p->ivcsw = b->u.ivcsw >= a->u.ivcsw ? b->u.ivcsw - a->u.ivcsw : 0;
+    p->nproc = b->u.nproc;
+    p->nthreads = b->u.nthreads;
+    if (a->have_net && b->have_net) {
+        p->overflows = b->overflows - a->overflows;
+        p->drops = b->drops - a->drops;
+    }
+    p->empty_wakeups = a->have_status && b->have_status ? b->wakeups - a->wakeups : -1;
+    p->srv_requests = a->have_status && b->have_status ? b->requests - a->requests : -1;
+    p->load_user_s = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6;
+    p->load_sys_s = (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+    p->foreign_pct = -1;
+    if (a->have_cores && b->have_cores && b->srv_total > a->srv_total &&
+        b->load_total > a->load_total) {
+        double srv = (double)(b->srv_task - a->srv_task) - (p->user_s + p->sys_s) * hz;
+        double load =
+            (double)(b->load_task - a->load_task) - (p->load_user_s + p->load_sys_s) * hz;
+        double fs = 100 * srv / (double)(b->srv_total - a->srv_total);
+        double fl = 100 * load / (double)(b->load_total - a->load_total);
+        p->foreign_pct = fs > fl ? fs : fl;
+        if (p->foreign_pct < 0)
+            p->foreign_pct = 0;
+    }
+}
+
 /* One measured run of herd load into p (attempt counts from 1). */
 static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka, int conc,
                         int attempt, struct lab_point *p)
@@ -572,7 +390,7 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
         return RUN_INTERRUPTED;
     /* The status page last: its own request must not land in the window. */
     if (!strcmp(s->kind, "herd"))
-        b.have_status = herd_status(s->port, &b.wakeups, &b.requests, NULL) == 0;
+        b.have_status = lab_herd_status(s->port, &b.wakeups, &b.requests, NULL) == 0;
 
     p->done = 1;
     p->ok = 0;
@@ -602,32 +420,7 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
     if (!p->ok)
         return RUN_DONE;
 
-    double hz = (double)lproc_hz();
-    p->wall_s = b.t - a.t;
-    p->user_s = (double)(b.u.utime - a.u.utime) / hz;
-    p->sys_s = (double)(b.u.stime - a.u.stime) / hz;
-    p->vcsw = b.u.vcsw >= a.u.vcsw ? b.u.vcsw - a.u.vcsw : 0;
-    p->ivcsw = b.u.ivcsw >= a.u.ivcsw ? b.u.ivcsw - a.u.ivcsw : 0;
-    p->nproc = b.u.nproc;
-    p->nthreads = b.u.nthreads;
-    if (a.have_net && b.have_net) {
-        p->overflows = b.overflows - a.overflows;
-        p->drops = b.drops - a.drops;
-    }
-    p->empty_wakeups = a.have_status && b.have_status ? b.wakeups - a.wakeups : -1;
-    p->srv_requests = a.have_status && b.have_status ? b.requests - a.requests : -1;
-    p->load_user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-    p->load_sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-    p->foreign_pct = -1;
-    if (a.have_cores && b.have_cores && b.srv_total > a.srv_total && b.load_total > a.load_total) {
-        double srv = (double)(b.srv_task - a.srv_task) - (p->user_s + p->sys_s) * hz;
-        double load = (double)(b.load_task - a.load_task) - (p->load_user_s + p->load_sys_s) * hz;
-        double fs = 100 * srv / (double)(b.srv_total - a.srv_total);
-        double fl = 100 * load / (double)(b.load_total - a.load_total);
-        p->foreign_pct = fs > fl ? fs : fl;
-        if (p->foreign_pct < 0)
-            p->foreign_pct = 0;
-    }
+    fill_point(p, &a, &b, &ru);
     return RUN_DONE;
 }
 
@@ -697,7 +490,7 @@ static int run_server(struct lab *lab, struct lab_server *s)
     char name[160], dir[900], log[1000], err[256];
     slug(name, sizeof name, s->label);
     snprintf(dir, sizeof dir, "%s/servers/%s", cfg->out_dir, name);
-    int rc = mkdir_p(dir);
+    int rc = lab_mkdir_p(dir);
     if (rc < 0) {
         s->state = SRV_FAILED;
         snprintf(s->reason, sizeof s->reason, "cannot create %.200s: %s", dir, strerror(-rc));
@@ -705,7 +498,7 @@ static int run_server(struct lab *lab, struct lab_server *s)
     }
     lab_server_version(s, dir, cfg->server_cpu);
     s->workers_as_root = lab->docroot_private;
-    s->port = pick_port();
+    s->port = lab_pick_port();
     if (s->port < 0) {
         s->state = SRV_FAILED;
         snprintf(s->reason, sizeof s->reason, "no free port on 127.0.0.1");
@@ -813,19 +606,14 @@ static void add_server(struct lab *lab, const char *kind, const char *model)
     }
 }
 
-int lab_run(const struct lab_config *cfg)
+/* Signals, the file limit and our own binary: what the lab needs of the
+ * process. 0, or -1 after a line on stderr. */
+static int prepare_process(struct lab *lab, char *herd_bin, size_t n)
 {
-    struct lab *lab = calloc(1, sizeof *lab);
-    if (!lab) {
-        fprintf(stderr, "herd lab: out of memory\n");
-        return 1;
-    }
-    lab->cfg = cfg;
     int rc = lproc_signals_init();
     if (rc < 0) {
         fprintf(stderr, "herd lab: cannot set up signals: %s\n", strerror(-rc));
-        free(lab);
-        return 1;
+        return -1;
     }
     /* Servers and herd load inherit the limit: use the whole hard limit. */
     struct rlimit rl;
@@ -833,49 +621,55 @@ int lab_run(const struct lab_config *cfg)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-
-    char herd_bin[512];
-    ssize_t n = readlink("/proc/self/exe", herd_bin, sizeof herd_bin - 1);
-    if (n <= 0) {
+    ssize_t len = readlink("/proc/self/exe", herd_bin, n - 1);
+    if (len <= 0) {
         fprintf(stderr, "herd lab: cannot find my own binary: %s\n", strerror(errno));
-        free(lab);
-        return 1;
+        return -1;
     }
-    herd_bin[n] = 0;
+    herd_bin[len] = 0;
     lab_manifest_fill(&lab->man, herd_bin);
     stamp(lab->man.started, sizeof lab->man.started);
+    return 0;
+}
 
-    char err[320];
-    rc = mkdir_p(cfg->out_dir);
-    char sub[900];
+/* The output directory with raw/, servers/ and the docroot www/. 0, or -1
+ * after a line on stderr. */
+static int make_out_dir(struct lab *lab)
+{
+    const struct lab_config *cfg = lab->cfg;
+    char err[320], sub[900];
+    int rc = lab_mkdir_p(cfg->out_dir);
     for (int i = 0; rc == 0 && i < 2; i++) {
         snprintf(sub, sizeof sub, "%s/%s", cfg->out_dir, i ? "servers" : "raw");
-        rc = mkdir_p(sub);
+        rc = lab_mkdir_p(sub);
     }
     if (rc < 0) {
         fprintf(stderr, "herd lab: cannot create %s: %s\n", cfg->out_dir, strerror(-rc));
-        free(lab);
-        return 1;
+        return -1;
     }
     chmod(cfg->out_dir, 0755);
     char abs[600];
     if (!realpath(cfg->out_dir, abs)) {
         fprintf(stderr, "herd lab: %s: %s\n", cfg->out_dir, strerror(errno));
-        free(lab);
-        return 1;
+        return -1;
     }
     snprintf(lab->docroot, sizeof lab->docroot, "%.590s/www", abs);
-    if (make_docroot(lab, err, sizeof err) < 0) {
+    if (lab_make_docroot(lab, err, sizeof err) < 0) {
         fprintf(stderr, "herd lab: %s\n", err);
-        free(lab);
-        return 1;
+        return -1;
     }
-    check_docroot_reach(lab);
+    lab_check_docroot_reach(lab);
     if (lab->body_bytes < 0 && lab->nnotes < 8)
         snprintf(lab->notes[lab->nnotes++], sizeof lab->notes[0],
                  "%s is not one of the lab's files (index.html, 4k.bin, 1m.bin): expect 404s",
                  cfg->path);
+    return 0;
+}
 
+/* Every server in report order, each with room for its points. */
+static int add_servers(struct lab *lab)
+{
+    const struct lab_config *cfg = lab->cfg;
     for (int i = 0; i < cfg->nmodels; i++)
         add_server(lab, "herd", cfg->models[i]);
     for (int i = 0; i < cfg->ncompare; i++)
@@ -884,14 +678,16 @@ int lab_run(const struct lab_config *cfg)
         lab->servers[i].points = calloc((size_t)(cfg->nka * cfg->nconc), sizeof(struct lab_point));
         if (!lab->servers[i].points) {
             fprintf(stderr, "herd lab: out of memory\n");
-            for (int j = 0; j < i; j++)
-                free(lab->servers[j].points);
-            free(lab);
-            return 1;
+            return -1;
         }
     }
+    return 0;
+}
 
-    int runs = 0;
+/* Runs each pending server in turn, rewriting the report after each. */
+static void run_servers(struct lab *lab)
+{
+    const struct lab_config *cfg = lab->cfg;
     fprintf(stderr, "lab: %d server%s x %d concurrency level%s x %d keep-alive mode%s, %lld ms "
                     "each; server on CPU %d, load on CPU %d; writing %s\n",
             lab->nservers, lab->nservers == 1 ? "" : "s", cfg->nconc, cfg->nconc == 1 ? "" : "s",
@@ -906,6 +702,13 @@ int lab_run(const struct lab_config *cfg)
         stamp(lab->man.finished, sizeof lab->man.finished);
         write_reports(lab);
     }
+}
+
+/* The final report; returns lab_run's exit status. */
+static int finish_lab(struct lab *lab)
+{
+    const struct lab_config *cfg = lab->cfg;
+    int runs = 0;
     for (int i = 0; i < lab->nservers; i++) {
         struct lab_server *s = &lab->servers[i];
         if (s->state == SRV_PENDING) {
@@ -922,13 +725,36 @@ int lab_run(const struct lab_config *cfg)
     else
         fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg)\n",
                 cfg->out_dir);
-    int status = lab->interrupted ? 130 : wrc < 0 ? 1 : runs ? 0 : 1;
     if (lab->interrupted)
         fprintf(stderr, "lab: interrupted; every server the lab started is stopped\n");
     else if (!runs)
         fprintf(stderr, "herd lab: no run succeeded (see the report for the reasons)\n");
+    return lab->interrupted ? 130 : wrc < 0 ? 1 : runs ? 0 : 1;
+}
+
+static void free_lab(struct lab *lab)
+{
     for (int i = 0; i < lab->nservers; i++)
         free(lab->servers[i].points);
     free(lab);
+}
+
+int lab_run(const struct lab_config *cfg)
+{
+    struct lab *lab = calloc(1, sizeof *lab);
+    if (!lab) {
+        fprintf(stderr, "herd lab: out of memory\n");
+        return 1;
+    }
+    lab->cfg = cfg;
+    char herd_bin[512];
+    if (prepare_process(lab, herd_bin, sizeof herd_bin) < 0 || make_out_dir(lab) < 0 ||
+        add_servers(lab) < 0) {
+        free_lab(lab);
+        return 1;
+    }
+    run_servers(lab);
+    int status = finish_lab(lab);
+    free_lab(lab);
     return status;
 }

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "bench/lab.h"
-#include "bench/load.h"
+#include "bench/load_run.h"
 
 enum lab_lat { LAT_P50, LAT_P90, LAT_P99, LAT_P999, LAT_MAX, LAT_MEAN, LAT_N };
 extern const char *const lab_lat_keys[LAT_N];   /* "p50", ..., the keys of herd load's JSON */
@@ -103,6 +103,32 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
 
 /* The version line of a compare server (its -v output), "" if unknown. */
 void lab_server_version(struct lab_server *s, const char *dir, int cpu);
+
+/* lab_docroot.c */
+
+/* mkdir -p: 0 or -errno. */
+int lab_mkdir_p(const char *path);
+
+/* Fills lab->docroot: a 64-byte index.html (the anchors' file), 4k.bin,
+ * 1m.bin; sets lab->body_bytes from cfg->path. 0, or -1 with a reason. */
+int lab_make_docroot(struct lab *lab, char *err, size_t errlen);
+
+/* Run as root: notes when the docroot is not reachable by other users. */
+void lab_check_docroot_reach(struct lab *lab);
+
+/* lab_http.c: one-shot GETs to 127.0.0.1, for checks, not for load. */
+
+/* One GET over a fresh connection, Connection: close. Returns the status
+ * code (body and its length in *body, *blen, inside buf), or -errno. */
+int lab_http_get(int port, const char *path, int timeout_ms, char *buf, size_t cap,
+                 char **body, size_t *blen);
+
+/* herd's /herd-status: empty accept wakeups, requests and (if master is
+ * not NULL) the master's pid. 0, or -1 when it could not be read. */
+int lab_herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *master);
+
+/* A port nobody listens on right now, or -1. */
+int lab_pick_port(void);
 
 /* lab_report.c */
 void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);

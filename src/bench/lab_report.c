@@ -13,7 +13,7 @@
 
 #include "bench/json.h"
 #include "bench/lab_internal.h"
-#include "http/response.h"
+#include "core/version.h"
 
 #define FOREIGN_FLAG_PCT 10.0
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "bench/load.h"
+#include "bench/load_run.h"
 #include "bench/rate.h"
 #include "bench/resp.h"
 #include "core/bufpool.h"

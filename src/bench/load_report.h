@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bench/load.h"
+#include "bench/load_run.h"
 
 /* Returns 1 when r has no successful response (status < 400), with the
  * reason in msg; else 0. */

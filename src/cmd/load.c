@@ -8,7 +8,7 @@
 
 #include "bench/cpus.h"
 #include "bench/hdr.h"
-#include "bench/load.h"
+#include "bench/load_run.h"
 #include "bench/load_report.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "http/response.h"
+#include "core/version.h"
 
 static const char usage[] =
     "usage: herd COMMAND [ARGS]\n"

@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/version.h"
 #include "http/filecache.h"
 
-#define HERD_VERSION "0.1.0"
 #define SERVER_HEADER "Server: herd/" HERD_VERSION "\r\n"
 
 /* Room a single response head may need in http_out, beyond the request's

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,76 +90,10 @@ const char config_help[] =
     "                           X_Forwarded_For as X-Forwarded-For)\n"
     "  -v, --verbose            debug lines in the error log\n";
 
-enum kind {
-    K_LISTEN, K_DOCROOT, K_WORKERS, K_MODEL, K_ACCESS_LOG, K_ACCESS_LOG_FORMAT,
-    K_STATUS_PATH, K_PID_FILE, K_DAEMON, K_USER, K_GROUP, K_DOTFILES, K_KA_REQS,
-    K_MAX_HDR, K_MAX_BODY, K_HDR_TO, K_KA_TO, K_SEND_TO, K_STOP_TO, K_MAX_CONNS,
-    K_VERBOSE, K_ACCEPT_HERD, K_DISPATCH, K_BACKLOG, K_PROXY_PROTOCOL, K_UPGRADE_BIN, K_UPSTREAM, K_PROXY, K_UP_BALANCE,
-    K_UP_FAIL_TO, K_UP_KEEPALIVE, K_PX_CONNECT_TO, K_PX_READ_TO, K_PX_SEND_TO,
-    K_PX_UNDERSCORES,
-    K_THREADS, K_CORO_STACK, K_STATUS_ALLOW, K_ERROR_LOG, K_BODY_TO, K_BODY_RATE,
-    K_NO_PRECOMPRESSED, K_CACHE_CONTROL, K_EXPIRES, K_ERROR_PAGE, K_AUTOINDEX,
-};
-
-static const struct {
-    const char *name;
-    enum kind kind;
-    uint8_t takes_value;
-} settings[] = {
-    {"listen", K_LISTEN, 1},
-    {"docroot", K_DOCROOT, 1},
-    {"workers", K_WORKERS, 1},
-    {"model", K_MODEL, 1},
-    {"access-log", K_ACCESS_LOG, 1},
-    {"access-log-format", K_ACCESS_LOG_FORMAT, 1},
-    {"error-log", K_ERROR_LOG, 1},
-    {"status-path", K_STATUS_PATH, 1},
-    {"status-allow", K_STATUS_ALLOW, 1},
-    {"pid-file", K_PID_FILE, 1},
-    {"daemon", K_DAEMON, 0},
-    {"user", K_USER, 1},
-    {"group", K_GROUP, 1},
-    {"serve-dotfiles", K_DOTFILES, 0},
-    {"no-precompressed", K_NO_PRECOMPRESSED, 0},
-    {"cache-control", K_CACHE_CONTROL, 1},
-    {"expires", K_EXPIRES, 1},
-    {"error-page", K_ERROR_PAGE, 1},
-    {"autoindex", K_AUTOINDEX, 0},
-    {"keepalive-requests", K_KA_REQS, 1},
-    {"max-header-size", K_MAX_HDR, 1},
-    {"max-body-size", K_MAX_BODY, 1},
-    {"header-timeout", K_HDR_TO, 1},
-    {"keepalive-timeout", K_KA_TO, 1},
-    {"send-timeout", K_SEND_TO, 1},
-    {"body-timeout", K_BODY_TO, 1},
-    {"body-min-rate", K_BODY_RATE, 1},
-    {"shutdown-timeout", K_STOP_TO, 1},
-    {"max-connections", K_MAX_CONNS, 1},
-    {"verbose", K_VERBOSE, 0},
-    {"accept-herd", K_ACCEPT_HERD, 0},
-    {"dispatch", K_DISPATCH, 1},
-    {"backlog", K_BACKLOG, 1},
-    {"proxy-protocol", K_PROXY_PROTOCOL, 0},
-    {"upgrade-binary", K_UPGRADE_BIN, 1},
-    {"upstream", K_UPSTREAM, 1},
-    {"proxy", K_PROXY, 1},
-    {"upstream-balance", K_UP_BALANCE, 1},
-    {"upstream-fail-timeout", K_UP_FAIL_TO, 1},
-    {"upstream-keepalive", K_UP_KEEPALIVE, 1},
-    {"proxy-connect-timeout", K_PX_CONNECT_TO, 1},
-    {"proxy-read-timeout", K_PX_READ_TO, 1},
-    {"proxy-send-timeout", K_PX_SEND_TO, 1},
-    {"proxy-pass-underscores", K_PX_UNDERSCORES, 0},
-    {"threads", K_THREADS, 1},
-    {"coro-stack", K_CORO_STACK, 1},
-};
-
 /* Every model herd knows; models/models.c maps them to code. */
 static const char *const model_names[] = {
     "reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single",
 };
-
-#define NSETTINGS (sizeof settings / sizeof settings[0])
 
 void config_defaults(struct serve_config *cfg)
 {
@@ -181,14 +116,6 @@ void config_defaults(struct serve_config *cfg)
     cfg->proxy_read_timeout_ms = 60000;
     cfg->proxy_send_timeout_ms = 60000;
     cfg->coro_stack = 64 * 1024;
-}
-
-int config_known(const char *name)
-{
-    for (size_t i = 0; i < NSETTINGS; i++)
-        if (!strcmp(settings[i].name, name))
-            return settings[i].takes_value ? 2 : 1;
-    return 0;
 }
 
 static int copy_str(char *dst, size_t cap, const char *v, const char *name, char *err,
@@ -371,196 +298,283 @@ static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t 
     return 0;
 }
 
+static int set_listen(struct serve_config *cfg, const char *name, const char *v, char *err,
+                      size_t errlen)
+{
+    (void)name;
+    if (cfg->nlisten == CONFIG_MAX_LISTEN) {
+        snprintf(err, errlen, "too many listen addresses (at most %d)", CONFIG_MAX_LISTEN);
+        return -1;
+    }
+    return listen_setting(cfg, v, err, errlen);
+}
+
+static int set_model(struct serve_config *cfg, const char *name, const char *v, char *err,
+                     size_t errlen)
+{
+    (void)name;
+    for (size_t k = 0; k < sizeof model_names / sizeof model_names[0]; k++)
+        if (!strcmp(v, model_names[k])) {
+            strcpy(cfg->model, v);
+            return 0;
+        }
+    snprintf(err, errlen,
+             "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, iterative, single)",
+             v);
+    return -1;
+}
+
+static int set_log_format(struct serve_config *cfg, const char *name, const char *v,
+                          char *err, size_t errlen)
+{
+    if (!strcmp(v, "combined"))
+        cfg->access_log_format = ACCESS_LOG_COMBINED;
+    else if (!strcmp(v, "json"))
+        cfg->access_log_format = ACCESS_LOG_JSON;
+    else {
+        snprintf(err, errlen, "invalid value '%s' for %s", v, name);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_status_path(struct serve_config *cfg, const char *name, const char *v,
+                           char *err, size_t errlen)
+{
+    (void)name;
+    if (v[0] != '/' || strlen(v) >= sizeof cfg->http.status_path) {
+        snprintf(err, errlen, "status-path must start with '/' (got '%s')", v);
+        return -1;
+    }
+    strcpy(cfg->http.status_path, v);
+    return 0;
+}
+
+static int set_status_allow(struct serve_config *cfg, const char *name, const char *v,
+                            char *err, size_t errlen)
+{
+    (void)name;
+    return acl_add(&cfg->status_allow, v, err, errlen);
+}
+
+static int set_upstream_group(struct serve_config *cfg, const char *name, const char *v,
+                              char *err, size_t errlen)
+{
+    (void)name;
+    return set_upstream(cfg, v, err, errlen);
+}
+
+static int set_proxy_route(struct serve_config *cfg, const char *name, const char *v,
+                           char *err, size_t errlen)
+{
+    (void)name;
+    return set_proxy(cfg, v, err, errlen);
+}
+
+static int set_cache_control(struct serve_config *cfg, const char *name, const char *v,
+                             char *err, size_t errlen)
+{
+    (void)name;
+    return cache_rule_add(&cfg->http.cache, 0, v, err, errlen);
+}
+
+static int set_expires(struct serve_config *cfg, const char *name, const char *v, char *err,
+                       size_t errlen)
+{
+    (void)name;
+    return cache_rule_add(&cfg->http.cache, 1, v, err, errlen);
+}
+
+static int set_error_page(struct serve_config *cfg, const char *name, const char *v,
+                          char *err, size_t errlen)
+{
+    (void)name;
+    return error_page_add(&cfg->http.error_pages, v, err, errlen);
+}
+
+/* How a setting's value is read. Most settings only differ in the field
+ * and the bounds, so they are rows of one table; the rest have a setter. */
+enum value_kind {
+    V_FLAG,      /* no value: the uint8_t field becomes 1 */
+    V_STRING,    /* copied into a char array of `size` bytes */
+    V_DURATION,  /* int64_t milliseconds, > 0 */
+    V_COUNT,     /* an integer in min..max */
+    V_SIZE,      /* bytes with k/m/g, in min..max */
+    V_WORKERS,   /* 1..CONFIG_MAX_WORKERS, the bound named in the error */
+    V_RR_LEAST,  /* rr or least: the uint8_t field becomes 0 or 1 */
+    V_SETTER,    /* set() does it all */
+};
+
+typedef int setter_fn(struct serve_config *cfg, const char *name, const char *v, char *err,
+                      size_t errlen);
+
+struct setting {
+    const char *name;
+    enum value_kind kind;
+    size_t off, size;     /* the field in struct serve_config */
+    uint64_t min, max;    /* V_COUNT and V_SIZE */
+    setter_fn *set;       /* V_SETTER */
+};
+
+#define FIELD(f) offsetof(struct serve_config, f), sizeof(((struct serve_config *)0)->f)
+#define FLAG(n, f) {n, V_FLAG, FIELD(f), 0, 0, NULL}
+#define STRING(n, f) {n, V_STRING, FIELD(f), 0, 0, NULL}
+#define DURATION(n, f) {n, V_DURATION, FIELD(f), 0, 0, NULL}
+#define COUNT(n, f, lo, hi) {n, V_COUNT, FIELD(f), lo, hi, NULL}
+#define SIZE(n, f, lo, hi) {n, V_SIZE, FIELD(f), lo, hi, NULL}
+#define WORKERS(n, f) {n, V_WORKERS, FIELD(f), 0, 0, NULL}
+#define RR_LEAST(n, f) {n, V_RR_LEAST, FIELD(f), 0, 0, NULL}
+#define SETTER(n, fn) {n, V_SETTER, 0, 0, 0, 0, fn}
+
+static const struct setting settings[] = {
+    SETTER("listen", set_listen),
+    STRING("docroot", docroot),
+    WORKERS("workers", workers),
+    SETTER("model", set_model),
+    STRING("access-log", access_log),
+    SETTER("access-log-format", set_log_format),
+    STRING("error-log", error_log),
+    SETTER("status-path", set_status_path),
+    SETTER("status-allow", set_status_allow),
+    STRING("pid-file", pid_file),
+    FLAG("daemon", daemon),
+    STRING("user", user),
+    STRING("group", group),
+    FLAG("serve-dotfiles", http.serve_dotfiles),
+    FLAG("no-precompressed", http.no_precompressed),
+    SETTER("cache-control", set_cache_control),
+    SETTER("expires", set_expires),
+    SETTER("error-page", set_error_page),
+    FLAG("autoindex", http.autoindex),
+    COUNT("keepalive-requests", http.keepalive_requests, 1, UINT32_MAX),
+    SIZE("max-header-size", http.max_header_size, 256, 1024 * 1024),
+    SIZE("max-body-size", http.max_body_size, 0, UINT64_MAX),
+    DURATION("header-timeout", header_timeout_ms),
+    DURATION("keepalive-timeout", keepalive_timeout_ms),
+    DURATION("send-timeout", send_timeout_ms),
+    DURATION("body-timeout", body_timeout_ms),
+    SIZE("body-min-rate", body_min_rate, 0, UINT32_MAX),
+    DURATION("shutdown-timeout", shutdown_timeout_ms),
+    COUNT("max-connections", max_connections, 1, 1 << 24),
+    FLAG("verbose", verbose),
+    FLAG("accept-herd", accept_herd),
+    RR_LEAST("dispatch", dispatch_least),
+    COUNT("backlog", backlog, 1, 65535),
+    FLAG("proxy-protocol", proxy_protocol),
+    STRING("upgrade-binary", upgrade_binary),
+    SETTER("upstream", set_upstream_group),
+    SETTER("proxy", set_proxy_route),
+    RR_LEAST("upstream-balance", upstream_least),
+    DURATION("upstream-fail-timeout", upstream_fail_timeout_ms),
+    COUNT("upstream-keepalive", upstream_keepalive, 0, 4096),
+    DURATION("proxy-connect-timeout", proxy_connect_timeout_ms),
+    DURATION("proxy-read-timeout", proxy_read_timeout_ms),
+    DURATION("proxy-send-timeout", proxy_send_timeout_ms),
+    FLAG("proxy-pass-underscores", proxy_pass_underscores),
+    WORKERS("threads", threads),
+    /* Below 16k the HTTP code itself overflows; above 8m use threads. */
+    SIZE("coro-stack", coro_stack, 16 * 1024, 8 * 1024 * 1024),
+};
+
+#define NSETTINGS (sizeof settings / sizeof settings[0])
+
+static const struct setting *find_setting(const char *name)
+{
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (!strcmp(settings[i].name, name))
+            return &settings[i];
+    return NULL;
+}
+
+int config_known(const char *name)
+{
+    const struct setting *s = find_setting(name);
+    return !s ? 0 : s->kind == V_FLAG ? 1 : 2;
+}
+
+/* Stores n in an unsigned or int field of 1, 4 or 8 bytes; the table's
+ * bounds already keep n in the field's range. */
+static void store_number(void *field, size_t size, uint64_t n)
+{
+    uint8_t u8 = (uint8_t)n;
+    uint32_t u32 = (uint32_t)n;
+    if (size == 1)
+        memcpy(field, &u8, 1);
+    else if (size == 4)
+        memcpy(field, &u32, 4);
+    else
+        memcpy(field, &n, 8);
+}
+
+/* Reads v as the number a V_COUNT, V_SIZE, V_WORKERS or V_RR_LEAST row
+ * wants. Returns 0, or -1 with the reason in err. */
+static int parse_number(const struct setting *s, const char *v, uint64_t *n, char *err,
+                        size_t errlen)
+{
+    int bad = 0;
+    switch (s->kind) {
+    case V_WORKERS:
+        return worker_count(s->name, v, n, err, errlen);
+    case V_COUNT:
+        bad = unit_count(v, s->min, s->max, n) < 0;
+        break;
+    case V_SIZE:
+        bad = unit_size(v, n) < 0 || *n < s->min || *n > s->max;
+        break;
+    case V_RR_LEAST:
+        *n = !strcmp(v, "least");
+        bad = !*n && strcmp(v, "rr");
+        break;
+    default:
+        bad = 1;
+    }
+    if (bad) {
+        snprintf(err, errlen, "invalid value '%s' for %s", v, s->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply(struct serve_config *cfg, const struct setting *s, const char *v, char *err,
+                 size_t errlen)
+{
+    char *field = (char *)cfg + s->off;
+    uint64_t n;
+    switch (s->kind) {
+    case V_FLAG:
+        *(uint8_t *)field = 1;
+        return 0;
+    case V_STRING:
+        return copy_str(field, s->size, v, s->name, err, errlen);
+    case V_DURATION:
+        return duration(s->name, v, (int64_t *)(void *)field, err, errlen);
+    case V_SETTER:
+        return s->set(cfg, s->name, v, err, errlen);
+    default:
+        if (parse_number(s, v, &n, err, errlen) < 0)
+            return -1;
+        store_number(field, s->size, n);
+        return 0;
+    }
+}
+
 int config_set(struct serve_config *cfg, const char *name, const char *v, char *err,
                size_t errlen)
 {
-    size_t i = 0;
-    while (i < NSETTINGS && strcmp(settings[i].name, name))
-        i++;
-    if (i == NSETTINGS) {
+    const struct setting *s = find_setting(name);
+    if (!s) {
         snprintf(err, errlen, "unknown setting '%s'", name);
         return -1;
     }
-    if (settings[i].takes_value && !v) {
+    if (s->kind != V_FLAG && !v) {
         snprintf(err, errlen, "%s needs a value", name);
         return -1;
     }
-    if (!settings[i].takes_value && v) {
+    if (s->kind == V_FLAG && v) {
         snprintf(err, errlen, "%s takes no value", name);
         return -1;
     }
-    uint64_t n;
-    switch (settings[i].kind) {
-    case K_LISTEN:
-        if (cfg->nlisten == CONFIG_MAX_LISTEN) {
-            snprintf(err, errlen, "too many listen addresses (at most %d)", CONFIG_MAX_LISTEN);
-            return -1;
-        }
-        return listen_setting(cfg, v, err, errlen);
-    case K_DOCROOT:
-        return copy_str(cfg->docroot, sizeof cfg->docroot, v, name, err, errlen);
-    case K_WORKERS:
-        if (worker_count(name, v, &n, err, errlen) < 0)
-            return -1;
-        cfg->workers = (uint32_t)n;
-        return 0;
-    case K_MODEL:
-        for (size_t k = 0; k < sizeof model_names / sizeof model_names[0]; k++)
-            if (!strcmp(v, model_names[k])) {
-                strcpy(cfg->model, v);
-                return 0;
-            }
-        snprintf(err, errlen,
-                 "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, iterative, single)",
-                 v);
-        return -1;
-    case K_ACCESS_LOG:
-        return copy_str(cfg->access_log, sizeof cfg->access_log, v, name, err, errlen);
-    case K_ERROR_LOG:
-        return copy_str(cfg->error_log, sizeof cfg->error_log, v, name, err, errlen);
-    case K_ACCESS_LOG_FORMAT:
-        if (!strcmp(v, "combined"))
-            cfg->access_log_format = ACCESS_LOG_COMBINED;
-        else if (!strcmp(v, "json"))
-            cfg->access_log_format = ACCESS_LOG_JSON;
-        else
-            goto bad;
-        return 0;
-    case K_STATUS_PATH:
-        if (v[0] != '/' || strlen(v) >= sizeof cfg->http.status_path) {
-            snprintf(err, errlen, "status-path must start with '/' (got '%s')", v);
-            return -1;
-        }
-        strcpy(cfg->http.status_path, v);
-        return 0;
-    case K_STATUS_ALLOW:
-        return acl_add(&cfg->status_allow, v, err, errlen);
-    case K_PID_FILE:
-        return copy_str(cfg->pid_file, sizeof cfg->pid_file, v, name, err, errlen);
-    case K_UPGRADE_BIN:
-        return copy_str(cfg->upgrade_binary, sizeof cfg->upgrade_binary, v, name, err, errlen);
-    case K_DAEMON:
-        cfg->daemon = 1;
-        return 0;
-    case K_USER:
-        return copy_str(cfg->user, sizeof cfg->user, v, name, err, errlen);
-    case K_GROUP:
-        return copy_str(cfg->group, sizeof cfg->group, v, name, err, errlen);
-    case K_DOTFILES:
-        cfg->http.serve_dotfiles = 1;
-        return 0;
-    case K_NO_PRECOMPRESSED:
-        cfg->http.no_precompressed = 1;
-        return 0;
-    case K_AUTOINDEX:
-        cfg->http.autoindex = 1;
-        return 0;
-    case K_CACHE_CONTROL:
-        return cache_rule_add(&cfg->http.cache, 0, v, err, errlen);
-    case K_EXPIRES:
-        return cache_rule_add(&cfg->http.cache, 1, v, err, errlen);
-    case K_ERROR_PAGE:
-        return error_page_add(&cfg->http.error_pages, v, err, errlen);
-    case K_KA_REQS:
-        if (unit_count(v, 1, UINT32_MAX, &n) < 0)
-            goto bad;
-        cfg->http.keepalive_requests = (uint32_t)n;
-        return 0;
-    case K_MAX_HDR:
-        if (unit_size(v, &n) < 0 || n < 256 || n > 1024 * 1024)
-            goto bad;
-        cfg->http.max_header_size = (uint32_t)n;
-        return 0;
-    case K_MAX_BODY:
-        if (unit_size(v, &n) < 0)
-            goto bad;
-        cfg->http.max_body_size = n;
-        return 0;
-    case K_HDR_TO:
-        return duration(name, v, &cfg->header_timeout_ms, err, errlen);
-    case K_KA_TO:
-        return duration(name, v, &cfg->keepalive_timeout_ms, err, errlen);
-    case K_SEND_TO:
-        return duration(name, v, &cfg->send_timeout_ms, err, errlen);
-    case K_BODY_TO:
-        return duration(name, v, &cfg->body_timeout_ms, err, errlen);
-    case K_BODY_RATE:
-        if (unit_size(v, &n) < 0 || n > UINT32_MAX)
-            goto bad;
-        cfg->body_min_rate = (uint32_t)n;
-        return 0;
-    case K_STOP_TO:
-        return duration(name, v, &cfg->shutdown_timeout_ms, err, errlen);
-    case K_MAX_CONNS:
-        if (unit_count(v, 1, 1 << 24, &n) < 0)
-            goto bad;
-        cfg->max_connections = (uint32_t)n;
-        return 0;
-    case K_VERBOSE:
-        cfg->verbose = 1;
-        return 0;
-    case K_BACKLOG:
-        if (unit_count(v, 1, 65535, &n) < 0)
-            goto bad;
-        cfg->backlog = (int)n;
-        return 0;
-    case K_THREADS:
-        if (worker_count(name, v, &n, err, errlen) < 0)
-            return -1;
-        cfg->threads = (uint32_t)n;
-        return 0;
-    case K_CORO_STACK:
-        /* Below 16k the HTTP code itself overflows; above 8m use threads. */
-        if (unit_size(v, &n) < 0 || n < 16 * 1024 || n > 8 * 1024 * 1024)
-            goto bad;
-        cfg->coro_stack = (uint32_t)n;
-        return 0;
-    case K_ACCEPT_HERD:
-        cfg->accept_herd = 1;
-        return 0;
-    case K_PROXY_PROTOCOL:
-        cfg->proxy_protocol = 1;
-        return 0;
-    case K_UPSTREAM:
-        return set_upstream(cfg, v, err, errlen);
-    case K_PROXY:
-        return set_proxy(cfg, v, err, errlen);
-    case K_UP_BALANCE:
-        if (!strcmp(v, "rr"))
-            cfg->upstream_least = 0;
-        else if (!strcmp(v, "least"))
-            cfg->upstream_least = 1;
-        else
-            goto bad;
-        return 0;
-    case K_UP_FAIL_TO:
-        return duration(name, v, &cfg->upstream_fail_timeout_ms, err, errlen);
-    case K_UP_KEEPALIVE:
-        if (unit_count(v, 0, 4096, &n) < 0)
-            goto bad;
-        cfg->upstream_keepalive = (uint32_t)n;
-        return 0;
-    case K_PX_CONNECT_TO:
-        return duration(name, v, &cfg->proxy_connect_timeout_ms, err, errlen);
-    case K_PX_READ_TO:
-        return duration(name, v, &cfg->proxy_read_timeout_ms, err, errlen);
-    case K_PX_SEND_TO:
-        return duration(name, v, &cfg->proxy_send_timeout_ms, err, errlen);
-    case K_PX_UNDERSCORES:
-        cfg->proxy_pass_underscores = 1;
-        return 0;
-    case K_DISPATCH:
-        if (!strcmp(v, "rr"))
-            cfg->dispatch_least = 0;
-        else if (!strcmp(v, "least"))
-            cfg->dispatch_least = 1;
-        else
-            goto bad;
-        return 0;
-    }
-bad:
-    snprintf(err, errlen, "invalid value '%s' for %s", v, name);
-    return -1;
+    return apply(cfg, s, v, err, errlen);
 }
 
 static char *trim(char *s)

@@ -14,191 +14,15 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/loop.h"
 #include "core/signals.h"
 #include "net/inherit.h"
 #include "proc/daemon.h"
-#include "proc/dispatch.h"
 #include "proc/logger.h"
-#include "proc/reload_answer.h"
-#include "proc/scoreboard.h"
-#include "proc/upgrade.h"
+#include "proc/master_internal.h"
 
-#define MAX_WORKERS CONFIG_MAX_WORKERS
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
 #define QUICK_DEATH_MS 1000 /* a worker dying sooner counts as failing at start */
-#define UPGRADE_READY_MS 30000 /* a new master must report ready within this */
-#define UPGRADE_EXIT_MS 3000   /* after its ready pipe closed, it must have exited */
-/* A new master reports ready once all its workers have lived this long:
- * they serve by then, and one that fails at start has died. */
-#define UPGRADE_SETTLE_MS 300
-#define TAG_UPGRADE (1ULL << 60)
-
-struct wproc {
-    pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
-    uint8_t first;      /* the first of its process's slots */
-    int index;          /* worker number: picks its reuseport sockets */
-    uint32_t gen;
-    uint8_t draining;   /* told to stop (old generation or shutdown) */
-    int64_t started_ms;
-};
-
-/* A worker index waiting to be respawned. */
-struct respawn {
-    int64_t at_ms;      /* 0: none pending */
-    int quick_deaths;
-};
-
-struct master {
-    struct serve_config *cfg;
-    const struct master_hooks *hooks;
-    const struct model_desc *model;
-    int nworkers;       /* worker processes */
-    int nthreads;       /* threads per worker process */
-    int nsockets;       /* reuseport sockets per listen address */
-    struct loop loop;
-    struct dispatch *dispatch;
-    int fds[CONFIG_MAX_LISTEN][MAX_WORKERS]; /* [listen][worker]; unix: all the same fd */
-    int shared[CONFIG_MAX_LISTEN];           /* 1: one socket for every worker */
-    struct scoreboard *sb;
-    struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
-    struct respawn rs[MAX_WORKERS];
-    uint32_t gen;
-    int sfd;
-    pid_t pid;
-    int log_rx, log_tx;
-    char log_path[1024];
-    pid_t logger;
-    int64_t logger_respawn_at;
-    int logger_told;    /* the logger was asked to stop */
-    int stopping;       /* 1 graceful, 2 fast */
-    int64_t stop_deadline;
-    /* binary upgrade, old master's side */
-    char *const *argv;  /* our serve arguments, for the new master */
-    int argc;
-    struct upgrade up;  /* the new master starting (up.pid 0: none) */
-    int handed_over;    /* the new master serves: leave it the socket paths */
-    uint8_t path_ours[CONFIG_MAX_LISTEN]; /* a unix path to remove at exit */
-    int listen_passed;  /* no listen address given: serving what LISTEN_FDS passed */
-    /* binary upgrade, new master's side */
-    int ready_fd;       /* tell the old master here once serving, else -1 */
-    int64_t settle_at;  /* when to check that the workers still live */
-    /* the outcome of a HUP, for `herd reload` (proc/reload_answer.h) */
-    struct reload_answer answer;
-    size_t answer_len;
-};
-
-static int nslots(const struct master *m) { return (int)m->sb->nslots; }
-
-/* ---- sockets ---- */
-
-/* Takes up to count inherited sockets for listen address l into m->fds[l];
- * returns how many it got, with m->shared[l] set when the model wants one
- * socket per worker but the inherited one cannot have siblings: then the
- * workers share it, as in prefork. */
-static int take_inherited(struct master *m, struct inherited *in, int l, int count)
-{
-    struct listen_addr *a = &m->cfg->listen[l];
-    int got = 0;
-    const struct inherited_fd *f, *first = NULL;
-    while (got < count && (f = inherit_take(in, a))) {
-        first = first ? first : f;
-        m->fds[l][got++] = f->fd;
-    }
-    if (!got)
-        return 0;
-    /* A herd master handing over after an upgrade passes the unix path with
-     * the socket; systemd keeps its own. */
-    m->path_ours[l] = m->ready_fd >= 0 && first->path_ours;
-    if (got == count)
-        return got;
-    int err = 0;
-    if (first->reuseport) {
-        for (; got < count; got++) {
-            int fd = listen_open(a, m->cfg->backlog, 1);
-            if (fd < 0) {
-                err = -fd;
-                break;
-            }
-            m->fds[l][got] = fd;
-        }
-        if (got == count)
-            return got;
-    }
-    log_msg(LOG_WARN, "%s: %s%s; its %d workers share the inherited socket (EPOLLEXCLUSIVE)",
-            a->text,
-            first->reuseport ? "cannot bind a socket per worker next to the inherited one: "
-                             : "the inherited socket has no SO_REUSEPORT",
-            err ? strerror(err) : "", m->nsockets);
-    while (got > 1)
-        close(m->fds[l][--got]);
-    m->shared[l] = 1;
-    return 1;
-}
-
-static int open_listeners(struct master *m, struct inherited *in)
-{
-    struct serve_config *cfg = m->cfg;
-    if (in->n && cfg->listen_default) {
-        /* Started by systemd with no --listen: serve what it passed. */
-        int n = inherit_addresses(in, cfg->listen, CONFIG_MAX_LISTEN);
-        if (n > 0) {
-            cfg->nlisten = n;
-            for (int l = 0; l < n; l++)
-                cfg->listen_proxy[l] = cfg->proxy_protocol;
-            m->listen_passed = 1;
-        }
-    }
-    for (int l = 0; l < cfg->nlisten; l++) {
-        struct listen_addr *a = &cfg->listen[l];
-        m->shared[l] = a->family == AF_UNIX || m->nsockets == 1;
-        int count = m->shared[l] ? 1 : m->nsockets;
-        int inherited = take_inherited(m, in, l, count);
-        if (inherited)
-            count = m->shared[l] ? 1 : m->nsockets;
-        else
-            m->path_ours[l] = 1;
-        /* A reuseport group would join one that already serves a. */
-        int probe = !inherited && !m->shared[l] ? listen_probe(a) : 0;
-        int err = probe < 0 ? probe : 0;
-        for (int i = inherited; i < count && !err; i++) {
-            /* The first bind resolves port 0; the others reuse that port. */
-            int fd = listen_open(a, m->cfg->backlog, !m->shared[l]);
-            if (fd < 0)
-                err = fd;
-            else
-                m->fds[l][i] = fd;
-        }
-        if (probe > 0)
-            close(probe);
-        if (err) {
-            fprintf(stderr, "herd: cannot listen on %s: %s\n", a->text, strerror(-err));
-            return -1;
-        }
-        for (int i = count; i < m->nsockets; i++)
-            m->fds[l][i] = m->fds[l][0];
-        char desc[160];
-        listen_describe(a, desc, sizeof desc);
-        log_msg(LOG_NOTICE, "listening on %s%s", desc, inherited ? " (inherited)" : "");
-    }
-    int unused = inherit_close_unused(in);
-    if (unused)
-        log_msg(LOG_NOTICE, "closed %d inherited sockets that no listen address wants", unused);
-    return 0;
-}
-
-static void close_listeners(struct master *m)
-{
-    for (int l = 0; l < m->cfg->nlisten; l++) {
-        int count = m->shared[l] ? 1 : m->nsockets;
-        for (int i = 0; i < count; i++)
-            if (m->fds[l][i] >= 0)
-                close(m->fds[l][i]);
-        for (int i = 0; i < m->nsockets; i++)
-            m->fds[l][i] = -1;
-    }
-}
 
 /* ---- children ---- */
 
@@ -227,7 +51,7 @@ static pid_t spawn_logger(struct master *m)
         loop_close(&m->loop);
         if (m->dispatch)
             dispatch_close_in_child(m->dispatch);
-        close_listeners(m);
+        listeners_close(&m->ls);
         close(m->log_tx);
         prctl(PR_SET_NAME, "herd-logger");
         _exit(logger_main(m->log_rx, m->log_path));
@@ -248,6 +72,54 @@ static int free_slots(const struct master *m, int n)
             return s;
     }
     return -1;
+}
+
+/* In a new worker: keep the sockets its layout gives it, drop privileges
+ * and run the model's worker. Never returns. */
+static void worker_child(struct master *m, int index, int slot, int channel)
+{
+    child_setup(m);
+    loop_close(&m->loop);
+    static int fds[CONFIG_MAX_LISTEN * MAX_WORKERS];
+    int keep[CONFIG_MAX_LISTEN][MAX_WORKERS] = {{0}};
+    for (int l = 0; l < m->cfg->nlisten; l++) {
+        for (int t = 0; t < m->nthreads; t++) {
+            int i = m->ls.shared[l] ? 0
+                    : m->model->layout == LAYOUT_PER_THREAD ? t
+                    : m->model->layout == LAYOUT_PER_WORKER ? index : 0;
+            fds[l * m->nthreads + t] = m->ls.fds[l][i];
+            keep[l][i] = 1;
+        }
+        int count = listeners_count(&m->ls, l);
+        for (int i = 0; i < count; i++)
+            if (!keep[l][i] || m->model->layout == LAYOUT_DISPATCH)
+                close(m->ls.fds[l][i]);
+    }
+    if (m->dispatch)
+        dispatch_close_in_child(m->dispatch);
+    if (m->log_rx >= 0)
+        close(m->log_rx);
+    char err[256];
+    if (drop_privileges(m->cfg->user, m->cfg->group, err, sizeof err) < 0) {
+        log_msg(LOG_CRIT, "worker %d: %s", index, err);
+        _exit(1);
+    }
+    char name[16];
+    snprintf(name, sizeof name, "herd-w%d", index % 1000);
+    prctl(PR_SET_NAME, name);
+    int sfd = signals_open();
+    struct worker_env env = {
+        .listen_fds = m->model->layout == LAYOUT_DISPATCH ? NULL : fds,
+        .nthreads = m->nthreads,
+        .signal_fd = sfd,
+        /* harmless on a socket of its own, needed on a shared one */
+        .exclusive = !m->cfg->accept_herd,
+        .channel_fd = channel,
+        .slot = &m->sb->slots[slot],
+        .sb = m->sb,
+        .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
+    };
+    _exit(m->model->worker_main(m->cfg, &env));
 }
 
 static pid_t spawn_worker(struct master *m, int index)
@@ -272,50 +144,8 @@ static pid_t spawn_worker(struct master *m, int index)
             close(channel);
         return -1;
     }
-    if (pid == 0) {
-        child_setup(m);
-        loop_close(&m->loop);
-        static int fds[CONFIG_MAX_LISTEN * MAX_WORKERS];
-        int keep[CONFIG_MAX_LISTEN][MAX_WORKERS] = {{0}};
-        for (int l = 0; l < m->cfg->nlisten; l++) {
-            for (int t = 0; t < m->nthreads; t++) {
-                int i = m->shared[l] ? 0
-                        : m->model->layout == LAYOUT_PER_THREAD ? t
-                        : m->model->layout == LAYOUT_PER_WORKER ? index : 0;
-                fds[l * m->nthreads + t] = m->fds[l][i];
-                keep[l][i] = 1;
-            }
-            int count = m->shared[l] ? 1 : m->nsockets;
-            for (int i = 0; i < count; i++)
-                if (!keep[l][i] || m->model->layout == LAYOUT_DISPATCH)
-                    close(m->fds[l][i]);
-        }
-        if (m->dispatch)
-            dispatch_close_in_child(m->dispatch);
-        if (m->log_rx >= 0)
-            close(m->log_rx);
-        char err[256];
-        if (drop_privileges(m->cfg->user, m->cfg->group, err, sizeof err) < 0) {
-            log_msg(LOG_CRIT, "worker %d: %s", index, err);
-            _exit(1);
-        }
-        char name[16];
-        snprintf(name, sizeof name, "herd-w%d", index % 1000);
-        prctl(PR_SET_NAME, name);
-        int sfd = signals_open();
-        struct worker_env env = {
-            .listen_fds = m->model->layout == LAYOUT_DISPATCH ? NULL : fds,
-            .nthreads = m->nthreads,
-            .signal_fd = sfd,
-            /* harmless on a socket of its own, needed on a shared one */
-            .exclusive = !m->cfg->accept_herd,
-            .channel_fd = channel,
-            .slot = &m->sb->slots[slot],
-            .sb = m->sb,
-            .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
-        };
-        _exit(m->model->worker_main(m->cfg, &env));
-    }
+    if (pid == 0)
+        worker_child(m, index, slot, channel);
     if (channel >= 0)
         close(channel);
     for (int k = 0; k < m->nthreads; k++) {
@@ -365,9 +195,6 @@ static void describe_exit(int status, char *buf, size_t n)
         snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
 }
 
-static void upgrade_failed(struct master *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 static void reap(struct master *m)
 {
     int status;
@@ -386,7 +213,7 @@ static void reap(struct master *m)
             continue;
         }
         if (pid == m->up.pid) {
-            upgrade_failed(m, "the new master (pid %d) %s before it was ready", pid, how);
+            master_upgrade_failed(m, "the new master (pid %d) %s before it was ready", pid, how);
             continue;
         }
         int s = 0;
@@ -514,7 +341,7 @@ static int reload(struct master *m)
         return 0;
     }
     /* With no listen address given, the passed sockets were the set. */
-    if (!(next.listen_default && m->listen_passed) && !same_listeners(m->cfg, &next))
+    if (!(next.listen_default && m->ls.passed) && !same_listeners(m->cfg, &next))
         reload_say(m, LOG_WARN, "reload: listen addresses changed; that needs a restart "
                                 "(keeping the current sockets)");
     if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
@@ -569,152 +396,9 @@ static void answer_reload(struct master *m)
         log_msg(LOG_ERROR, "%s", err);
 }
 
-/* ---- binary upgrade ---- */
-
-static void begin_stop(struct master *m, int fast);
-
-/* The new master did not make it: we keep serving, and the pid file names
- * us again (the new master may have written its own). */
-static void upgrade_failed(struct master *m, const char *fmt, ...)
-{
-    char why[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", why, m->pid);
-    if (m->up.fd >= 0)
-        loop_del(&m->loop, m->up.fd);
-    upgrade_clear(&m->up);
-    char err[1200];
-    if (pidfile_write(m->cfg->pid_file, err, sizeof err) < 0)
-        log_msg(LOG_ERROR, "%s", err);
-}
-
-static void start_upgrade(struct master *m)
-{
-    if (m->stopping) {
-        log_msg(LOG_NOTICE, "USR2 ignored: stopping");
-        return;
-    }
-    if (m->up.pid) {
-        log_msg(LOG_NOTICE, "USR2 ignored: an upgrade is in flight (new master pid %d)",
-                m->up.pid);
-        return;
-    }
-    if (m->ready_fd >= 0) {
-        log_msg(LOG_NOTICE, "USR2 ignored: this master has not taken over from its old "
-                            "master yet");
-        return;
-    }
-    char path[4096], err[4200];
-    if (upgrade_binary(m->cfg->upgrade_binary, path, sizeof path, err, sizeof err) < 0) {
-        log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", err,
-                m->pid);
-        return;
-    }
-    /* Every socket once, in slot order (shared ones appear once). */
-    static int fds[CONFIG_MAX_LISTEN * MAX_WORKERS];
-    static char namebuf[CONFIG_MAX_LISTEN * MAX_WORKERS][512];
-    static char *names[CONFIG_MAX_LISTEN * MAX_WORKERS];
-    int n = 0;
-    for (int l = 0; l < m->cfg->nlisten; l++) {
-        int count = m->shared[l] ? 1 : m->nsockets;
-        for (int i = 0; i < count; i++, n++) {
-            fds[n] = m->fds[l][i];
-            inherit_name(&m->cfg->listen[l], i, !m->path_ours[l], namebuf[n], sizeof namebuf[n]);
-            names[n] = namebuf[n];
-        }
-    }
-    char **argv = calloc((size_t)m->argc + 2, sizeof *argv);
-    if (!argv) {
-        log_msg(LOG_ERROR, "upgrade failed: out of memory");
-        return;
-    }
-    argv[0] = path;
-    for (int i = 0; i < m->argc; i++)
-        argv[i + 1] = m->argv[i];
-    int rc = upgrade_start(&m->up, path, argv, fds, names, n,
-                           clock_now_ms() + UPGRADE_READY_MS, err, sizeof err);
-    free(argv);
-    if (rc < 0) {
-        log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", err,
-                m->pid);
-        return;
-    }
-    if (loop_add(&m->loop, m->up.fd, LOOP_IN, TAG_UPGRADE) < 0) {
-        kill(m->up.pid, SIGKILL);
-        upgrade_failed(m, "epoll: %s", strerror(errno));
-        return;
-    }
-    log_msg(LOG_NOTICE, "upgrade: started %s as pid %d with %d sockets", path, m->up.pid, n);
-}
-
-static void upgrade_event(struct master *m)
-{
-    if (m->up.fd < 0)
-        return; /* a stale event: the pipe was closed earlier in this batch */
-    int r = upgrade_read(&m->up);
-    if (r == 0)
-        return;
-    if (r < 0) {
-        /* Closed without a word: it died or is dying. Its exit status,
-         * reaped soon, says why; the deadline is the safety net. */
-        loop_del(&m->loop, m->up.fd);
-        close(m->up.fd);
-        m->up.fd = -1;
-        m->up.deadline_ms = clock_now_ms() + UPGRADE_EXIT_MS;
-        return;
-    }
-    log_msg(LOG_NOTICE, "upgrade: the new master (pid %d) serves; the old master (pid %d) "
-                        "drains its workers and exits", m->up.pid, m->pid);
-    loop_del(&m->loop, m->up.fd);
-    upgrade_clear(&m->up);
-    m->handed_over = 1;
-    begin_stop(m, 0);
-}
-
-static void upgrade_deadline(struct master *m)
-{
-    if (!m->up.pid || clock_now_ms() < m->up.deadline_ms)
-        return;
-    pid_t pid = m->up.pid;
-    int closed = m->up.fd < 0;
-    kill(pid, SIGKILL);
-    if (closed)
-        upgrade_failed(m, "the new master (pid %d) closed its ready pipe without being ready "
-                          "(killed)", pid);
-    else
-        upgrade_failed(m, "the new master (pid %d) was not ready within %d s (killed)", pid,
-                       UPGRADE_READY_MS / 1000);
-}
-
-/* New master: once every worker has lived UPGRADE_SETTLE_MS, tell the old one. */
-static void maybe_report_ready(struct master *m)
-{
-    if (m->ready_fd < 0 || m->stopping || clock_now_ms() < m->settle_at)
-        return;
-    int serving = 0, pending = 0;
-    for (int s = 0; s < nslots(m); s++)
-        serving += m->w[s].pid && m->w[s].first && !m->w[s].draining &&
-                   clock_now_ms() - m->w[s].started_ms >= UPGRADE_SETTLE_MS;
-    for (int i = 0; i < m->nworkers; i++)
-        pending += m->rs[i].at_ms != 0;
-    if (serving < m->nworkers || pending) {
-        m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;
-        return;
-    }
-    int rc = upgrade_report_ready(m->ready_fd);
-    m->ready_fd = -1;
-    if (rc < 0)
-        log_msg(LOG_WARN, "upgrade: cannot tell the old master we serve: %s", strerror(-rc));
-    else
-        log_msg(LOG_NOTICE, "upgrade: master %d serves; told the old master", m->pid);
-}
-
 /* ---- signals ---- */
 
-static void begin_stop(struct master *m, int fast)
+void master_begin_stop(struct master *m, int fast)
 {
     if (m->stopping >= (fast ? 2 : 1))
         return;
@@ -726,7 +410,7 @@ static void begin_stop(struct master *m, int fast)
         dispatch_stop(m->dispatch);
     signal_generation(m, fast ? SIGQUIT : SIGTERM, 0);
     /* The workers hold the sockets now; closing ours refuses nothing yet. */
-    close_listeners(m);
+    listeners_close(&m->ls);
     log_msg(LOG_NOTICE, "%s stop: %d workers", fast ? "fast" : "graceful", live_workers(m));
 }
 
@@ -757,16 +441,16 @@ static void on_signal(struct master *m, int sig)
     switch (sig) {
     case SIGTERM:
     case SIGINT:
-        begin_stop(m, 0);
+        master_begin_stop(m, 0);
         break;
     case SIGQUIT:
-        begin_stop(m, 1);
+        master_begin_stop(m, 1);
         break;
     case SIGHUP:
         answer_reload(m);
         break;
     case SIGUSR2:
-        start_upgrade(m);
+        master_start_upgrade(m);
         break;
     case SIGUSR1:
         if (m->logger)
@@ -800,30 +484,11 @@ static int open_log_channel(struct master *m)
     return 0;
 }
 
-int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
+/* How many worker processes, threads per process and sockets per listen
+ * address the model asks for. */
+static void size_tree(struct master *m)
 {
-    static struct master mm;
-    struct master *m = &mm;
-    char err[1200];
-    m->cfg = cfg;
-    m->hooks = hooks;
-    m->model = hooks->model;
-    m->log_rx = m->log_tx = -1;
-    m->loop.epfd = -1;
-    m->argv = hooks->argv;
-    m->argc = hooks->argc;
-    m->up.fd = -1;
-    m->ready_fd = -1;
-    /* The fds the environment names come first: until they are checked,
-     * a signalfd or socketpair of ours could land in a gap at fd 3.. and
-     * be taken for a passed socket (or closed as a stranger). */
-    struct inherited in;
-    if (inherit_from_env(&in, err, sizeof err) < 0 ||
-        upgrade_ready_fd(&in, &m->ready_fd, err, sizeof err) < 0) {
-        fprintf(stderr, "herd: %s\n", err);
-        inherit_free(&in);
-        return 1;
-    }
+    const struct serve_config *cfg = m->cfg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
     if (m->model->one_process && cfg->threads)
@@ -835,72 +500,116 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         n = 1;
     m->nworkers = m->model->one_process ? 1 : n;
     m->nthreads = m->model->one_process ? n : 1;
-    m->nsockets = m->model->layout == LAYOUT_PER_WORKER || m->model->layout == LAYOUT_PER_THREAD
-                      ? n : 1;
-    clock_update();
+    m->ls.nsockets =
+        m->model->layout == LAYOUT_PER_WORKER || m->model->layout == LAYOUT_PER_THREAD ? n : 1;
+}
 
-    if (cfg->access_log[0]) {
-        int fd = logger_open_file(cfg->access_log);
-        if (fd < 0) {
-            fprintf(stderr, "herd: access log %s: %s\n", cfg->access_log, strerror(-fd));
-            inherit_free(&in);
-            return 1;
-        }
-        close(fd);
+/* An access log we cannot open fails the start, before anything binds. */
+static int check_access_log(const struct serve_config *cfg)
+{
+    if (!cfg->access_log[0])
+        return 0;
+    int fd = logger_open_file(cfg->access_log);
+    if (fd < 0) {
+        fprintf(stderr, "herd: access log %s: %s\n", cfg->access_log, strerror(-fd));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* Takes the passed fds, binds, detaches and writes the pid file: every
+ * step that can refuse to start, with a line on stderr. 0 or -1. */
+static int open_master(struct master *m)
+{
+    struct serve_config *cfg = m->cfg;
+    char err[1200];
+    /* The fds the environment names come first: until they are checked,
+     * a signalfd or socketpair of ours could land in a gap at fd 3.. and
+     * be taken for a passed socket (or closed as a stranger). */
+    struct inherited in;
+    if (inherit_from_env(&in, err, sizeof err) < 0 ||
+        upgrade_ready_fd(&in, &m->ready_fd, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        inherit_free(&in);
+        return -1;
+    }
+    size_tree(m);
+    clock_update();
+    if (check_access_log(cfg) < 0) {
+        inherit_free(&in);
+        return -1;
     }
     /* Signals are blocked before anyone can learn our address: a HUP that
      * follows "listening on" at once must find the signalfd, not kill us. */
     m->sfd = signals_open();
-    int rc = open_listeners(m, &in);
+    int rc = listeners_open(&m->ls, cfg, &in, m->ready_fd >= 0);
     inherit_free(&in);
     if (rc < 0)
-        return 1;
+        return -1;
     /* A new master from an upgrade is detached already (its old master was). */
     if (cfg->daemon && m->ready_fd < 0 && daemonize(err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
-        return 1;
+        return -1;
     }
     if (cfg->daemon)
         log_take_stderr(); /* after an upgrade too: USR1 must move fd 2 along */
     m->pid = getpid();
     if (m->sfd < 0) {
         fprintf(stderr, "herd: signalfd: %s\n", strerror(-m->sfd));
-        return 1;
+        return -1;
     }
     if (pidfile_write(cfg->pid_file, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
-        return 1;
+        return -1;
     }
+    return 0;
+}
+
+static void create_scoreboard(struct master *m)
+{
     int slots = 4 * m->nworkers * m->nthreads + 4;
     m->sb = sb_create((uint32_t)(slots > SB_MAX_SLOTS ? SB_MAX_SLOTS : slots));
     if (!m->sb)
         log_fatal("cannot map the scoreboard: %s", strerror(errno));
     m->sb->master_pid = m->pid;
     m->sb->started = time(NULL);
-    snprintf(m->sb->model, sizeof m->sb->model, "%s", cfg->model);
+    snprintf(m->sb->model, sizeof m->sb->model, "%s", m->cfg->model);
     m->gen = 1;
     m->sb->generation = 1;
+}
+
+/* dispatch: the master accepts on the listen sockets and hands over fds. */
+static void start_dispatch(struct master *m)
+{
+    const struct serve_config *cfg = m->cfg;
+    int lfds[CONFIG_MAX_LISTEN], tcp[CONFIG_MAX_LISTEN];
+    for (int i = 0; i < cfg->nlisten; i++) {
+        lfds[i] = m->ls.fds[i][0];
+        tcp[i] = cfg->listen[i].family != AF_UNIX;
+    }
+    /* A connection no worker could take within the header timeout is
+     * closed, as its worker would have closed it by then. */
+    m->dispatch = dispatch_create(&m->loop, lfds, tcp, cfg->nlisten, m->sb,
+                                  cfg->dispatch_least, cfg->header_timeout_ms);
+    if (!m->dispatch)
+        log_fatal("out of memory");
+}
+
+/* The scoreboard, the logger, the master's loop and the first workers. */
+static int start_children(struct master *m)
+{
+    const struct serve_config *cfg = m->cfg;
+    create_scoreboard(m);
     if (cfg->access_log[0]) {
         snprintf(m->log_path, sizeof m->log_path, "%s", cfg->access_log);
         if (open_log_channel(m) < 0 || spawn_logger(m) < 0)
-            return 1;
+            return -1;
     }
-    struct loop *l = &m->loop;
-    if (loop_init(l) < 0 || loop_add(l, m->sfd, LOOP_IN, 0) < 0)
+    if (loop_init(&m->loop) < 0 || loop_add(&m->loop, m->sfd, LOOP_IN, 0) < 0)
         log_fatal("epoll: %s", strerror(errno));
-    if (m->model->layout == LAYOUT_DISPATCH) {
-        int lfds[CONFIG_MAX_LISTEN], tcp[CONFIG_MAX_LISTEN];
-        for (int i = 0; i < cfg->nlisten; i++) {
-            lfds[i] = m->fds[i][0];
-            tcp[i] = cfg->listen[i].family != AF_UNIX;
-        }
-        /* A connection no worker could take within the header timeout is
-         * closed, as its worker would have closed it by then. */
-        m->dispatch = dispatch_create(l, lfds, tcp, cfg->nlisten, m->sb, cfg->dispatch_least,
-                                      cfg->header_timeout_ms);
-        if (!m->dispatch)
-            log_fatal("out of memory");
-    }
+    if (m->model->layout == LAYOUT_DISPATCH)
+        start_dispatch(m);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
     m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS;
@@ -909,57 +618,71 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     if (m->ready_fd >= 0)
         log_msg(LOG_NOTICE, "upgrade: master %d started by the old master (pid %d)", m->pid,
                 (int)getppid());
-    int status = 0;
-    for (;;) {
-        struct epoll_event ev[64];
-        int timeout = next_timeout(m);
-        if (m->dispatch && !m->stopping) {
-            int t = dispatch_tick(m->dispatch);
-            if (t >= 0 && (timeout < 0 || t < timeout))
-                timeout = t;
-        }
-        int nev = loop_wait(l, ev, 64, timeout);
-        clock_update();
-        for (int i = 0; i < nev; i++) {
-            if (ev[i].data.u64 == 0) {
-                int sig;
-                while ((sig = signals_read(m->sfd)) > 0)
-                    on_signal(m, sig);
-            } else if (ev[i].data.u64 == TAG_UPGRADE) {
-                upgrade_event(m);
-            } else if (m->dispatch && !m->stopping) {
-                dispatch_event(m->dispatch, ev[i].data.u64, ev[i].events);
-            }
-        }
-        if (!m->stopping)
-            run_respawns(m);
-        upgrade_deadline(m);
-        maybe_report_ready(m);
-        if (m->stopping) {
-            if (live_workers(m) == 0 && m->logger) {
-                if (!m->logger_told) {
-                    kill(m->logger, SIGTERM); /* workers are done: flush and go */
-                    m->logger_told = 1;
-                }
-            } else if (live_workers(m) == 0) {
-                break;
-            }
-            if (clock_now_ms() >= m->stop_deadline) {
-                log_msg(LOG_WARN, "stop deadline passed: killing %d workers", live_workers(m));
-                signal_generation(m, SIGKILL, 0);
-                if (m->logger)
-                    kill(m->logger, SIGKILL);
-                /* Not waitpid(-1): a new master from an upgrade is our child too. */
-                for (int s = 0; s < nslots(m); s++)
-                    if (m->w[s].pid && m->w[s].first)
-                        waitpid(m->w[s].pid, NULL, 0);
-                if (m->logger)
-                    waitpid(m->logger, NULL, 0);
-                break;
-            }
+    return 0;
+}
+
+/* Waits for the next signal, ready-pipe or dispatch event, or timer. */
+static void wait_events(struct master *m)
+{
+    struct epoll_event ev[64];
+    int timeout = next_timeout(m);
+    if (m->dispatch && !m->stopping) {
+        int t = dispatch_tick(m->dispatch);
+        if (t >= 0 && (timeout < 0 || t < timeout))
+            timeout = t;
+    }
+    int nev = loop_wait(&m->loop, ev, 64, timeout);
+    clock_update();
+    for (int i = 0; i < nev; i++) {
+        if (ev[i].data.u64 == 0) {
+            int sig;
+            while ((sig = signals_read(m->sfd)) > 0)
+                on_signal(m, sig);
+        } else if (ev[i].data.u64 == TAG_UPGRADE) {
+            master_upgrade_event(m);
+        } else if (m->dispatch && !m->stopping) {
+            dispatch_event(m->dispatch, ev[i].data.u64, ev[i].events);
         }
     }
-    loop_close(l);
+}
+
+/* Past the stop deadline: kill what is left and wait for it. */
+static void kill_the_rest(struct master *m)
+{
+    log_msg(LOG_WARN, "stop deadline passed: killing %d workers", live_workers(m));
+    signal_generation(m, SIGKILL, 0);
+    if (m->logger)
+        kill(m->logger, SIGKILL);
+    /* Not waitpid(-1): a new master from an upgrade is our child too. */
+    for (int s = 0; s < nslots(m); s++)
+        if (m->w[s].pid && m->w[s].first)
+            waitpid(m->w[s].pid, NULL, 0);
+    if (m->logger)
+        waitpid(m->logger, NULL, 0);
+}
+
+/* While stopping: 1 once every worker and the logger are gone (or were
+ * killed at the deadline), else 0. */
+static int stopped(struct master *m)
+{
+    if (live_workers(m) == 0 && m->logger) {
+        if (!m->logger_told) {
+            kill(m->logger, SIGTERM); /* workers are done: flush and go */
+            m->logger_told = 1;
+        }
+    } else if (live_workers(m) == 0) {
+        return 1;
+    }
+    if (clock_now_ms() < m->stop_deadline)
+        return 0;
+    kill_the_rest(m);
+    return 1;
+}
+
+static void finish(struct master *m)
+{
+    struct serve_config *cfg = m->cfg;
+    loop_close(&m->loop);
     reload_answer_remove(cfg->pid_file, m->pid);
     pidfile_remove(cfg->pid_file);
     if (m->up.pid)
@@ -967,11 +690,37 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     /* Unix socket paths stay for whoever holds the sockets now: the new
      * master after an upgrade, the old one when we never took over, or
      * systemd when it made them. */
-    for (int i = 0; i < cfg->nlisten; i++)
-        if (m->path_ours[i] && !m->handed_over && m->ready_fd < 0)
-            listen_cleanup(&cfg->listen[i]);
+    if (!m->handed_over && m->ready_fd < 0)
+        listeners_unlink(&m->ls, cfg);
     if (m->ready_fd >= 0)
         close(m->ready_fd);
     log_msg(LOG_NOTICE, m->handed_over ? "stopped (upgraded)" : "stopped");
-    return status;
+}
+
+int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
+{
+    static struct master mm;
+    struct master *m = &mm;
+    m->cfg = cfg;
+    m->hooks = hooks;
+    m->model = hooks->model;
+    m->log_rx = m->log_tx = -1;
+    m->loop.epfd = -1;
+    m->argv = hooks->argv;
+    m->argc = hooks->argc;
+    m->up.fd = -1;
+    m->ready_fd = -1;
+    if (open_master(m) < 0 || start_children(m) < 0)
+        return 1;
+    for (;;) {
+        wait_events(m);
+        if (!m->stopping)
+            run_respawns(m);
+        master_upgrade_deadline(m);
+        master_report_ready(m);
+        if (m->stopping && stopped(m))
+            break;
+    }
+    finish(m);
+    return 0;
 }

@@ -1,11 +1,13 @@
-/* herd load: an HTTP/1.1 load generator. Threads each run their own epoll
- * loop over their share of the connections, in closed loop (a connection
- * sends its next request when the last response is in) or open loop at a
- * fixed rate with latency measured from each request's due time. Every
- * response is checked; errors are counted by kind; latency goes into one
- * HDR histogram per thread, merged at the end. */
-#ifndef HERD_BENCH_LOAD_H
-#define HERD_BENCH_LOAD_H
+/* herd load, the public API (implemented in load_run.c; one connection's
+ * work is in load_conn.c, their private parts in load_internal.h): an
+ * HTTP/1.1 load generator. Threads each run their own epoll loop over
+ * their share of the connections, in closed loop (a connection sends its
+ * next request when the last response is in) or open loop at a fixed rate
+ * with latency measured from each request's due time. Every response is
+ * checked; errors are counted by kind; latency goes into one HDR histogram
+ * per thread, merged at the end. */
+#ifndef HERD_BENCH_LOAD_RUN_H
+#define HERD_BENCH_LOAD_RUN_H
 
 #include <stddef.h>
 #include <stdint.h>
