@@ -25,8 +25,9 @@ enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER, Q_BODY };
 struct xfer;
 struct proxy;
 
-/* One per fd. Small on purpose: an idle keep-alive connection owns nothing
- * else (no buffer), which is what keeps 10,000 idle connections cheap. */
+/* One per fd, 136 bytes on x86-64 (the request step's state is 72 of
+ * them). Small on purpose: an idle keep-alive connection owns nothing else
+ * (no buffer), which is what keeps 10,000 idle connections cheap. */
 struct conn {
     struct tq_node timer;
     char *in;                /* own input buffer, only while input is left over */
