@@ -78,7 +78,7 @@ static void connected(struct load_thread *t, struct lconn *c, int64_t now)
     c->deadline_ns = 0;
     if (t->measuring)
         t->st.connects++;
-    resp_start(&c->rp, t->head_method);
+    load_resp_start(&c->rp, t->head_method);
     pump(t, c, now);
 }
 
@@ -217,7 +217,7 @@ static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
         t->last_done_ns = now;
     }
     int server_keeps = c->rp.keepalive;
-    resp_start(&c->rp, t->head_method);
+    load_resp_start(&c->rp, t->head_method);
     if (!server_keeps) {
         /* Read once more before closing: when the server's FIN is already
          * here, it closed first and TIME_WAIT stays on its side, so a
@@ -258,7 +258,7 @@ static int feed(struct load_thread *t, struct lconn *c, const char *data, size_t
             lconn_fail(t, c, LERR_BAD_RESPONSE, 0, "bytes after the last response");
             return -1;
         }
-        long n = resp_parse(&c->rp, data + off, len - off);
+        long n = load_resp_parse(&c->rp, data + off, len - off);
         if (n < 0) {
             lconn_fail(t, c, LERR_BAD_RESPONSE, 0, c->rp.error);
             return -1;
@@ -294,7 +294,7 @@ static int feed(struct load_thread *t, struct lconn *c, const char *data, size_t
 static void on_eof(struct load_thread *t, struct lconn *c, int64_t now)
 {
     if (c->state == LC_OPEN && c->outstanding) {
-        if (!resp_eof(&c->rp)) {
+        if (!load_resp_eof(&c->rp)) {
             int nothing = c->rp.state == RESP_HEAD && !c->stash_len;
             lconn_fail(t, c, LERR_READ, 0,
                        nothing ? "the server closed the connection without a response"
@@ -317,7 +317,7 @@ static ssize_t skip_body(struct load_thread *t, struct lconn *c, uint64_t want, 
     if (n > 0) {
         if (t->measuring)
             t->st.bytes += (uint64_t)n;
-        resp_skip(&c->rp, (uint64_t)n);
+        load_resp_skip(&c->rp, (uint64_t)n);
     }
     return n;
 }
@@ -327,7 +327,7 @@ static ssize_t skip_body(struct load_thread *t, struct lconn *c, uint64_t want, 
  * short). A lowat above what will come would stall the connection. */
 static void set_lowat(struct lconn *c)
 {
-    uint64_t left = c->rp.state == RESP_UNTIL_CLOSE ? 0 : resp_skippable(&c->rp);
+    uint64_t left = c->rp.state == RESP_UNTIL_CLOSE ? 0 : load_resp_skippable(&c->rp);
     uint32_t want = left >= SKIP_MIN ? (left < SKIP_LOWAT ? (uint32_t)left : SKIP_LOWAT) : 0;
     if (want == c->lowat)
         return;
@@ -346,7 +346,7 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
     for (;;) {
         size_t cap;
         ssize_t n;
-        uint64_t skippable = t->tcp && !c->stash && c->state == LC_OPEN ? resp_skippable(&c->rp) : 0;
+        uint64_t skippable = t->tcp && !c->stash && c->state == LC_OPEN ? load_resp_skippable(&c->rp) : 0;
         if (skippable >= SKIP_MIN) {
             n = skip_body(t, c, skippable, &cap);
             if (n > 0 && c->rp.state == RESP_DONE) {
@@ -426,7 +426,7 @@ void lconn_start(struct load_thread *t, struct lconn *c, int64_t now, int adopt_
     if (t->cfg->rate > 0 && !t->cfg->keepalive && rate_next(&c->rate) > now) {
         /* Connection per request: this one waits for its due time. */
         c->state = LC_OPEN;
-        resp_start(&c->rp, t->head_method);
+        load_resp_start(&c->rp, t->head_method);
         load_heap_push(t, c, rate_next(&c->rate));
         return;
     }

@@ -10,7 +10,7 @@
 
 #include "bench/load_run.h"
 #include "bench/rate.h"
-#include "bench/resp.h"
+#include "bench/load_resp.h"
 #include "core/bufpool.h"
 #include "core/loop.h"
 
@@ -33,7 +33,7 @@ struct lconn {
     int64_t deadline_ns;    /* connect or response timeout, or the FIN wait; 0 = none */
     int64_t retry_ns;       /* LC_IDLE: reconnect at; 0 = not waiting to retry */
     int64_t connect_ns;     /* when the current connect began */
-    struct resp rp;
+    struct load_resp rp;
     char *stash;            /* an incomplete response head, when one is left over */
     uint32_t stash_len;
     uint32_t lowat;         /* SO_RCVLOWAT set while skipping a large body; 0 = default */

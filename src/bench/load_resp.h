@@ -3,8 +3,8 @@
  * (Content-Length, chunked, or the connection's close) and skips bodies by
  * counting, never by scanning. Sans-I/O: bytes in, a state out; it reads
  * the head in place, so it keeps no copy of anything. */
-#ifndef HERD_BENCH_RESP_H
-#define HERD_BENCH_RESP_H
+#ifndef HERD_BENCH_LOAD_RESP_H
+#define HERD_BENCH_LOAD_RESP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,18 +27,18 @@ enum resp_state {
     RESP_DONE,
 };
 
-struct resp {
+struct load_resp {
     uint8_t state;
     uint8_t head_only;  /* answers a HEAD request: no body whatever the head says */
     uint8_t keepalive;  /* the connection may carry another request after this */
     uint8_t digits;     /* hex digits seen in the current chunk-size line */
     uint16_t status;
     uint64_t remaining;
-    const char *error;  /* why the response is invalid, when resp_parse returned -1 */
+    const char *error;  /* why the response is invalid, when load_resp_parse returned -1 */
 };
 
 /* Prepares for the response to the next request. */
-void resp_start(struct resp *r, int head_request);
+void load_resp_start(struct load_resp *r, int head_request);
 
 /* Consumes bytes of the current response from buf[0..len) and returns how
  * many it took; r->state is RESP_DONE once the response has ended, and the
@@ -47,18 +47,18 @@ void resp_start(struct resp *r, int head_request);
  * after them. Interim 1xx responses are skipped. Returns -1 for an invalid
  * response (bad status line, bad or conflicting Content-Length, bad chunk
  * framing, a head over RESP_MAX_HEAD) with r->error set. */
-long resp_parse(struct resp *r, const char *buf, size_t len);
+long load_resp_parse(struct load_resp *r, const char *buf, size_t len);
 
 /* Body bytes that may be discarded unseen next: the rest of a
  * Content-Length body or of a chunk, everything for a body delimited by
  * the close (UINT64_MAX), else 0. */
-uint64_t resp_skippable(const struct resp *r);
+uint64_t load_resp_skippable(const struct load_resp *r);
 
-/* n bytes, at most resp_skippable(r), were discarded unseen. */
-void resp_skip(struct resp *r, uint64_t n);
+/* n bytes, at most load_resp_skippable(r), were discarded unseen. */
+void load_resp_skip(struct load_resp *r, uint64_t n);
 
 /* The server closed the connection: returns 1 when that completes the
  * response (a body delimited by the close), else 0 (cut short). */
-int resp_eof(struct resp *r);
+int load_resp_eof(struct load_resp *r);
 
 #endif

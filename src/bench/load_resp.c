@@ -1,23 +1,23 @@
-#include "bench/resp.h"
+#include "bench/load_resp.h"
 
 #include <string.h>
 #include <strings.h>
 
-void resp_start(struct resp *r, int head_request)
+void load_resp_start(struct load_resp *r, int head_request)
 {
     memset(r, 0, sizeof *r);
     r->state = RESP_HEAD;
     r->head_only = (uint8_t)!!head_request;
 }
 
-static long bad(struct resp *r, const char *why)
+static long bad(struct load_resp *r, const char *why)
 {
     r->error = why;
     return -1;
 }
 
 /* "HTTP/1.x SSS[ reason]" without the line end. */
-static int status_line(struct resp *r, const char *p, size_t n, int *minor)
+static int status_line(struct load_resp *r, const char *p, size_t n, int *minor)
 {
     if (n < 12 || memcmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ')
         return -1;
@@ -73,7 +73,7 @@ static int chunked_last(const char *v, size_t n)
 
 /* Parses one whole head if buf holds it. Returns its length, 0 when
  * incomplete, -1 when invalid. Sets the state for the body. */
-static long head(struct resp *r, const char *buf, size_t len)
+static long head(struct load_resp *r, const char *buf, size_t len)
 {
     const char *end = buf + len, *p = buf;
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -173,7 +173,7 @@ static int hex(char c)
     return -1;
 }
 
-long resp_parse(struct resp *r, const char *buf, size_t len)
+long load_resp_parse(struct load_resp *r, const char *buf, size_t len)
 {
     size_t i = 0;
     while (i < len) {
@@ -276,14 +276,14 @@ long resp_parse(struct resp *r, const char *buf, size_t len)
     return (long)i;
 }
 
-uint64_t resp_skippable(const struct resp *r)
+uint64_t load_resp_skippable(const struct load_resp *r)
 {
     if (r->state == RESP_BODY_LEN || r->state == RESP_CHUNK_DATA)
         return r->remaining;
     return r->state == RESP_UNTIL_CLOSE ? UINT64_MAX : 0;
 }
 
-void resp_skip(struct resp *r, uint64_t n)
+void load_resp_skip(struct load_resp *r, uint64_t n)
 {
     if (r->state != RESP_BODY_LEN && r->state != RESP_CHUNK_DATA)
         return;
@@ -292,7 +292,7 @@ void resp_skip(struct resp *r, uint64_t n)
         r->state = r->state == RESP_BODY_LEN ? RESP_DONE : RESP_CHUNK_END;
 }
 
-int resp_eof(struct resp *r)
+int load_resp_eof(struct load_resp *r)
 {
     if (r->state == RESP_UNTIL_CLOSE) {
         r->state = RESP_DONE;

@@ -1,16 +1,16 @@
 /* The load generator's response framing: where each response ends, and
  * which responses are refused. */
-#include "bench/resp.h"
+#include "bench/load_resp.h"
 #include "unit.h"
 
 /* Feeds s in pieces of `step` bytes the way load_conn does (an incomplete
  * head is kept and fed again with more), counting complete responses.
  * Returns the count, or -1 on an invalid response. eof: the server closes
  * after the last byte. */
-static int frame(const char *s, size_t step, int head_request, int eof, struct resp *last)
+static int frame(const char *s, size_t step, int head_request, int eof, struct load_resp *last)
 {
-    struct resp r;
-    resp_start(&r, head_request);
+    struct load_resp r;
+    load_resp_start(&r, head_request);
     size_t len = strlen(s), keep = 0, pos = 0;
     int done = 0;
     char buf[65536];
@@ -20,7 +20,7 @@ static int frame(const char *s, size_t step, int head_request, int eof, struct r
         pos += n;
         size_t have = keep + n, off = 0;
         while (off < have) {
-            long c = resp_parse(&r, buf + off, have - off);
+            long c = load_resp_parse(&r, buf + off, have - off);
             if (c < 0) {
                 *last = r;
                 return -1;
@@ -29,7 +29,7 @@ static int frame(const char *s, size_t step, int head_request, int eof, struct r
             if (r.state == RESP_DONE) {
                 done++;
                 *last = r;
-                resp_start(&r, head_request);
+                load_resp_start(&r, head_request);
                 continue;
             }
             if (c == 0)
@@ -38,7 +38,7 @@ static int frame(const char *s, size_t step, int head_request, int eof, struct r
         keep = have - off;
         memmove(buf, buf + off, keep);
     }
-    if (eof && resp_eof(&r)) {
+    if (eof && load_resp_eof(&r)) {
         done++;
         *last = r;
     } else if (keep || r.state != RESP_HEAD) {
@@ -48,11 +48,11 @@ static int frame(const char *s, size_t step, int head_request, int eof, struct r
     return done;
 }
 
-static int frame_all_steps(const char *s, int head_request, int eof, struct resp *last)
+static int frame_all_steps(const char *s, int head_request, int eof, struct load_resp *last)
 {
     int want = frame(s, 65536, head_request, eof, last);
     for (size_t step = 1; step < 40; step++) {
-        struct resp r;
+        struct load_resp r;
         int got = frame(s, step, head_request, eof, &r);
         if (got != want) {
             fprintf(stderr, "    step %zu framed %d responses, whole %d\n", step, got, want);
@@ -64,7 +64,7 @@ static int frame_all_steps(const char *s, int head_request, int eof, struct resp
 
 TEST(content_length)
 {
-    struct resp r;
+    struct load_resp r;
     CHECK_EQ_INT(frame_all_steps("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: x\r\n\r\nhello",
                                  0, 0, &r), 1);
     CHECK_EQ_INT(r.status, 200);
@@ -77,7 +77,7 @@ TEST(content_length)
 
 TEST(pipelined)
 {
-    struct resp r;
+    struct load_resp r;
     CHECK_EQ_INT(frame_all_steps("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
                                  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                                  "3\r\nabc\r\n0\r\n\r\n"
@@ -89,7 +89,7 @@ TEST(pipelined)
 
 TEST(chunked)
 {
-    struct resp r;
+    struct load_resp r;
     CHECK_EQ_INT(frame_all_steps("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                                  "5;name=value\r\nhello\r\nA\r\n0123456789\r\n"
                                  "0\r\nTrailer: yes\r\n\r\n",
@@ -106,7 +106,7 @@ TEST(chunked)
 
 TEST(no_body_cases)
 {
-    struct resp r;
+    struct load_resp r;
     /* HEAD: Content-Length describes the GET, no body follows. */
     CHECK_EQ_INT(frame_all_steps("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
                                  "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", 1, 0, &r), 2);
@@ -120,7 +120,7 @@ TEST(no_body_cases)
 
 TEST(until_close)
 {
-    struct resp r;
+    struct load_resp r;
     CHECK_EQ_INT(frame_all_steps("HTTP/1.1 200 OK\r\n\r\nthe body ends at the close", 0, 1, &r), 1);
     CHECK_EQ_INT(r.keepalive, 0);
     CHECK_EQ_INT(frame_all_steps("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0, &r), 1);
@@ -135,7 +135,7 @@ TEST(until_close)
 
 TEST(cut_short)
 {
-    struct resp r;
+    struct load_resp r;
     CHECK_EQ_INT(frame("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 65536, 0, 1, &r), -2);
     CHECK_EQ_INT(frame("HTTP/1.1 200 OK\r\nContent-Le", 65536, 0, 1, &r), -2);
     CHECK_EQ_INT(frame("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", 65536, 0, 1, &r), -2);
@@ -158,14 +158,14 @@ TEST(invalid)
         "HTTP/1.1 101 Switching Protocols\r\n\r\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct resp r;
+        struct load_resp r;
         if (!CHECK_EQ_INT(frame(bad[i], 65536, 0, 0, &r), -1))
             UNIT_NOTE("accepted: %s", bad[i]);
         else
             CHECK(r.error != NULL);
     }
     /* A repeated identical Content-Length is the same length. */
-    struct resp r;
+    struct load_resp r;
     CHECK_EQ_INT(frame("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
                        65536, 0, 0, &r), 1);
 }
@@ -176,10 +176,10 @@ TEST(head_too_large)
     strcpy(big, "HTTP/1.1 200 OK\r\nX: ");
     size_t n = strlen(big);
     memset(big + n, 'a', sizeof big - n - 1);
-    struct resp r;
-    resp_start(&r, 0);
-    CHECK_EQ_INT(resp_parse(&r, big, RESP_MAX_HEAD - 1), 0);   /* incomplete, still allowed */
-    CHECK_EQ_INT(resp_parse(&r, big, RESP_MAX_HEAD), -1);
+    struct load_resp r;
+    load_resp_start(&r, 0);
+    CHECK_EQ_INT(load_resp_parse(&r, big, RESP_MAX_HEAD - 1), 0);   /* incomplete, still allowed */
+    CHECK_EQ_INT(load_resp_parse(&r, big, RESP_MAX_HEAD), -1);
     CHECK(r.error != NULL);
 }
 
@@ -187,29 +187,29 @@ TEST(head_too_large)
  * many went and must still find the end exactly. */
 TEST(skip_unseen)
 {
-    struct resp r;
-    resp_start(&r, 0);
+    struct load_resp r;
+    load_resp_start(&r, 0);
     static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n";
-    CHECK_EQ_INT(resp_parse(&r, head, sizeof head - 1), (long)sizeof head - 1);
-    CHECK_EQ_U64(resp_skippable(&r), 10000);
-    resp_skip(&r, 9000);
-    CHECK_EQ_U64(resp_skippable(&r), 1000);
-    CHECK_EQ_INT(resp_parse(&r, "x", 1), 1);
-    resp_skip(&r, 999);
+    CHECK_EQ_INT(load_resp_parse(&r, head, sizeof head - 1), (long)sizeof head - 1);
+    CHECK_EQ_U64(load_resp_skippable(&r), 10000);
+    load_resp_skip(&r, 9000);
+    CHECK_EQ_U64(load_resp_skippable(&r), 1000);
+    CHECK_EQ_INT(load_resp_parse(&r, "x", 1), 1);
+    load_resp_skip(&r, 999);
     CHECK_EQ_INT(r.state, RESP_DONE);
-    CHECK_EQ_U64(resp_skippable(&r), 0);
+    CHECK_EQ_U64(load_resp_skippable(&r), 0);
 
     static const char ch[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2000\r\n";
-    resp_start(&r, 0);
-    CHECK_EQ_INT(resp_parse(&r, ch, sizeof ch - 1), (long)sizeof ch - 1);
-    CHECK_EQ_U64(resp_skippable(&r), 0x2000);
-    resp_skip(&r, 0x2000);
-    CHECK_EQ_U64(resp_skippable(&r), 0);      /* the CRLF after the chunk is read */
-    CHECK_EQ_INT(resp_parse(&r, "\r\n0\r\n\r\n", 7), 7);
+    load_resp_start(&r, 0);
+    CHECK_EQ_INT(load_resp_parse(&r, ch, sizeof ch - 1), (long)sizeof ch - 1);
+    CHECK_EQ_U64(load_resp_skippable(&r), 0x2000);
+    load_resp_skip(&r, 0x2000);
+    CHECK_EQ_U64(load_resp_skippable(&r), 0);      /* the CRLF after the chunk is read */
+    CHECK_EQ_INT(load_resp_parse(&r, "\r\n0\r\n\r\n", 7), 7);
     CHECK_EQ_INT(r.state, RESP_DONE);
 
-    resp_start(&r, 0);
-    CHECK_EQ_INT(resp_parse(&r, "HTTP/1.0 200 OK\r\n\r\n", 19), 19);
-    CHECK(resp_skippable(&r) == UINT64_MAX);
-    CHECK_EQ_INT(resp_eof(&r), 1);
+    load_resp_start(&r, 0);
+    CHECK_EQ_INT(load_resp_parse(&r, "HTTP/1.0 200 OK\r\n\r\n", 19), 19);
+    CHECK(load_resp_skippable(&r) == UINT64_MAX);
+    CHECK_EQ_INT(load_resp_eof(&r), 1);
 }
