@@ -14,7 +14,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "models/evloop_internal.h"
-#include "models/proxy_conn.h"
+#include "models/upstream.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
 

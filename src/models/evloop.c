@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
-#include "models/proxy_conn.h"
+#include "models/upstream.h"
 #include "proc/dispatch.h"
 #include "proc/status.h"
 

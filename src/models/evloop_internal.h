@@ -40,7 +40,7 @@ struct conn {
     uint8_t want_read;       /* readable while output was blocked */
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
-    uint8_t upstream;        /* an upstream connection (models/proxy_conn.c) */
+    uint8_t upstream;        /* an upstream connection (models/upstream_pool.c) */
     uint16_t up_id;          /* pooled upstream: group * MAX_SERVERS + server */
 };
 

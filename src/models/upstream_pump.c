@@ -1,17 +1,15 @@
-/* The reverse proxy's I/O. One exchange (struct xfer) per proxied request
- * moves bytes client -> ubuf -> upstream and upstream -> dbuf -> client.
- * Both buffers are bounded: a side whose buffer is full is not read until
- * the other side drains it, so a 100 MiB body costs no more memory than a
- * small one (back-pressure). Bodies are framed anew on the way through
- * (http/reframe.h): no chunk line or trailer a peer wrote reaches the
- * other side. Upstream connections use the same fd-indexed conn slots as
- * clients (marked upstream) and the same epoll set. */
-#include "models/proxy_conn.h"
+/* The reverse proxy's exchange pump. One exchange (struct xfer) per proxied
+ * request moves bytes client -> ubuf -> upstream and upstream -> dbuf ->
+ * client. Both buffers are bounded: a side whose buffer is full is not read
+ * until the other side drains it, so a 100 MiB body costs no more memory
+ * than a small one (back-pressure). Bodies are framed anew on the way
+ * through (http/reframe.h): no chunk line or trailer a peer wrote reaches
+ * the other side. Connections come from models/upstream_pool.c. */
+#include "models/upstream.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,324 +19,9 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "http/path.h"
 #include "http/proxy.h"
 #include "http/reframe.h"
-#include "models/evloop_internal.h"
-
-#define DBUF_SIZE 65536          /* upstream -> client */
-#define UBUF_EXTRA 65536         /* client -> upstream, beyond head and one read */
-#define UP_HEAD_MAX 16384        /* an upstream response head */
-#define HBUF_SIZE (UP_HEAD_MAX + 512)
-#define XFER_CACHE 64            /* finished exchanges kept for reuse (~180 KiB each):
-                                  * freeing them made glibc trim with brk per request */
-
-/* conn->queue values of upstream connections (conn.c's queues are lower). */
-enum { QU_CONNECT = 10, QU_READ, QU_SEND };
-
-struct up_server {
-    int64_t down_until;          /* skipped until then (after a failure) */
-    uint32_t active;             /* exchanges using it now */
-    uint32_t nidle;
-    int *idle;                   /* pooled connections, most recent last */
-};
-
-struct up_group {
-    const struct upstream_group *cfg;
-    struct up_server *servers;
-    uint32_t next;               /* round-robin position */
-};
-
-struct resume {
-    int fd;
-    uint32_t gen;
-};
-
-struct proxy {
-    struct up_group groups[CONFIG_MAX_UPSTREAMS];
-    int ngroups;
-    uint32_t keepalive;
-    uint8_t least;
-    struct timerq q_connect, q_read, q_send;
-    struct resume *resumes;      /* clients whose exchange ended this batch */
-    int nresumes, cap_resumes;
-    struct xfer *cache[XFER_CACHE];
-    int ncache;
-    size_t ucap;
-    char *path;                  /* scratch for the normalised request path */
-    size_t path_cap;
-};
-
-struct xfer {
-    struct conn *client;
-    char *loghead;               /* a copy of the request head, for the access log */
-    uint32_t loghead_len;
-    int group, server, up_fd;
-    int tries;                   /* fresh connections that failed */
-    uint16_t status;
-    uint8_t connecting, reused, counted;
-    uint8_t client_minor, client_keepalive, head_request;
-    uint8_t req_done;            /* the whole request body is in ubuf (or sent) */
-    uint8_t udiscarded;          /* ubuf no longer holds the whole request: no retry */
-    uint8_t got_bytes;           /* the upstream answered something */
-    uint8_t head_done;           /* hbuf holds the client's head (or an error page) */
-    uint8_t resp_done;           /* the whole response body is in dbuf (or sent) */
-    uint8_t errored;             /* an error page replaced the response */
-    uint8_t up_reusable;
-    uint8_t up_progress, client_progress;
-    uint8_t up_wdead;            /* the upstream stopped taking the request (it may answer) */
-    uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
-    uint8_t kind;                /* enum upstream_body */
-    uint8_t req_chunked;         /* the client's body is chunked: herd re-chunks it */
-    uint8_t may_retry;           /* idempotent: may go again on another connection */
-    uint8_t dspill_len;
-    struct body_skip req_body, resp_body;
-    uint64_t body_sent;          /* response body bytes the client took */
-    size_t ulen, uoff, dlen, doff, hlen, hoff;
-    char *ubuf;                  /* ucap bytes, and REFRAME_SLACK for herd's chunk heads */
-    char dbuf[DBUF_SIZE];
-    char hbuf[HBUF_SIZE];
-    /* Chunk framing herd wrote beyond a full dbuf; it moves into dbuf once
-     * the client took all of it. Reads then stop exactly when dbuf is full,
-     * as for a Content-Length body. */
-    char dspill[REFRAME_SLACK];
-};
-
-static uint64_t tag_of(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
-
-/* ---- set-up ---- */
-
-struct proxy *proxy_create(struct evloop *ev)
-{
-    const struct serve_config *cfg = ev->cfg;
-    if (!cfg->nroutes)
-        return NULL;
-    struct proxy *px = calloc(1, sizeof *px);
-    if (!px)
-        log_fatal("out of memory at start");
-    px->keepalive = cfg->upstream_keepalive;
-    px->least = cfg->upstream_least;
-    px->ngroups = cfg->nupstreams;
-    px->ucap = 2 * ev->in_cap + UBUF_EXTRA;
-    px->path_cap = ev->in_cap + 16;
-    px->path = malloc(px->path_cap);
-    if (!px->path)
-        log_fatal("out of memory at start");
-    for (int g = 0; g < cfg->nupstreams; g++) {
-        px->groups[g].cfg = &cfg->upstreams[g];
-        px->groups[g].servers = calloc((size_t)cfg->upstreams[g].nservers,
-                                       sizeof *px->groups[g].servers);
-        if (!px->groups[g].servers)
-            log_fatal("out of memory at start");
-        for (int s = 0; s < cfg->upstreams[g].nservers; s++) {
-            px->groups[g].servers[s].idle =
-                calloc(px->keepalive ? px->keepalive : 1, sizeof(int));
-            if (!px->groups[g].servers[s].idle)
-                log_fatal("out of memory at start");
-        }
-    }
-    tq_init(&px->q_connect, cfg->proxy_connect_timeout_ms);
-    tq_init(&px->q_read, cfg->proxy_read_timeout_ms);
-    tq_init(&px->q_send, cfg->proxy_send_timeout_ms);
-    return px;
-}
-
-static void up_close_fd(struct evloop *ev, int fd)
-{
-    struct conn *uc = &ev->conns[fd];
-    tq_unlink(&uc->timer);
-    uc->queue = Q_NONE;
-    uc->open = 0;
-    uc->upstream = 0;
-    uc->xfer = NULL;
-    uc->gen = (uc->gen + 1) & 0x7fffffff;
-    close(fd);
-}
-
-void proxy_destroy(struct evloop *ev)
-{
-    struct proxy *px = ev->proxy;
-    if (!px)
-        return;
-    for (int g = 0; g < px->ngroups; g++) {
-        for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
-            struct up_server *srv = &px->groups[g].servers[s];
-            for (uint32_t i = 0; i < srv->nidle; i++)
-                up_close_fd(ev, srv->idle[i]);
-            free(srv->idle);
-        }
-        free(px->groups[g].servers);
-    }
-    for (int i = 0; i < px->ncache; i++) {
-        free(px->cache[i]->ubuf);
-        free(px->cache[i]);
-    }
-    free(px->resumes);
-    free(px->path);
-    free(px);
-    ev->proxy = NULL;
-}
-
-/* Routes match the normalised path, as the static handler sees it: a
- * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
- * that does not normalise: the static handler answers that one). The
- * upstream still gets the target as the client sent it, as nginx does. */
-int proxy_route(const struct evloop *ev, const struct http_request *req)
-{
-    const struct serve_config *cfg = ev->cfg;
-    struct proxy *px = ev->proxy;
-    if (!req->path.len || req->path.p[0] != '/')
-        return -1;
-    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
-    if (n < 0)
-        return -1;
-    return proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
-}
-
-/* ---- upstream servers and connections ---- */
-
-static struct up_server *server_of(struct proxy *px, const struct xfer *x)
-{
-    return &px->groups[x->group].servers[x->server];
-}
-
-/* Round-robin, or the fewest active exchanges (ties rotate). A server
- * marked down is skipped until its fail timeout passes; in a group of one
- * it is always tried, as in nginx. */
-static int pick_server(struct proxy *px, int group)
-{
-    struct up_group *g = &px->groups[group];
-    int n = g->cfg->nservers, best = -1;
-    int64_t now = clock_now_ms();
-    for (int i = 0; i < n; i++) {
-        int k = (int)((g->next + (uint32_t)i) % (uint32_t)n);
-        struct up_server *s = &g->servers[k];
-        if (n > 1 && s->down_until > now)
-            continue;
-        if (!px->least) {
-            best = k;
-            break;
-        }
-        if (best < 0 || s->active < g->servers[best].active)
-            best = k;
-    }
-    if (best >= 0)
-        g->next = px->least ? g->next + 1 : (uint32_t)best + 1;
-    return best;
-}
-
-static void mark_down(struct evloop *ev, struct xfer *x, const char *why)
-{
-    struct proxy *px = ev->proxy;
-    const struct upstream_group *g = px->groups[x->group].cfg;
-    server_of(px, x)->down_until = clock_now_ms() + ev->cfg->upstream_fail_timeout_ms;
-    log_msg(LOG_WARN, "upstream %s server %s: %s; skipped for %lld ms", g->name,
-            g->servers[x->server].text, why, (long long)ev->cfg->upstream_fail_timeout_ms);
-}
-
-static void up_arm(struct evloop *ev, struct conn *uc, int q)
-{
-    struct proxy *px = ev->proxy;
-    struct timerq *tq = q == QU_CONNECT ? &px->q_connect : q == QU_READ ? &px->q_read : &px->q_send;
-    tq_arm(tq, &uc->timer, clock_now_ms());
-    uc->queue = (uint8_t)q;
-}
-
-/* Gives the upstream connection back: to the pool when it can carry
- * another request, else closed. */
-static void up_release(struct evloop *ev, struct xfer *x, int reuse)
-{
-    struct proxy *px = ev->proxy;
-    if (x->up_fd < 0)
-        return;
-    struct up_server *srv = server_of(px, x);
-    if (x->counted)
-        srv->active--;
-    x->counted = 0;
-    struct conn *uc = &ev->conns[x->up_fd];
-    if (reuse && !x->connecting && srv->nidle < px->keepalive) {
-        tq_unlink(&uc->timer);
-        uc->queue = Q_NONE;
-        uc->xfer = NULL;
-        uc->up_id = (uint16_t)(x->group * CONFIG_MAX_UPSTREAM_SERVERS + x->server);
-        srv->idle[srv->nidle++] = x->up_fd;
-    } else {
-        up_close_fd(ev, x->up_fd);
-    }
-    x->up_fd = -1;
-    x->connecting = 0;
-}
-
-/* Opens (or takes from the pool) a connection to a server of x's group.
- * Returns 0, or -1 when no server can be reached now. */
-static int up_connect(struct evloop *ev, struct xfer *x)
-{
-    struct proxy *px = ev->proxy;
-    const struct upstream_group *gc = px->groups[x->group].cfg;
-    while (x->tries < gc->nservers) {
-        int s = pick_server(px, x->group);
-        if (s < 0)
-            return -1;
-        x->server = s;
-        struct up_server *srv = server_of(px, x);
-        srv->active++;
-        x->counted = 1;
-        x->got_bytes = 0;
-        x->up_readable = 0; /* nothing comes before the request: wait for the edge */
-        x->up_wdead = 0;
-        if (srv->nidle) {
-            x->up_fd = srv->idle[--srv->nidle];
-            ev->conns[x->up_fd].xfer = x;
-            x->reused = 1;
-            x->connecting = 0;
-            return 0;
-        }
-        x->reused = 0;
-        const struct listen_addr *a = &gc->servers[s];
-        int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        int err = fd < 0 ? errno : 0;
-        if (fd >= ev->max_fds) {
-            close(fd);
-            fd = -1;
-            err = EMFILE;
-        }
-        if (fd >= 0) {
-            if (a->family != AF_UNIX) {
-                int one = 1;
-                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            }
-            int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
-            err = rc == 0 ? 0 : errno;
-            if (rc == 0 || err == EINPROGRESS) {
-                struct conn *uc = &ev->conns[fd];
-                uint32_t gen = (uc->gen + 1) & 0x7fffffff;
-                memset(uc, 0, sizeof *uc);
-                uc->gen = gen;
-                if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, tag_of(fd, gen)) == 0) {
-                    uc->open = 1;
-                    uc->upstream = 1;
-                    uc->xfer = x;
-                    x->up_fd = fd;
-                    x->connecting = rc != 0;
-                    if (x->connecting)
-                        up_arm(ev, uc, QU_CONNECT);
-                    return 0;
-                }
-                err = errno;
-            }
-            close(fd);
-        }
-        srv->active--;
-        x->counted = 0;
-        x->tries++;
-        if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS) {
-            log_msg(LOG_ERROR, "upstream connect: %s", strerror(err));
-            return -1; /* our limit, not the server's fault */
-        }
-        mark_down(ev, x, strerror(err));
-    }
-    return -1;
-}
+#include "models/upstream_internal.h"
 
 /* ---- exchanges ---- */
 
@@ -905,20 +588,6 @@ void proxy_abort(struct evloop *ev, struct conn *c)
 
 /* ---- upstream events ---- */
 
-static void idle_closed(struct evloop *ev, struct conn *uc)
-{
-    struct proxy *px = ev->proxy;
-    int fd = conn_fd(ev, uc);
-    struct up_server *srv = &px->groups[uc->up_id / CONFIG_MAX_UPSTREAM_SERVERS]
-                                 .servers[uc->up_id % CONFIG_MAX_UPSTREAM_SERVERS];
-    for (uint32_t i = 0; i < srv->nidle; i++)
-        if (srv->idle[i] == fd) {
-            srv->idle[i] = srv->idle[--srv->nidle];
-            break;
-        }
-    up_close_fd(ev, fd);
-}
-
 /* The connect of x failed or timed out: mark the server down and try the
  * next one; 502 (504 for a timeout) when none is left. */
 static void connect_failed(struct evloop *ev, struct xfer *x, const char *why, int timeout)
@@ -936,7 +605,7 @@ void proxy_upstream_event(struct evloop *ev, struct conn *uc, uint32_t events)
     if (!x) {
         /* A pooled connection has nothing to say: the server closed it. */
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            idle_closed(ev, uc);
+            up_idle_closed(ev, uc);
         return;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -964,7 +633,7 @@ void proxy_upstream_timeout(struct evloop *ev, struct conn *uc)
     int q = uc->queue;
     uc->queue = Q_NONE;
     if (!x) {
-        idle_closed(ev, uc);
+        up_idle_closed(ev, uc);
         return;
     }
     const char *gname = ev->proxy->groups[x->group].cfg->name;
@@ -982,7 +651,7 @@ void proxy_upstream_close(struct evloop *ev, struct conn *uc)
 {
     struct xfer *x = uc->xfer;
     if (!x) {
-        idle_closed(ev, uc);
+        up_idle_closed(ev, uc);
         return;
     }
     abort_client(ev, x);
@@ -1031,3 +700,4 @@ int64_t proxy_next_deadline(const struct evloop *ev)
     }
     return next;
 }
+

@@ -3,12 +3,14 @@
  * choice (round-robin or least connections), fail marking, timeouts, and
  * the streaming of bodies in both directions through bounded buffers. The
  * HTTP side (which requests, which headers, which framing) is http/proxy.c.
+ * The pool and server choice live in upstream_pool.c, the exchange pump in
+ * upstream_pump.c.
  *
  * conn.c hands a request over with proxy_start; from then on the client's
  * events go to proxy_client_event until the exchange ends, when the client
  * is handed back (conn_proxy_resume) after the current event batch. */
-#ifndef HERD_MODELS_PROXY_CONN_H
-#define HERD_MODELS_PROXY_CONN_H
+#ifndef HERD_MODELS_UPSTREAM_H
+#define HERD_MODELS_UPSTREAM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,272 @@
+/* The reverse proxy's upstream side that outlives an exchange: the upstream
+ * groups and their servers, server choice (round-robin or least
+ * connections), fail marking, non-blocking connects and the keep-alive
+ * pool of idle connections per worker and server. Upstream connections use
+ * the same fd-indexed conn slots as clients (marked upstream) and the same
+ * epoll set. The exchange itself is models/upstream_pump.c. */
+#include "models/upstream.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "http/path.h"
+#include "http/proxy.h"
+#include "models/upstream_internal.h"
+
+static uint64_t tag_of(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
+
+/* ---- set-up ---- */
+
+struct proxy *proxy_create(struct evloop *ev)
+{
+    const struct serve_config *cfg = ev->cfg;
+    if (!cfg->nroutes)
+        return NULL;
+    struct proxy *px = calloc(1, sizeof *px);
+    if (!px)
+        log_fatal("out of memory at start");
+    px->keepalive = cfg->upstream_keepalive;
+    px->least = cfg->upstream_least;
+    px->ngroups = cfg->nupstreams;
+    px->ucap = 2 * ev->in_cap + UBUF_EXTRA;
+    px->path_cap = ev->in_cap + 16;
+    px->path = malloc(px->path_cap);
+    if (!px->path)
+        log_fatal("out of memory at start");
+    for (int g = 0; g < cfg->nupstreams; g++) {
+        px->groups[g].cfg = &cfg->upstreams[g];
+        px->groups[g].servers = calloc((size_t)cfg->upstreams[g].nservers,
+                                       sizeof *px->groups[g].servers);
+        if (!px->groups[g].servers)
+            log_fatal("out of memory at start");
+        for (int s = 0; s < cfg->upstreams[g].nservers; s++) {
+            px->groups[g].servers[s].idle =
+                calloc(px->keepalive ? px->keepalive : 1, sizeof(int));
+            if (!px->groups[g].servers[s].idle)
+                log_fatal("out of memory at start");
+        }
+    }
+    tq_init(&px->q_connect, cfg->proxy_connect_timeout_ms);
+    tq_init(&px->q_read, cfg->proxy_read_timeout_ms);
+    tq_init(&px->q_send, cfg->proxy_send_timeout_ms);
+    return px;
+}
+
+static void up_close_fd(struct evloop *ev, int fd)
+{
+    struct conn *uc = &ev->conns[fd];
+    tq_unlink(&uc->timer);
+    uc->queue = Q_NONE;
+    uc->open = 0;
+    uc->upstream = 0;
+    uc->xfer = NULL;
+    uc->gen = (uc->gen + 1) & 0x7fffffff;
+    close(fd);
+}
+
+void proxy_destroy(struct evloop *ev)
+{
+    struct proxy *px = ev->proxy;
+    if (!px)
+        return;
+    for (int g = 0; g < px->ngroups; g++) {
+        for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
+            struct up_server *srv = &px->groups[g].servers[s];
+            for (uint32_t i = 0; i < srv->nidle; i++)
+                up_close_fd(ev, srv->idle[i]);
+            free(srv->idle);
+        }
+        free(px->groups[g].servers);
+    }
+    for (int i = 0; i < px->ncache; i++) {
+        free(px->cache[i]->ubuf);
+        free(px->cache[i]);
+    }
+    free(px->resumes);
+    free(px->path);
+    free(px);
+    ev->proxy = NULL;
+}
+
+/* Routes match the normalised path, as the static handler sees it: a
+ * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
+ * that does not normalise: the static handler answers that one). The
+ * upstream still gets the target as the client sent it, as nginx does. */
+int proxy_route(const struct evloop *ev, const struct http_request *req)
+{
+    const struct serve_config *cfg = ev->cfg;
+    struct proxy *px = ev->proxy;
+    if (!req->path.len || req->path.p[0] != '/')
+        return -1;
+    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
+    if (n < 0)
+        return -1;
+    return proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
+}
+
+/* ---- upstream servers and connections ---- */
+
+struct up_server *server_of(struct proxy *px, const struct xfer *x)
+{
+    return &px->groups[x->group].servers[x->server];
+}
+
+/* Round-robin, or the fewest active exchanges (ties rotate). A server
+ * marked down is skipped until its fail timeout passes; in a group of one
+ * it is always tried, as in nginx. */
+static int pick_server(struct proxy *px, int group)
+{
+    struct up_group *g = &px->groups[group];
+    int n = g->cfg->nservers, best = -1;
+    int64_t now = clock_now_ms();
+    for (int i = 0; i < n; i++) {
+        int k = (int)((g->next + (uint32_t)i) % (uint32_t)n);
+        struct up_server *s = &g->servers[k];
+        if (n > 1 && s->down_until > now)
+            continue;
+        if (!px->least) {
+            best = k;
+            break;
+        }
+        if (best < 0 || s->active < g->servers[best].active)
+            best = k;
+    }
+    if (best >= 0)
+        g->next = px->least ? g->next + 1 : (uint32_t)best + 1;
+    return best;
+}
+
+void mark_down(struct evloop *ev, struct xfer *x, const char *why)
+{
+    struct proxy *px = ev->proxy;
+    const struct upstream_group *g = px->groups[x->group].cfg;
+    server_of(px, x)->down_until = clock_now_ms() + ev->cfg->upstream_fail_timeout_ms;
+    log_msg(LOG_WARN, "upstream %s server %s: %s; skipped for %lld ms", g->name,
+            g->servers[x->server].text, why, (long long)ev->cfg->upstream_fail_timeout_ms);
+}
+
+void up_arm(struct evloop *ev, struct conn *uc, int q)
+{
+    struct proxy *px = ev->proxy;
+    struct timerq *tq = q == QU_CONNECT ? &px->q_connect : q == QU_READ ? &px->q_read : &px->q_send;
+    tq_arm(tq, &uc->timer, clock_now_ms());
+    uc->queue = (uint8_t)q;
+}
+
+/* Gives the upstream connection back: to the pool when it can carry
+ * another request, else closed. */
+void up_release(struct evloop *ev, struct xfer *x, int reuse)
+{
+    struct proxy *px = ev->proxy;
+    if (x->up_fd < 0)
+        return;
+    struct up_server *srv = server_of(px, x);
+    if (x->counted)
+        srv->active--;
+    x->counted = 0;
+    struct conn *uc = &ev->conns[x->up_fd];
+    if (reuse && !x->connecting && srv->nidle < px->keepalive) {
+        tq_unlink(&uc->timer);
+        uc->queue = Q_NONE;
+        uc->xfer = NULL;
+        uc->up_id = (uint16_t)(x->group * CONFIG_MAX_UPSTREAM_SERVERS + x->server);
+        srv->idle[srv->nidle++] = x->up_fd;
+    } else {
+        up_close_fd(ev, x->up_fd);
+    }
+    x->up_fd = -1;
+    x->connecting = 0;
+}
+
+/* Opens (or takes from the pool) a connection to a server of x's group.
+ * Returns 0, or -1 when no server can be reached now. */
+int up_connect(struct evloop *ev, struct xfer *x)
+{
+    struct proxy *px = ev->proxy;
+    const struct upstream_group *gc = px->groups[x->group].cfg;
+    while (x->tries < gc->nservers) {
+        int s = pick_server(px, x->group);
+        if (s < 0)
+            return -1;
+        x->server = s;
+        struct up_server *srv = server_of(px, x);
+        srv->active++;
+        x->counted = 1;
+        x->got_bytes = 0;
+        x->up_readable = 0; /* nothing comes before the request: wait for the edge */
+        x->up_wdead = 0;
+        if (srv->nidle) {
+            x->up_fd = srv->idle[--srv->nidle];
+            ev->conns[x->up_fd].xfer = x;
+            x->reused = 1;
+            x->connecting = 0;
+            return 0;
+        }
+        x->reused = 0;
+        const struct listen_addr *a = &gc->servers[s];
+        int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int err = fd < 0 ? errno : 0;
+        if (fd >= ev->max_fds) {
+            close(fd);
+            fd = -1;
+            err = EMFILE;
+        }
+        if (fd >= 0) {
+            if (a->family != AF_UNIX) {
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            }
+            int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
+            err = rc == 0 ? 0 : errno;
+            if (rc == 0 || err == EINPROGRESS) {
+                struct conn *uc = &ev->conns[fd];
+                uint32_t gen = (uc->gen + 1) & 0x7fffffff;
+                memset(uc, 0, sizeof *uc);
+                uc->gen = gen;
+                if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, tag_of(fd, gen)) == 0) {
+                    uc->open = 1;
+                    uc->upstream = 1;
+                    uc->xfer = x;
+                    x->up_fd = fd;
+                    x->connecting = rc != 0;
+                    if (x->connecting)
+                        up_arm(ev, uc, QU_CONNECT);
+                    return 0;
+                }
+                err = errno;
+            }
+            close(fd);
+        }
+        srv->active--;
+        x->counted = 0;
+        x->tries++;
+        if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS) {
+            log_msg(LOG_ERROR, "upstream connect: %s", strerror(err));
+            return -1; /* our limit, not the server's fault */
+        }
+        mark_down(ev, x, strerror(err));
+    }
+    return -1;
+}
+
+void up_idle_closed(struct evloop *ev, struct conn *uc)
+{
+    struct proxy *px = ev->proxy;
+    int fd = conn_fd(ev, uc);
+    struct up_server *srv = &px->groups[uc->up_id / CONFIG_MAX_UPSTREAM_SERVERS]
+                                 .servers[uc->up_id % CONFIG_MAX_UPSTREAM_SERVERS];
+    for (uint32_t i = 0; i < srv->nidle; i++)
+        if (srv->idle[i] == fd) {
+            srv->idle[i] = srv->idle[--srv->nidle];
+            break;
+        }
+    up_close_fd(ev, fd);
+}
+
