@@ -9,6 +9,7 @@
 #include "core/timerq.h"
 #include "http/body.h"
 #include "http/reframe.h"
+#include "http/upstream_codec.h"
 #include "models/evloop_internal.h"
 
 #define DBUF_SIZE 65536          /* upstream -> client */
@@ -30,6 +31,7 @@ struct up_server {
 
 struct up_group {
     const struct upstream_group *cfg;
+    const struct upstream_codec *codec; /* how its servers are spoken to */
     struct up_server *servers;
     uint32_t next;               /* round-robin position */
 };
@@ -73,11 +75,10 @@ struct xfer {
     uint8_t up_progress, client_progress;
     uint8_t up_wdead;            /* the upstream stopped taking the request (it may answer) */
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
-    uint8_t kind;                /* enum upstream_body */
-    uint8_t req_chunked;         /* the client's body is chunked: herd re-chunks it */
     uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
-    struct body_skip req_body, resp_body;
+    const struct upstream_codec *codec;
+    struct upstream_framing req_body, resp_body; /* framed anew by the codec */
     uint64_t body_sent;          /* response body bytes the client took */
     size_t ulen, uoff, dlen, doff, hlen, hoff;
     char *ubuf;                  /* ucap bytes, and REFRAME_SLACK for herd's chunk heads */

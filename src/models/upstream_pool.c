@@ -42,6 +42,7 @@ struct proxy *proxy_create(struct evloop *ev)
         log_fatal("out of memory at start");
     for (int g = 0; g < cfg->nupstreams; g++) {
         px->groups[g].cfg = &cfg->upstreams[g];
+        px->groups[g].codec = &upstream_http1;
         px->groups[g].servers = calloc((size_t)cfg->upstreams[g].nservers,
                                        sizeof *px->groups[g].servers);
         if (!px->groups[g].servers)

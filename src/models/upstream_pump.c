@@ -146,7 +146,7 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
     x->client_progress = 1;
     body_clock_add(&c->st.body, (size_t)n);
     struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
-    long k = body_reframe(&x->req_body, x->req_chunked, ev->rbuf, (size_t)n,
+    long k = x->codec->request_body(&x->req_body, ev->rbuf, (size_t)n,
                           ev->cfg->http.max_body_size, &o);
     if (k < 0) {
         /* the upstream connection closes: what went up of it is not a request */
@@ -155,7 +155,7 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
         return 1;
     }
     x->ulen = o.len;
-    if (!body_skip_active(&x->req_body)) {
+    if (!x->req_body.active) {
         x->req_done = 1;
         if (k < n) {
             /* the next pipelined request: the client's input once we are done */
@@ -203,24 +203,15 @@ static int frame_body(struct evloop *ev, struct xfer *x, const char *src, size_t
         x->up_reusable = 0; /* bytes after a complete response */
         return 1;
     }
-    if (x->kind == UB_CLOSE) {
-        x->dlen += n;
-        return 1;
-    }
-    long k;
-    if (x->kind == UB_CHUNKED) {
-        struct reframe_out o = {x->dbuf, x->dlen, sizeof x->dbuf, x->dspill, x->dspill_len};
-        k = body_reframe(&x->resp_body, 1, src, n, UINT64_MAX, &o);
-        x->dlen = o.len;
-        x->dspill_len = (uint8_t)o.over_len;
-    } else if ((k = body_skip(&x->resp_body, src, n, UINT64_MAX)) >= 0) {
-        x->dlen += (size_t)k;
-    }
+    struct reframe_out o = {x->dbuf, x->dlen, sizeof x->dbuf, x->dspill, x->dspill_len};
+    long k = x->codec->response_body(&x->resp_body, src, n, &o);
+    x->dlen = o.len;
+    x->dspill_len = (uint8_t)o.over_len;
     if (k < 0) {
         log_msg(LOG_WARN, "upstream %s: broken chunked body", ev->proxy->groups[x->group].cfg->name);
         return abort_client(ev, x);
     }
-    if (!body_skip_active(&x->resp_body)) {
+    if (!x->resp_body.active) {
         x->resp_done = 1;
         if ((size_t)k < n)
             x->up_reusable = 0;
@@ -228,58 +219,45 @@ static int frame_body(struct evloop *ev, struct xfer *x, const char *src, size_t
     return 1;
 }
 
+/* The response head in dbuf[0..dlen): the client's head goes to hbuf, and
+ * the body bytes that came with it are framed as body. */
 static int parse_head(struct evloop *ev, struct xfer *x)
 {
-    struct upstream_response r;
     const char *gname = ev->proxy->groups[x->group].cfg->name;
     for (;;) {
-        int h = upstream_parse_response(x->dbuf, x->dlen, UP_HEAD_MAX, &r);
-        if (h == HTTP_PARSE_INCOMPLETE)
+        struct upstream_head h = {.keepalive = x->client_keepalive && !ev->stopping};
+        int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
+                                        x->client_minor, &h, &x->resp_body, x->hbuf,
+                                        sizeof x->hbuf);
+        if (n == HTTP_PARSE_INCOMPLETE)
             return 1;
-        if (h == HTTP_PARSE_ERROR || r.status == 101) {
-            log_msg(LOG_WARN, "upstream %s: malformed response head", gname);
+        if (n == HTTP_PARSE_ERROR) {
+            if (h.err)
+                log_msg(LOG_WARN, "upstream %s: %s", gname, h.err);
             respond_error(ev, x, 502);
             return 1;
         }
-        if (r.status < 200) {
-            /* interim responses (we never ask for 100-continue) are dropped */
-            memmove(x->dbuf, x->dbuf + h, x->dlen - (size_t)h);
-            x->dlen -= (size_t)h;
+        if (h.status < 200) {
+            memmove(x->dbuf, x->dbuf + n, x->dlen - (size_t)n);
+            x->dlen -= (size_t)n;
             continue;
         }
-        enum upstream_body kind = upstream_body_kind(&r, x->head_request);
-        if (kind == UB_CHUNKED && x->client_minor == 0) {
-            log_msg(LOG_WARN, "upstream %s: chunked reply to HTTP/1.0", gname);
-            respond_error(ev, x, 502);
-            return 1;
-        }
-        int keep = x->client_keepalive && kind != UB_CLOSE && !ev->stopping;
-        long hl = proxy_build_response(&r, kind, x->client_minor, keep, x->hbuf, sizeof x->hbuf);
-        if (hl < 0) {
-            respond_error(ev, x, 502);
-            return 1;
-        }
-        x->status = r.status;
-        x->client_keepalive = (uint8_t)keep;
-        x->up_reusable = !r.conn_close && r.minor == 1 && kind != UB_CLOSE && x->client_minor;
-        x->hlen = (size_t)hl;
+        x->status = h.status;
+        x->client_keepalive = h.keepalive;
+        x->up_reusable = h.reusable;
+        x->hlen = h.len;
         x->hoff = 0;
         x->head_done = 1;
-        x->kind = (uint8_t)kind;
-        if (kind == UB_NONE)
-            x->resp_done = 1;
-        else if (kind != UB_CLOSE)
-            body_skip_start(&x->resp_body, kind == UB_LENGTH ? r.content_length : 0,
-                            kind == UB_CHUNKED, UP_HEAD_MAX);
-        size_t rest = x->dlen - (size_t)h;
+        x->resp_done = !x->resp_body.active;
+        size_t rest = x->dlen - (size_t)n;
         x->dlen = x->doff = 0;
         if (!rest)
             return 1;
-        if (kind == UB_CHUNKED) { /* framed anew from aside: rest <= UP_HEAD_MAX <= in_cap */
-            memcpy(ev->rbuf, x->dbuf + h, rest);
+        if (x->resp_body.aside) { /* framed anew from aside: rest <= UP_HEAD_MAX <= in_cap */
+            memcpy(ev->rbuf, x->dbuf + n, rest);
             return frame_body(ev, x, ev->rbuf, rest);
         }
-        memmove(x->dbuf, x->dbuf + h, rest);
+        memmove(x->dbuf, x->dbuf + n, rest);
         return frame_body(ev, x, x->dbuf, rest);
     }
 }
@@ -304,7 +282,7 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
     if (x->dlen == cap || !x->up_readable)
         return 0; /* back-pressure: the client has not taken it yet */
     /* a chunked body is read aside and framed anew into dbuf */
-    int aside = x->head_done && x->kind == UB_CHUNKED;
+    int aside = x->head_done && x->resp_body.aside;
     char *to = aside ? ev->rbuf : x->dbuf + x->dlen;
     size_t want = cap - x->dlen;
     if (aside && want > ev->in_cap)
@@ -322,7 +300,7 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
     }
     x->up_progress = 1;
     if (n == 0) {
-        if (x->head_done && x->kind == UB_CLOSE) {
+        if (x->head_done && x->codec->response_ends_at_close(&x->resp_body)) {
             x->resp_done = 1;
             return 1;
         }
@@ -501,6 +479,7 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     memset(x, 0, offsetof(struct xfer, ubuf));
     x->client = c;
     x->group = ev->cfg->routes[route].group;
+    x->codec = px->groups[x->group].codec;
     x->up_fd = -1;
     x->client_minor = req->minor;
     x->head_request = req->method == HTTP_HEAD;
@@ -514,33 +493,31 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     }
     char addr[64];
     client_addr(c, addr, sizeof addr);
-    long hl = proxy_build_request(req, addr, px->groups[x->group].cfg->name,
-                                  ev->cfg->proxy_pass_underscores, x->ubuf,
-                                  px->ucap - ev->in_cap);
+    const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
+                                           ev->cfg->proxy_pass_underscores};
+    long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - ev->in_cap);
     long took = 0;
+    x->codec->request_body_start(&x->req_body, req, ev->cfg->http.max_header_size);
     if (hl < 0) {
-        x->req_done = !(req->chunked || req->content_length > 0);
+        x->req_done = !x->req_body.active;
         x->client_keepalive = 0;
         respond_error(ev, x, 431);
         return (long)body_len;
     }
     x->ulen = (size_t)hl;
     x->may_retry = (uint8_t)proxy_may_retry(req);
-    if (req->chunked || req->content_length > 0) {
-        x->req_chunked = req->chunked;
-        body_skip_start(&x->req_body, req->content_length, req->chunked,
-                        ev->cfg->http.max_header_size);
+    if (x->req_body.active) {
         /* the head left in_cap bytes, the most body that came with it */
         struct reframe_out o = {x->ubuf, x->ulen, px->ucap + REFRAME_SLACK, NULL, 0};
-        took = body_reframe(&x->req_body, req->chunked, body, body_len,
-                            ev->cfg->http.max_body_size, &o);
+        took = x->codec->request_body(&x->req_body, body, body_len, ev->cfg->http.max_body_size,
+                                      &o);
         if (took < 0) {
             x->client_keepalive = 0;
             respond_error(ev, x, 400);
             return (long)body_len;
         }
         x->ulen = o.len;
-        x->req_done = !body_skip_active(&x->req_body);
+        x->req_done = !x->req_body.active;
         /* As nginx does: we take the body, so we say go ahead ourselves
          * (the upstream never sees the Expect header). An HTTP/1.0 client
          * does not know 100 Continue (RFC 9110 10.1.1): it just sends. */
