@@ -390,7 +390,7 @@ static void teardown(struct server *s)
     /* Clients first: each takes its exchange's upstream connection along;
      * then the pooled ones. */
     for (int fd = 0; fd < ev->max_fds; fd++)
-        if (ev->conns[fd].open && !ev->conns[fd].upstream)
+        if (ev->conns[fd].open)
             conn_close(ev, &ev->conns[fd]);
     proxy_destroy(ev);
     for (int i = 0; i < s->nls; i++)
@@ -436,11 +436,13 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
             } else if (tag & TAG_SIGNAL) {
                 if (on_signals(s, sfd))
                     goto out;
+            } else if (tag & TAG_UPSTREAM) {
+                proxy_upstream_event(ev, tag, events[i].events);
             } else {
                 struct conn *c = &ev->conns[(uint32_t)tag];
                 /* An event for an fd closed (and maybe reused) earlier in
                  * this batch carries the old generation: drop it. */
-                if (c->open && c->gen == (uint32_t)(tag >> 32))
+                if (c->open && c->gen == tag_gen(tag))
                     conn_event(ev, c, events[i].events);
             }
         }

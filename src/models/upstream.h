@@ -42,9 +42,8 @@ void proxy_client_event(struct evloop *ev, struct conn *c, uint32_t events);
 /* c is closing while an exchange runs: end it, close its upstream. */
 void proxy_abort(struct evloop *ev, struct conn *c);
 
-void proxy_upstream_event(struct evloop *ev, struct conn *uc, uint32_t events);
-void proxy_upstream_timeout(struct evloop *ev, struct conn *uc);
-void proxy_upstream_close(struct evloop *ev, struct conn *uc);
+/* An epoll event for an upstream connection (its tag has TAG_UPSTREAM). */
+void proxy_upstream_event(struct evloop *ev, uint64_t tag, uint32_t events);
 
 /* After each event batch: hands finished clients back, expires timers. */
 void proxy_after_events(struct evloop *ev);

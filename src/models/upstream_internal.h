@@ -19,8 +19,21 @@
 #define XFER_CACHE 64            /* finished exchanges kept for reuse (~180 KiB each):
                                   * freeing them made glibc trim with brk per request */
 
-/* conn->queue values of upstream connections (conn.c's queues are lower). */
-enum { QU_CONNECT = 10, QU_READ, QU_SEND };
+/* up_conn->queue: which timer runs. */
+enum { QU_NONE, QU_CONNECT, QU_READ, QU_SEND };
+
+/* One per upstream fd, in an array indexed by fd (the clients' struct conn
+ * is another array): its events come tagged TAG_UPSTREAM. While it is
+ * pooled it belongs to no exchange, and its events mean the server closed
+ * it. 32 bytes. */
+struct up_conn {
+    struct tq_node timer;        /* on the proxy's connect, read or send queue */
+    struct xfer *xfer;           /* the exchange using it; NULL while pooled */
+    uint32_t gen;                /* tells events for an earlier user of this fd */
+    uint16_t up_id;              /* group * MAX_SERVERS + server */
+    uint8_t open;
+    uint8_t queue;               /* QU_* */
+};
 
 struct up_server {
     int64_t down_until;          /* skipped until then (after a failure) */
@@ -47,6 +60,7 @@ struct proxy {
     uint32_t keepalive;
     uint8_t least;
     struct timerq q_connect, q_read, q_send;
+    struct up_conn *ups;         /* indexed by fd */
     struct resume *resumes;      /* clients whose exchange ended this batch */
     int nresumes, cap_resumes;
     struct xfer *cache[XFER_CACHE];
@@ -96,7 +110,9 @@ struct up_server *server_of(struct proxy *px, const struct xfer *x);
 /* Marks x's server down for the fail timeout and logs why. */
 void mark_down(struct evloop *ev, struct xfer *x, const char *why);
 /* Arms the upstream connection's timer on queue q (QU_*). */
-void up_arm(struct evloop *ev, struct conn *uc, int q);
+void up_arm(struct evloop *ev, struct up_conn *uc, int q);
+/* Stops uc's timer. */
+void up_disarm(struct up_conn *uc);
 /* Gives the upstream connection back: to the pool when it can carry
  * another request, else closed. */
 void up_release(struct evloop *ev, struct xfer *x, int reuse);
@@ -104,6 +120,6 @@ void up_release(struct evloop *ev, struct xfer *x, int reuse);
  * Returns 0, or -1 when no server can be reached now. */
 int up_connect(struct evloop *ev, struct xfer *x);
 /* A pooled connection closed or timed out: out of the pool, closed. */
-void up_idle_closed(struct evloop *ev, struct conn *uc);
+void up_idle_closed(struct evloop *ev, struct up_conn *uc);
 
 #endif

@@ -1,9 +1,10 @@
 /* The reverse proxy's upstream side that outlives an exchange: the upstream
  * groups and their servers, server choice (round-robin or least
  * connections), fail marking, non-blocking connects and the keep-alive
- * pool of idle connections per worker and server. Upstream connections use
- * the same fd-indexed conn slots as clients (marked upstream) and the same
- * epoll set. The exchange itself is models/upstream_pump.c. */
+ * pool of idle connections per worker and server. Upstream connections
+ * have their own struct (up_conn, in an array indexed by fd) and share the
+ * loop's epoll set, their events tagged TAG_UPSTREAM. The exchange itself
+ * is models/upstream_pump.c. */
 #include "models/upstream.h"
 
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include "http/proxy.h"
 #include "models/upstream_internal.h"
 
-static uint64_t tag_of(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
 
 /* ---- set-up ---- */
 
@@ -57,18 +57,19 @@ struct proxy *proxy_create(struct evloop *ev)
     tq_init(&px->q_connect, cfg->proxy_connect_timeout_ms);
     tq_init(&px->q_read, cfg->proxy_read_timeout_ms);
     tq_init(&px->q_send, cfg->proxy_send_timeout_ms);
+    px->ups = calloc((size_t)ev->max_fds, sizeof *px->ups);
+    if (!px->ups)
+        log_fatal("out of memory at start");
     return px;
 }
 
 static void up_close_fd(struct evloop *ev, int fd)
 {
-    struct conn *uc = &ev->conns[fd];
-    tq_unlink(&uc->timer);
-    uc->queue = Q_NONE;
+    struct up_conn *uc = &ev->proxy->ups[fd];
+    up_disarm(uc);
     uc->open = 0;
-    uc->upstream = 0;
     uc->xfer = NULL;
-    uc->gen = (uc->gen + 1) & 0x7fffffff;
+    uc->gen = (uc->gen + 1) & GEN_MASK;
     close(fd);
 }
 
@@ -92,6 +93,7 @@ void proxy_destroy(struct evloop *ev)
     }
     free(px->resumes);
     free(px->path);
+    free(px->ups);
     free(px);
     ev->proxy = NULL;
 }
@@ -153,12 +155,18 @@ void mark_down(struct evloop *ev, struct xfer *x, const char *why)
             g->servers[x->server].text, why, (long long)ev->cfg->upstream_fail_timeout_ms);
 }
 
-void up_arm(struct evloop *ev, struct conn *uc, int q)
+void up_arm(struct evloop *ev, struct up_conn *uc, int q)
 {
     struct proxy *px = ev->proxy;
     struct timerq *tq = q == QU_CONNECT ? &px->q_connect : q == QU_READ ? &px->q_read : &px->q_send;
     tq_arm(tq, &uc->timer, clock_now_ms());
     uc->queue = (uint8_t)q;
+}
+
+void up_disarm(struct up_conn *uc)
+{
+    tq_unlink(&uc->timer);
+    uc->queue = QU_NONE;
 }
 
 /* Gives the upstream connection back: to the pool when it can carry
@@ -172,10 +180,9 @@ void up_release(struct evloop *ev, struct xfer *x, int reuse)
     if (x->counted)
         srv->active--;
     x->counted = 0;
-    struct conn *uc = &ev->conns[x->up_fd];
+    struct up_conn *uc = &px->ups[x->up_fd];
     if (reuse && !x->connecting && srv->nidle < px->keepalive) {
-        tq_unlink(&uc->timer);
-        uc->queue = Q_NONE;
+        up_disarm(uc);
         uc->xfer = NULL;
         uc->up_id = (uint16_t)(x->group * CONFIG_MAX_UPSTREAM_SERVERS + x->server);
         srv->idle[srv->nidle++] = x->up_fd;
@@ -184,6 +191,44 @@ void up_release(struct evloop *ev, struct xfer *x, int reuse)
     }
     x->up_fd = -1;
     x->connecting = 0;
+}
+
+/* A new non-blocking connection to a for x, watched by the loop (tagged
+ * TAG_UPSTREAM). Returns 0 or the errno that stopped it. */
+static int up_open(struct evloop *ev, struct xfer *x, const struct listen_addr *a)
+{
+    int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    if (fd >= ev->max_fds) {
+        close(fd);
+        return EMFILE;
+    }
+    if (a->family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
+    int err = rc == 0 ? 0 : errno;
+    if (rc == 0 || err == EINPROGRESS) {
+        struct up_conn *uc = &ev->proxy->ups[fd];
+        uint32_t gen = (uc->gen + 1) & GEN_MASK;
+        memset(uc, 0, sizeof *uc);
+        uc->gen = gen;
+        if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE,
+                     TAG_UPSTREAM | fd_tag(fd, gen)) == 0) {
+            uc->open = 1;
+            uc->xfer = x;
+            x->up_fd = fd;
+            x->connecting = rc != 0;
+            if (x->connecting)
+                up_arm(ev, uc, QU_CONNECT);
+            return 0;
+        }
+        err = errno;
+    }
+    close(fd);
+    return err;
 }
 
 /* Opens (or takes from the pool) a connection to a server of x's group.
@@ -205,46 +250,15 @@ int up_connect(struct evloop *ev, struct xfer *x)
         x->up_wdead = 0;
         if (srv->nidle) {
             x->up_fd = srv->idle[--srv->nidle];
-            ev->conns[x->up_fd].xfer = x;
+            px->ups[x->up_fd].xfer = x;
             x->reused = 1;
             x->connecting = 0;
             return 0;
         }
         x->reused = 0;
-        const struct listen_addr *a = &gc->servers[s];
-        int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        int err = fd < 0 ? errno : 0;
-        if (fd >= ev->max_fds) {
-            close(fd);
-            fd = -1;
-            err = EMFILE;
-        }
-        if (fd >= 0) {
-            if (a->family != AF_UNIX) {
-                int one = 1;
-                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            }
-            int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
-            err = rc == 0 ? 0 : errno;
-            if (rc == 0 || err == EINPROGRESS) {
-                struct conn *uc = &ev->conns[fd];
-                uint32_t gen = (uc->gen + 1) & 0x7fffffff;
-                memset(uc, 0, sizeof *uc);
-                uc->gen = gen;
-                if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, tag_of(fd, gen)) == 0) {
-                    uc->open = 1;
-                    uc->upstream = 1;
-                    uc->xfer = x;
-                    x->up_fd = fd;
-                    x->connecting = rc != 0;
-                    if (x->connecting)
-                        up_arm(ev, uc, QU_CONNECT);
-                    return 0;
-                }
-                err = errno;
-            }
-            close(fd);
-        }
+        int err = up_open(ev, x, &gc->servers[s]);
+        if (!err)
+            return 0;
         srv->active--;
         x->counted = 0;
         x->tries++;
@@ -257,10 +271,10 @@ int up_connect(struct evloop *ev, struct xfer *x)
     return -1;
 }
 
-void up_idle_closed(struct evloop *ev, struct conn *uc)
+void up_idle_closed(struct evloop *ev, struct up_conn *uc)
 {
     struct proxy *px = ev->proxy;
-    int fd = conn_fd(ev, uc);
+    int fd = (int)(uc - px->ups);
     struct up_server *srv = &px->groups[uc->up_id / CONFIG_MAX_UPSTREAM_SERVERS]
                                  .servers[uc->up_id % CONFIG_MAX_UPSTREAM_SERVERS];
     for (uint32_t i = 0; i < srv->nidle; i++)

@@ -398,13 +398,12 @@ static void finish(struct evloop *ev, struct xfer *x)
 static void set_timers(struct evloop *ev, struct xfer *x)
 {
     if (x->up_fd >= 0 && !x->connecting) {
-        struct conn *uc = &ev->conns[x->up_fd];
+        struct up_conn *uc = &ev->proxy->ups[x->up_fd];
         int q = x->uoff < x->ulen && !x->resp_done && !x->up_wdead ? QU_SEND
                 : !x->resp_done && (!x->head_done || x->dlen < sizeof x->dbuf) ? QU_READ
-                                                                                : Q_NONE;
-        if (q == Q_NONE) {
-            tq_unlink(&uc->timer);
-            uc->queue = Q_NONE;
+                                                                                : QU_NONE;
+        if (q == QU_NONE) {
+            up_disarm(uc);
         } else if (q != uc->queue || x->up_progress) {
             up_arm(ev, uc, q);
         }
@@ -576,8 +575,14 @@ static void connect_failed(struct evloop *ev, struct xfer *x, const char *why, i
         respond_error(ev, x, timeout ? 504 : 502);
 }
 
-void proxy_upstream_event(struct evloop *ev, struct conn *uc, uint32_t events)
+void proxy_upstream_event(struct evloop *ev, uint64_t tag, uint32_t events)
 {
+    int fd = (int)(uint32_t)tag;
+    struct up_conn *uc = &ev->proxy->ups[fd];
+    /* An event for an fd closed (and maybe reused) earlier in this batch
+     * carries the old generation: drop it. */
+    if (!uc->open || uc->gen != tag_gen(tag))
+        return;
     struct xfer *x = uc->xfer;
     if (!x) {
         /* A pooled connection has nothing to say: the server closed it. */
@@ -592,7 +597,7 @@ void proxy_upstream_event(struct evloop *ev, struct conn *uc, uint32_t events)
             return;
         int err = 0;
         socklen_t len = sizeof err;
-        if (getsockopt(conn_fd(ev, uc), SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
             err = errno;
         if (err) {
             connect_failed(ev, x, strerror(err), 0);
@@ -604,11 +609,11 @@ void proxy_upstream_event(struct evloop *ev, struct conn *uc, uint32_t events)
     pump(ev, x);
 }
 
-void proxy_upstream_timeout(struct evloop *ev, struct conn *uc)
+static void upstream_timeout(struct evloop *ev, struct up_conn *uc)
 {
     struct xfer *x = uc->xfer;
     int q = uc->queue;
-    uc->queue = Q_NONE;
+    uc->queue = QU_NONE;
     if (!x) {
         up_idle_closed(ev, uc);
         return;
@@ -624,23 +629,13 @@ void proxy_upstream_timeout(struct evloop *ev, struct conn *uc)
     pump(ev, x);
 }
 
-void proxy_upstream_close(struct evloop *ev, struct conn *uc)
-{
-    struct xfer *x = uc->xfer;
-    if (!x) {
-        up_idle_closed(ev, uc);
-        return;
-    }
-    abort_client(ev, x);
-}
-
 /* ---- after each event batch ---- */
 
 static void expire(struct evloop *ev, struct timerq *q)
 {
     struct tq_node *n;
     while ((n = tq_pop_expired(q, clock_now_ms())) != NULL)
-        proxy_upstream_timeout(ev, container_of(n, struct conn, timer));
+        upstream_timeout(ev, container_of(n, struct up_conn, timer));
 }
 
 void proxy_after_events(struct evloop *ev)
@@ -652,7 +647,7 @@ void proxy_after_events(struct evloop *ev)
      * appends here: the loop takes those too. */
     for (int i = 0; i < px->nresumes; i++) {
         struct conn *c = &ev->conns[px->resumes[i].fd];
-        if (c->open && !c->upstream && c->gen == px->resumes[i].gen && !c->xfer)
+        if (c->open && c->gen == px->resumes[i].gen && !c->xfer)
             conn_proxy_resume(ev, c);
     }
     px->nresumes = 0;
