@@ -14,7 +14,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "models/evloop_internal.h"
-#include "models/upstream.h"
+#include "models/upstream_evloop.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
 

@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
-#include "models/upstream.h"
+#include "models/upstream_evloop.h"
 #include "proc/dispatch.h"
 #include "proc/status.h"
 
@@ -356,7 +356,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_send, cfg->send_timeout_ms);
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
     tq_init(&ev->q_body, cfg->body_timeout_ms);
-    ev->proxy = proxy_create(ev);
+    proxy_create(ev);
     ev->step = (struct step_ctx){.cfg = cfg, .http = &ev->http, .slot = ev->slot,
                                  .alog = ev->alog, .route = ev->proxy ? route_of : NULL,
                                  .route_arg = ev};

@@ -25,6 +25,11 @@ enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER, Q_BODY };
 struct xfer;
 struct proxy;
 
+struct ev_resume {           /* a client whose proxy exchange ended */
+    int fd;
+    uint32_t gen;
+};
+
 /* One per fd. Small on purpose: an idle keep-alive connection owns nothing
  * else (no buffer), which is what keeps 10,000 idle connections cheap. */
 struct conn {
@@ -47,7 +52,7 @@ struct conn {
 /* An epoll tag: fd in the low 32 bits, the fd's generation above it (its
  * own bits, below the tag kinds of evloop.c and TAG_UPSTREAM), so an event
  * for an fd closed earlier in the batch is told from its reuse. */
-#define GEN_MASK 0x0fffffffu
+#define GEN_MASK 0x0fffffffu /* = UP_GEN_MASK (models/upstream.h) */
 #define TAG_UPSTREAM (1ULL << 60) /* an upstream connection (models/upstream_pool.c) */
 static inline uint64_t fd_tag(int fd, uint32_t gen)
 {
@@ -76,6 +81,8 @@ struct evloop {
     struct sb_slot *slot;    /* counters, in shared memory */
     struct alog *alog;
     struct proxy *proxy;     /* NULL without proxy routes */
+    struct ev_resume *resumes; /* clients to hand back after this batch */
+    int nresumes, cap_resumes;
     size_t batch_bytes;      /* bytes in iov */
     uint8_t stopping;
     uint8_t accept_paused;

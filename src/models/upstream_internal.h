@@ -10,7 +10,8 @@
 #include "http/body.h"
 #include "http/reframe.h"
 #include "http/upstream_codec.h"
-#include "models/evloop_internal.h"
+#include "models/upstream.h"
+#include "proc/config.h"
 
 #define DBUF_SIZE 65536          /* upstream -> client */
 #define UBUF_EXTRA 65536         /* client -> upstream, beyond head and one read */
@@ -49,11 +50,6 @@ struct up_group {
     uint32_t next;               /* round-robin position */
 };
 
-struct resume {
-    int fd;
-    uint32_t gen;
-};
-
 struct proxy {
     struct up_group groups[CONFIG_MAX_UPSTREAMS];
     int ngroups;
@@ -61,8 +57,14 @@ struct proxy {
     uint8_t least;
     struct timerq q_connect, q_read, q_send;
     struct up_conn *ups;         /* indexed by fd */
-    struct resume *resumes;      /* clients whose exchange ended this batch */
-    int nresumes, cap_resumes;
+    const struct serve_config *cfg;
+    struct step_ctx *step;
+    const uint8_t *stopping;
+    char *rbuf;                  /* the driver's scratch buffer of in_cap bytes */
+    size_t in_cap;
+    int max_fds;
+    const struct up_driver *drv;
+    void *drv_arg;
     struct xfer *cache[XFER_CACHE];
     int ncache;
     size_t ucap;
@@ -71,7 +73,10 @@ struct proxy {
 };
 
 struct xfer {
-    struct conn *client;
+    void *client;                /* the driver's */
+    struct step_conn *st;        /* the client's step state */
+    int client_fd;
+    uint8_t client_timer;        /* UT_* */
     char *loghead;               /* a copy of the request head, for the access log */
     uint32_t loghead_len;
     int group, server, up_fd;
@@ -108,18 +113,18 @@ struct xfer {
 
 struct up_server *server_of(struct proxy *px, const struct xfer *x);
 /* Marks x's server down for the fail timeout and logs why. */
-void mark_down(struct evloop *ev, struct xfer *x, const char *why);
+void mark_down(struct proxy *px, struct xfer *x, const char *why);
 /* Arms the upstream connection's timer on queue q (QU_*). */
-void up_arm(struct evloop *ev, struct up_conn *uc, int q);
+void up_arm(struct proxy *px, struct up_conn *uc, int q);
 /* Stops uc's timer. */
 void up_disarm(struct up_conn *uc);
 /* Gives the upstream connection back: to the pool when it can carry
  * another request, else closed. */
-void up_release(struct evloop *ev, struct xfer *x, int reuse);
+void up_release(struct proxy *px, struct xfer *x, int reuse);
 /* Opens (or takes from the pool) a connection to a server of x's group.
  * Returns 0, or -1 when no server can be reached now. */
-int up_connect(struct evloop *ev, struct xfer *x);
+int up_connect(struct proxy *px, struct xfer *x);
 /* A pooled connection closed or timed out: out of the pool, closed. */
-void up_idle_closed(struct evloop *ev, struct up_conn *uc);
+void up_idle_closed(struct proxy *px, struct up_conn *uc);
 
 #endif

@@ -24,19 +24,27 @@
 
 /* ---- set-up ---- */
 
-struct proxy *proxy_create(struct evloop *ev)
+struct proxy *upstream_create(const struct proxy_env *env)
 {
-    const struct serve_config *cfg = ev->cfg;
+    const struct serve_config *cfg = env->cfg;
     if (!cfg->nroutes)
         return NULL;
     struct proxy *px = calloc(1, sizeof *px);
     if (!px)
         log_fatal("out of memory at start");
+    px->cfg = cfg;
+    px->step = env->step;
+    px->stopping = env->stopping;
+    px->rbuf = env->rbuf;
+    px->in_cap = env->in_cap;
+    px->max_fds = env->max_fds;
+    px->drv = env->drv;
+    px->drv_arg = env->drv_arg;
     px->keepalive = cfg->upstream_keepalive;
     px->least = cfg->upstream_least;
     px->ngroups = cfg->nupstreams;
-    px->ucap = 2 * ev->in_cap + UBUF_EXTRA;
-    px->path_cap = ev->in_cap + 16;
+    px->ucap = 2 * px->in_cap + UBUF_EXTRA;
+    px->path_cap = px->in_cap + 16;
     px->path = malloc(px->path_cap);
     if (!px->path)
         log_fatal("out of memory at start");
@@ -57,32 +65,32 @@ struct proxy *proxy_create(struct evloop *ev)
     tq_init(&px->q_connect, cfg->proxy_connect_timeout_ms);
     tq_init(&px->q_read, cfg->proxy_read_timeout_ms);
     tq_init(&px->q_send, cfg->proxy_send_timeout_ms);
-    px->ups = calloc((size_t)ev->max_fds, sizeof *px->ups);
+    px->ups = calloc((size_t)px->max_fds, sizeof *px->ups);
     if (!px->ups)
         log_fatal("out of memory at start");
     return px;
 }
 
-static void up_close_fd(struct evloop *ev, int fd)
+static void up_close_fd(struct proxy *px, int fd)
 {
-    struct up_conn *uc = &ev->proxy->ups[fd];
+    struct up_conn *uc = &px->ups[fd];
     up_disarm(uc);
     uc->open = 0;
     uc->xfer = NULL;
-    uc->gen = (uc->gen + 1) & GEN_MASK;
+    uc->gen = (uc->gen + 1) & UP_GEN_MASK;
+    px->drv->forget(px->drv_arg, fd);
     close(fd);
 }
 
-void proxy_destroy(struct evloop *ev)
+void upstream_destroy(struct proxy *px)
 {
-    struct proxy *px = ev->proxy;
     if (!px)
         return;
     for (int g = 0; g < px->ngroups; g++) {
         for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
             struct up_server *srv = &px->groups[g].servers[s];
             for (uint32_t i = 0; i < srv->nidle; i++)
-                up_close_fd(ev, srv->idle[i]);
+                up_close_fd(px, srv->idle[i]);
             free(srv->idle);
         }
         free(px->groups[g].servers);
@@ -91,21 +99,18 @@ void proxy_destroy(struct evloop *ev)
         free(px->cache[i]->ubuf);
         free(px->cache[i]);
     }
-    free(px->resumes);
     free(px->path);
     free(px->ups);
     free(px);
-    ev->proxy = NULL;
 }
 
 /* Routes match the normalised path, as the static handler sees it: a
  * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
  * that does not normalise: the static handler answers that one). The
  * upstream still gets the target as the client sent it, as nginx does. */
-int proxy_route(const struct evloop *ev, const struct http_request *req)
+int upstream_route(struct proxy *px, const struct http_request *req)
 {
-    const struct serve_config *cfg = ev->cfg;
-    struct proxy *px = ev->proxy;
+    const struct serve_config *cfg = px->cfg;
     if (!req->path.len || req->path.p[0] != '/')
         return -1;
     int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
@@ -146,18 +151,16 @@ static int pick_server(struct proxy *px, int group)
     return best;
 }
 
-void mark_down(struct evloop *ev, struct xfer *x, const char *why)
+void mark_down(struct proxy *px, struct xfer *x, const char *why)
 {
-    struct proxy *px = ev->proxy;
     const struct upstream_group *g = px->groups[x->group].cfg;
-    server_of(px, x)->down_until = clock_now_ms() + ev->cfg->upstream_fail_timeout_ms;
+    server_of(px, x)->down_until = clock_now_ms() + px->cfg->upstream_fail_timeout_ms;
     log_msg(LOG_WARN, "upstream %s server %s: %s; skipped for %lld ms", g->name,
-            g->servers[x->server].text, why, (long long)ev->cfg->upstream_fail_timeout_ms);
+            g->servers[x->server].text, why, (long long)px->cfg->upstream_fail_timeout_ms);
 }
 
-void up_arm(struct evloop *ev, struct up_conn *uc, int q)
+void up_arm(struct proxy *px, struct up_conn *uc, int q)
 {
-    struct proxy *px = ev->proxy;
     struct timerq *tq = q == QU_CONNECT ? &px->q_connect : q == QU_READ ? &px->q_read : &px->q_send;
     tq_arm(tq, &uc->timer, clock_now_ms());
     uc->queue = (uint8_t)q;
@@ -171,9 +174,8 @@ void up_disarm(struct up_conn *uc)
 
 /* Gives the upstream connection back: to the pool when it can carry
  * another request, else closed. */
-void up_release(struct evloop *ev, struct xfer *x, int reuse)
+void up_release(struct proxy *px, struct xfer *x, int reuse)
 {
-    struct proxy *px = ev->proxy;
     if (x->up_fd < 0)
         return;
     struct up_server *srv = server_of(px, x);
@@ -187,7 +189,7 @@ void up_release(struct evloop *ev, struct xfer *x, int reuse)
         uc->up_id = (uint16_t)(x->group * CONFIG_MAX_UPSTREAM_SERVERS + x->server);
         srv->idle[srv->nidle++] = x->up_fd;
     } else {
-        up_close_fd(ev, x->up_fd);
+        up_close_fd(px, x->up_fd);
     }
     x->up_fd = -1;
     x->connecting = 0;
@@ -195,12 +197,12 @@ void up_release(struct evloop *ev, struct xfer *x, int reuse)
 
 /* A new non-blocking connection to a for x, watched by the loop (tagged
  * TAG_UPSTREAM). Returns 0 or the errno that stopped it. */
-static int up_open(struct evloop *ev, struct xfer *x, const struct listen_addr *a)
+static int up_open(struct proxy *px, struct xfer *x, const struct listen_addr *a)
 {
     int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return errno;
-    if (fd >= ev->max_fds) {
+    if (fd >= px->max_fds) {
         close(fd);
         return EMFILE;
     }
@@ -211,21 +213,21 @@ static int up_open(struct evloop *ev, struct xfer *x, const struct listen_addr *
     int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
     int err = rc == 0 ? 0 : errno;
     if (rc == 0 || err == EINPROGRESS) {
-        struct up_conn *uc = &ev->proxy->ups[fd];
-        uint32_t gen = (uc->gen + 1) & GEN_MASK;
+        struct up_conn *uc = &px->ups[fd];
+        uint32_t gen = (uc->gen + 1) & UP_GEN_MASK;
         memset(uc, 0, sizeof *uc);
         uc->gen = gen;
-        if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE,
-                     TAG_UPSTREAM | fd_tag(fd, gen)) == 0) {
+        int rc_watch = px->drv->watch(px->drv_arg, fd, gen);
+        if (rc_watch == 0) {
             uc->open = 1;
             uc->xfer = x;
             x->up_fd = fd;
             x->connecting = rc != 0;
             if (x->connecting)
-                up_arm(ev, uc, QU_CONNECT);
+                up_arm(px, uc, QU_CONNECT);
             return 0;
         }
-        err = errno;
+        err = -rc_watch;
     }
     close(fd);
     return err;
@@ -233,9 +235,8 @@ static int up_open(struct evloop *ev, struct xfer *x, const struct listen_addr *
 
 /* Opens (or takes from the pool) a connection to a server of x's group.
  * Returns 0, or -1 when no server can be reached now. */
-int up_connect(struct evloop *ev, struct xfer *x)
+int up_connect(struct proxy *px, struct xfer *x)
 {
-    struct proxy *px = ev->proxy;
     const struct upstream_group *gc = px->groups[x->group].cfg;
     while (x->tries < gc->nservers) {
         int s = pick_server(px, x->group);
@@ -256,7 +257,7 @@ int up_connect(struct evloop *ev, struct xfer *x)
             return 0;
         }
         x->reused = 0;
-        int err = up_open(ev, x, &gc->servers[s]);
+        int err = up_open(px, x, &gc->servers[s]);
         if (!err)
             return 0;
         srv->active--;
@@ -266,14 +267,13 @@ int up_connect(struct evloop *ev, struct xfer *x)
             log_msg(LOG_ERROR, "upstream connect: %s", strerror(err));
             return -1; /* our limit, not the server's fault */
         }
-        mark_down(ev, x, strerror(err));
+        mark_down(px, x, strerror(err));
     }
     return -1;
 }
 
-void up_idle_closed(struct evloop *ev, struct up_conn *uc)
+void up_idle_closed(struct proxy *px, struct up_conn *uc)
 {
-    struct proxy *px = ev->proxy;
     int fd = (int)(uc - px->ups);
     struct up_server *srv = &px->groups[uc->up_id / CONFIG_MAX_UPSTREAM_SERVERS]
                                  .servers[uc->up_id % CONFIG_MAX_UPSTREAM_SERVERS];
@@ -282,6 +282,6 @@ void up_idle_closed(struct evloop *ev, struct up_conn *uc)
             srv->idle[i] = srv->idle[--srv->nidle];
             break;
         }
-    up_close_fd(ev, fd);
+    up_close_fd(px, fd);
 }
 

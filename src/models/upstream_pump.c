@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -52,28 +53,24 @@ static void xfer_put(struct proxy *px, struct xfer *x)
     free(x);
 }
 
-/* Counters and the access log, like a static request. */
-static void account(struct evloop *ev, struct xfer *x)
+/* Counters and the access log, once, like a static request. */
+static void account(struct proxy *px, struct xfer *x)
 {
     unsigned status = x->status ? x->status : 502;
-    SB_ADD(ev->slot->requests, 1);
-    SB_ADD(ev->slot->status[status / 100 % 6], 1);
-    if (!alog_on(ev->alog))
-        return;
     struct http_request req;
     int ok = x->loghead &&
              http_parse_request(x->loghead, x->loghead_len, x->loghead_len, &req) > 0;
-    conn_log(ev, x->client, ok ? &req : NULL, status, x->body_sent);
+    step_account(px->step, x->st, ok ? &req : NULL, status, x->body_sent);
 }
 
 /* Replaces the response with an error page (nothing reached the client
  * yet). The upstream connection is not reused. */
-static void respond_error(struct evloop *ev, struct xfer *x, unsigned status)
+static void respond_error(struct proxy *px, struct xfer *x, unsigned status)
 {
-    up_release(ev, x, 0);
+    up_release(px, x, 0);
     struct http_out out = {x->hbuf, 0, sizeof x->hbuf};
     struct http_plan plan;
-    int keep = x->client_keepalive && x->req_done && !ev->stopping;
+    int keep = x->client_keepalive && x->req_done && !*px->stopping;
     resp_error(&out, &plan, status, x->client_minor, keep, x->head_request);
     x->hlen = out.len;
     x->hoff = 0;
@@ -88,9 +85,9 @@ static void respond_error(struct evloop *ev, struct xfer *x, unsigned status)
 
 /* Ends the exchange at once: the client connection closes (a truncated
  * response is the only honest signal once the head has gone out). */
-static int abort_client(struct evloop *ev, struct xfer *x)
+static int abort_client(struct proxy *px, struct xfer *x)
 {
-    conn_close(ev, x->client); /* calls proxy_abort, which frees x */
+    px->drv->client_close(px->drv_arg, x->client); /* calls upstream_abort, which frees x */
     return -1;
 }
 
@@ -100,31 +97,30 @@ static int abort_client(struct evloop *ev, struct xfer *x)
  * may have closed the idle connection as we sent, or may have acted on
  * the request and died: a POST must not run twice), else answer 502 (504
  * on timeout). After it: close the client. */
-static int upstream_failed(struct evloop *ev, struct xfer *x, int timeout)
+static int upstream_failed(struct proxy *px, struct xfer *x, int timeout)
 {
     if (x->head_done)
-        return abort_client(ev, x);
+        return abort_client(px, x);
     if (x->reused && !x->got_bytes && !x->udiscarded && !timeout && x->may_retry) {
         /* the server closed an idle connection as we sent on it */
-        up_release(ev, x, 0);
+        up_release(px, x, 0);
         x->uoff = 0;
-        if (up_connect(ev, x) == 0)
+        if (up_connect(px, x) == 0)
             return 1;
     }
-    respond_error(ev, x, timeout ? 504 : 502);
+    respond_error(px, x, timeout ? 504 : 502);
     return 1;
 }
 
 /* Client body bytes into ubuf, while it has room. */
-static int client_to_ubuf(struct evloop *ev, struct xfer *x)
+static int client_to_ubuf(struct proxy *px, struct xfer *x)
 {
-    struct conn *c = x->client;
     /* once the response is complete the rest of the body is not wanted
      * (an early answer such as 413): the client connection will linger */
     if (x->req_done || x->errored || x->resp_done)
         return 0;
-    size_t cap = ev->proxy->ucap;
-    if (x->ulen + ev->in_cap > cap && x->uoff) {
+    size_t cap = px->ucap;
+    if (x->ulen + px->in_cap > cap && x->uoff) {
         memmove(x->ubuf, x->ubuf + x->uoff, x->ulen - x->uoff);
         x->ulen -= x->uoff;
         x->uoff = 0;
@@ -136,22 +132,22 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
     size_t room = cap - x->ulen;
     ssize_t n;
     do
-        n = read(conn_fd(ev, c), ev->rbuf, room < ev->in_cap ? room : ev->in_cap);
+        n = read(x->client_fd, px->rbuf, room < px->in_cap ? room : px->in_cap);
     while (n < 0 && errno == EINTR);
     if (n < 0 && errno == EAGAIN)
         return 0;
     if (n <= 0)
-        return abort_client(ev, x); /* gone before its body ended */
-    SB_ADD(ev->slot->bytes_in, (uint64_t)n);
+        return abort_client(px, x); /* gone before its body ended */
+    SB_ADD(px->step->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
-    body_clock_add(&c->st.body, (size_t)n);
+    body_clock_add(&x->st->body, (size_t)n);
     struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
-    long k = x->codec->request_body(&x->req_body, ev->rbuf, (size_t)n,
-                          ev->cfg->http.max_body_size, &o);
+    long k = x->codec->request_body(&x->req_body, px->rbuf, (size_t)n,
+                                    px->cfg->http.max_body_size, &o);
     if (k < 0) {
         /* the upstream connection closes: what went up of it is not a request */
         x->client_keepalive = 0;
-        respond_error(ev, x, 400);
+        respond_error(px, x, 400);
         return 1;
     }
     x->ulen = o.len;
@@ -159,11 +155,9 @@ static int client_to_ubuf(struct evloop *ev, struct xfer *x)
         x->req_done = 1;
         if (k < n) {
             /* the next pipelined request: the client's input once we are done */
-            c->in = bufpool_get(&ev->inbufs);
-            if (!c->in)
-                return abort_client(ev, x);
-            memcpy(c->in, ev->rbuf + k, (size_t)(n - k));
-            c->in_len = (uint32_t)(n - k);
+            if (px->drv->client_leftover(px->drv_arg, x->client, px->rbuf + k,
+                                         (size_t)(n - k)) < 0)
+                return abort_client(px, x);
         }
     }
     return 1;
@@ -197,7 +191,7 @@ static int ubuf_to_upstream(struct xfer *x)
  * and stays as it is; a chunked one was read aside (n at most the room left
  * in dbuf) and its data goes into dbuf as herd's own chunks, the framing
  * that does not fit into dspill. */
-static int frame_body(struct evloop *ev, struct xfer *x, const char *src, size_t n)
+static int frame_body(struct proxy *px, struct xfer *x, const char *src, size_t n)
 {
     if (x->resp_done) {
         x->up_reusable = 0; /* bytes after a complete response */
@@ -208,8 +202,8 @@ static int frame_body(struct evloop *ev, struct xfer *x, const char *src, size_t
     x->dlen = o.len;
     x->dspill_len = (uint8_t)o.over_len;
     if (k < 0) {
-        log_msg(LOG_WARN, "upstream %s: broken chunked body", ev->proxy->groups[x->group].cfg->name);
-        return abort_client(ev, x);
+        log_msg(LOG_WARN, "upstream %s: broken chunked body", px->groups[x->group].cfg->name);
+        return abort_client(px, x);
     }
     if (!x->resp_body.active) {
         x->resp_done = 1;
@@ -221,11 +215,11 @@ static int frame_body(struct evloop *ev, struct xfer *x, const char *src, size_t
 
 /* The response head in dbuf[0..dlen): the client's head goes to hbuf, and
  * the body bytes that came with it are framed as body. */
-static int parse_head(struct evloop *ev, struct xfer *x)
+static int parse_head(struct proxy *px, struct xfer *x)
 {
-    const char *gname = ev->proxy->groups[x->group].cfg->name;
+    const char *gname = px->groups[x->group].cfg->name;
     for (;;) {
-        struct upstream_head h = {.keepalive = x->client_keepalive && !ev->stopping};
+        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping};
         int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
                                         x->client_minor, &h, &x->resp_body, x->hbuf,
                                         sizeof x->hbuf);
@@ -234,7 +228,7 @@ static int parse_head(struct evloop *ev, struct xfer *x)
         if (n == HTTP_PARSE_ERROR) {
             if (h.err)
                 log_msg(LOG_WARN, "upstream %s: %s", gname, h.err);
-            respond_error(ev, x, 502);
+            respond_error(px, x, 502);
             return 1;
         }
         if (h.status < 200) {
@@ -254,11 +248,11 @@ static int parse_head(struct evloop *ev, struct xfer *x)
         if (!rest)
             return 1;
         if (x->resp_body.aside) { /* framed anew from aside: rest <= UP_HEAD_MAX <= in_cap */
-            memcpy(ev->rbuf, x->dbuf + n, rest);
-            return frame_body(ev, x, ev->rbuf, rest);
+            memcpy(px->rbuf, x->dbuf + n, rest);
+            return frame_body(px, x, px->rbuf, rest);
         }
         memmove(x->dbuf, x->dbuf + n, rest);
-        return frame_body(ev, x, x->dbuf, rest);
+        return frame_body(px, x, x->dbuf, rest);
     }
 }
 
@@ -272,7 +266,7 @@ static void dbuf_drained(struct xfer *x)
     x->dspill_len = 0;
 }
 
-static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
+static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
 {
     if (x->resp_done || x->errored)
         return 0;
@@ -283,10 +277,10 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
         return 0; /* back-pressure: the client has not taken it yet */
     /* a chunked body is read aside and framed anew into dbuf */
     int aside = x->head_done && x->resp_body.aside;
-    char *to = aside ? ev->rbuf : x->dbuf + x->dlen;
+    char *to = aside ? px->rbuf : x->dbuf + x->dlen;
     size_t want = cap - x->dlen;
-    if (aside && want > ev->in_cap)
-        want = ev->in_cap;
+    if (aside && want > px->in_cap)
+        want = px->in_cap;
     ssize_t n;
     do
         n = read(x->up_fd, to, want);
@@ -296,7 +290,7 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
             x->up_readable = 0;
             return 0;
         }
-        return upstream_failed(ev, x, 0);
+        return upstream_failed(px, x, 0);
     }
     x->up_progress = 1;
     if (n == 0) {
@@ -306,27 +300,27 @@ static int upstream_to_dbuf(struct evloop *ev, struct xfer *x)
         }
         if (!x->head_done && x->got_bytes) {
             log_msg(LOG_WARN, "upstream %s: closed inside the response head",
-                    ev->proxy->groups[x->group].cfg->name);
-            respond_error(ev, x, 502);
+                    px->groups[x->group].cfg->name);
+            respond_error(px, x, 502);
             return 1;
         }
-        return upstream_failed(ev, x, 0);
+        return upstream_failed(px, x, 0);
     }
     x->got_bytes = 1;
     if (!x->head_done) {
         x->dlen += (size_t)n;
-        int rc = parse_head(ev, x);
+        int rc = parse_head(px, x);
         if (rc > 0 && !x->head_done && x->dlen >= UP_HEAD_MAX) {
             log_msg(LOG_WARN, "upstream %s: response head too large",
-                    ev->proxy->groups[x->group].cfg->name);
-            respond_error(ev, x, 502);
+                    px->groups[x->group].cfg->name);
+            respond_error(px, x, 502);
         }
         return rc;
     }
-    return frame_body(ev, x, to, (size_t)n);
+    return frame_body(px, x, to, (size_t)n);
 }
 
-static int dbuf_to_client(struct evloop *ev, struct xfer *x)
+static int dbuf_to_client(struct proxy *px, struct xfer *x)
 {
     if (!x->head_done || (x->hoff == x->hlen && x->doff == x->dlen))
         return 0;
@@ -341,14 +335,14 @@ static int dbuf_to_client(struct evloop *ev, struct xfer *x)
     }
     ssize_t n;
     do
-        n = sendmsg(conn_fd(ev, x->client), &m, MSG_NOSIGNAL);
+        n = sendmsg(x->client_fd, &m, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         if (errno == EAGAIN)
             return 0;
-        return abort_client(ev, x);
+        return abort_client(px, x);
     }
-    SB_ADD(ev->slot->bytes_out, (uint64_t)n);
+    SB_ADD(px->step->slot->bytes_out, (uint64_t)n);
     size_t left = (size_t)n, h = x->hlen - x->hoff;
     size_t from_head = left < h ? left : h;
     x->hoff += from_head;
@@ -364,96 +358,85 @@ static int dbuf_to_client(struct evloop *ev, struct xfer *x)
 /* The exchange is over: account, pool the upstream connection, and hand
  * the client back after this event batch (its next request may be
  * proxied again; doing that here would nest). */
-static void finish(struct evloop *ev, struct xfer *x)
+static void finish(struct proxy *px, struct xfer *x)
 {
-    struct proxy *px = ev->proxy;
-    struct conn *c = x->client;
+    void *client = x->client;
     int reuse = x->up_reusable && x->req_done && x->uoff == x->ulen && !x->errored &&
                 !x->up_wdead;
-    up_release(ev, x, reuse);
-    account(ev, x);
-    conn_set_timer(ev, c, Q_NONE);
-    c->xfer = NULL;
-    if (!x->client_keepalive || !x->req_done || ev->stopping) {
-        c->st.closing = 1;
-        c->st.linger = !x->req_done;
+    up_release(px, x, reuse);
+    account(px, x);
+    px->drv->client_timer(px->drv_arg, client, UT_NONE);
+    if (!x->client_keepalive || !x->req_done || *px->stopping) {
+        x->st->closing = 1;
+        x->st->linger = !x->req_done;
     }
     xfer_put(px, x);
-    if (px->nresumes == px->cap_resumes) {
-        int cap = px->cap_resumes ? px->cap_resumes * 2 : 64;
-        struct resume *r = realloc(px->resumes, (size_t)cap * sizeof *r);
-        if (!r) {
-            conn_close(ev, c);
-            return;
-        }
-        px->resumes = r;
-        px->cap_resumes = cap;
-    }
-    px->resumes[px->nresumes++] = (struct resume){conn_fd(ev, c), c->gen};
+    px->drv->client_done(px->drv_arg, client);
 }
 
 /* Timers after a round of moves: the upstream's (connect, send, read)
  * and the client's (send while it blocks, header while its body is due).
  * Each restarts when its side made progress or changed state. */
-static void set_timers(struct evloop *ev, struct xfer *x)
+static void set_timers(struct proxy *px, struct xfer *x)
 {
     if (x->up_fd >= 0 && !x->connecting) {
-        struct up_conn *uc = &ev->proxy->ups[x->up_fd];
+        struct up_conn *uc = &px->ups[x->up_fd];
         int q = x->uoff < x->ulen && !x->resp_done && !x->up_wdead ? QU_SEND
                 : !x->resp_done && (!x->head_done || x->dlen < sizeof x->dbuf) ? QU_READ
                                                                                 : QU_NONE;
         if (q == QU_NONE) {
             up_disarm(uc);
         } else if (q != uc->queue || x->up_progress) {
-            up_arm(ev, uc, q);
+            up_arm(px, uc, q);
         }
     }
     x->up_progress = 0;
-    struct conn *c = x->client;
-    int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? Q_SEND
-            : !x->req_done && !x->errored && x->ulen < ev->proxy->ucap ? Q_BODY
-                                                                       : Q_NONE;
+    int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? UT_SEND
+            : !x->req_done && !x->errored && x->ulen < px->ucap ? UT_BODY
+                                                                : UT_NONE;
     /* progress restarts the send timer; the body clock only counts bytes */
-    if (q != c->queue || (x->client_progress && q == Q_SEND))
-        conn_set_timer(ev, c, q);
+    if (q != x->client_timer || (x->client_progress && q == UT_SEND)) {
+        x->client_timer = (uint8_t)q;
+        px->drv->client_timer(px->drv_arg, x->client, q);
+    }
     x->client_progress = 0;
 }
 
 /* Moves bytes every way they can go until nothing moves (edge-triggered:
  * every side is tried until EAGAIN or a full buffer, whose drain is
  * noticed here, in the same loop). */
-static void pump(struct evloop *ev, struct xfer *x)
+static void pump(struct proxy *px, struct xfer *x)
 {
     for (;;) {
         int moved = 0, r;
-        if ((r = client_to_ubuf(ev, x)) < 0)
+        if ((r = client_to_ubuf(px, x)) < 0)
             return;
         moved |= r;
         if (x->up_fd >= 0 && !x->connecting) {
             if ((r = ubuf_to_upstream(x)) < 0)
                 return;
             moved |= r;
-            if (x->up_fd >= 0 && (r = upstream_to_dbuf(ev, x)) < 0)
+            if (x->up_fd >= 0 && (r = upstream_to_dbuf(px, x)) < 0)
                 return;
             moved |= r;
         }
-        if ((r = dbuf_to_client(ev, x)) < 0)
+        if ((r = dbuf_to_client(px, x)) < 0)
             return;
         moved |= r;
         if (x->resp_done && x->hoff == x->hlen && x->doff == x->dlen) {
-            finish(ev, x);
+            finish(px, x);
             return;
         }
         if (!moved)
             break;
     }
-    set_timers(ev, x);
+    set_timers(px, x);
 }
 
-static void client_addr(const struct conn *c, char *buf, size_t n)
+static void client_addr(const struct step_conn *st, char *buf, size_t n)
 {
-    if (c->st.peer_family == AF_INET || c->st.peer_family == AF_INET6)
-        inet_ntop(c->st.peer_family, c->st.peer, buf, (socklen_t)n);
+    if (st->peer_family == AF_INET || st->peer_family == AF_INET6)
+        inet_ntop(st->peer_family, st->peer, buf, (socklen_t)n);
     else
         snprintf(buf, n, "unix:"); /* nginx's $remote_addr for a unix socket */
 }
@@ -468,39 +451,40 @@ static int expects_continue(const struct http_request *req)
     return 0;
 }
 
-long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http_request *req,
-                 const char *head, size_t head_len, const char *body, size_t body_len)
+long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st, int route,
+                 const struct http_request *req, const char *head, size_t head_len,
+                 const char *body, size_t body_len, struct xfer **xp)
 {
-    struct proxy *px = ev->proxy;
     struct xfer *x = xfer_get(px);
+    *xp = x;
     if (!x)
         return -1;
     memset(x, 0, offsetof(struct xfer, ubuf));
-    x->client = c;
-    x->group = ev->cfg->routes[route].group;
+    x->client = client;
+    x->client_fd = fd;
+    x->st = st;
+    x->group = px->cfg->routes[route].group;
     x->codec = px->groups[x->group].codec;
     x->up_fd = -1;
     x->client_minor = req->minor;
     x->head_request = req->method == HTTP_HEAD;
-    x->client_keepalive = http_wants_keepalive(req) && !ev->stopping &&
-                          c->st.nreq < ev->cfg->http.keepalive_requests;
-    c->xfer = x;
-    conn_set_timer(ev, c, Q_NONE);
-    if (alog_on(ev->alog) && (x->loghead = malloc(head_len)) != NULL) {
+    x->client_keepalive = http_wants_keepalive(req) && !*px->stopping &&
+                          st->nreq < px->cfg->http.keepalive_requests;
+    if (alog_on(px->step->alog) && (x->loghead = malloc(head_len)) != NULL) {
         memcpy(x->loghead, head, head_len);
         x->loghead_len = (uint32_t)head_len;
     }
     char addr[64];
-    client_addr(c, addr, sizeof addr);
+    client_addr(st, addr, sizeof addr);
     const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
-                                           ev->cfg->proxy_pass_underscores};
-    long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - ev->in_cap);
+                                           px->cfg->proxy_pass_underscores};
+    long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
     long took = 0;
-    x->codec->request_body_start(&x->req_body, req, ev->cfg->http.max_header_size);
+    x->codec->request_body_start(&x->req_body, req, px->cfg->http.max_header_size);
     if (hl < 0) {
         x->req_done = !x->req_body.active;
         x->client_keepalive = 0;
-        respond_error(ev, x, 431);
+        respond_error(px, x, 431);
         return (long)body_len;
     }
     x->ulen = (size_t)hl;
@@ -508,11 +492,11 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
     if (x->req_body.active) {
         /* the head left in_cap bytes, the most body that came with it */
         struct reframe_out o = {x->ubuf, x->ulen, px->ucap + REFRAME_SLACK, NULL, 0};
-        took = x->codec->request_body(&x->req_body, body, body_len, ev->cfg->http.max_body_size,
+        took = x->codec->request_body(&x->req_body, body, body_len, px->cfg->http.max_body_size,
                                       &o);
         if (took < 0) {
             x->client_keepalive = 0;
-            respond_error(ev, x, 400);
+            respond_error(px, x, 400);
             return (long)body_len;
         }
         x->ulen = o.len;
@@ -521,73 +505,67 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
          * (the upstream never sees the Expect header). An HTTP/1.0 client
          * does not know 100 Continue (RFC 9110 10.1.1): it just sends. */
         if (!x->req_done && x->client_minor && expects_continue(req))
-            (void)!send(conn_fd(ev, c), "HTTP/1.1 100 Continue\r\n\r\n", 25,
+            (void)!send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25,
                         MSG_NOSIGNAL | MSG_DONTWAIT);
     } else {
         x->req_done = 1;
     }
-    if (up_connect(ev, x) < 0) {
+    if (up_connect(px, x) < 0) {
         log_msg(LOG_ERROR, "upstream %s: no server reachable", px->groups[x->group].cfg->name);
-        respond_error(ev, x, 502);
+        respond_error(px, x, 502);
     }
     return took;
 }
 
-void proxy_kick(struct evloop *ev, struct conn *c)
+void upstream_kick(struct proxy *px, struct xfer *x)
 {
-    if (c->xfer)
-        pump(ev, c->xfer);
+    pump(px, x);
 }
 
-void proxy_client_event(struct evloop *ev, struct conn *c, uint32_t events)
+void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events)
 {
     /* Both directions gone (a half-close alone still gets its answer):
      * free the upstream now rather than at its read timeout. */
     if (events & (EPOLLHUP | EPOLLERR)) {
-        abort_client(ev, c->xfer);
+        abort_client(px, x);
         return;
     }
-    if (events & (EPOLLIN | EPOLLRDHUP))
-        c->want_read = 1; /* read it when the exchange is over */
-    pump(ev, c->xfer);
+    pump(px, x);
 }
 
-void proxy_abort(struct evloop *ev, struct conn *c)
+void upstream_abort(struct proxy *px, struct xfer *x)
 {
-    struct xfer *x = c->xfer;
-    c->xfer = NULL;
-    up_release(ev, x, 0);
+    up_release(px, x, 0);
     if (x->status)
-        account(ev, x);
-    xfer_put(ev->proxy, x);
+        account(px, x);
+    xfer_put(px, x);
 }
 
 /* ---- upstream events ---- */
 
 /* The connect of x failed or timed out: mark the server down and try the
  * next one; 502 (504 for a timeout) when none is left. */
-static void connect_failed(struct evloop *ev, struct xfer *x, const char *why, int timeout)
+static void connect_failed(struct proxy *px, struct xfer *x, const char *why, int timeout)
 {
-    mark_down(ev, x, why);
-    up_release(ev, x, 0);
+    mark_down(px, x, why);
+    up_release(px, x, 0);
     x->tries++;
-    if (up_connect(ev, x) < 0)
-        respond_error(ev, x, timeout ? 504 : 502);
+    if (up_connect(px, x) < 0)
+        respond_error(px, x, timeout ? 504 : 502);
 }
 
-void proxy_upstream_event(struct evloop *ev, uint64_t tag, uint32_t events)
+void upstream_event(struct proxy *px, int fd, uint32_t gen, uint32_t events)
 {
-    int fd = (int)(uint32_t)tag;
-    struct up_conn *uc = &ev->proxy->ups[fd];
+    struct up_conn *uc = &px->ups[fd];
     /* An event for an fd closed (and maybe reused) earlier in this batch
      * carries the old generation: drop it. */
-    if (!uc->open || uc->gen != tag_gen(tag))
+    if (fd >= px->max_fds || !uc->open || uc->gen != gen)
         return;
     struct xfer *x = uc->xfer;
     if (!x) {
         /* A pooled connection has nothing to say: the server closed it. */
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            up_idle_closed(ev, uc);
+            up_idle_closed(px, uc);
         return;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -600,69 +578,57 @@ void proxy_upstream_event(struct evloop *ev, uint64_t tag, uint32_t events)
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
             err = errno;
         if (err) {
-            connect_failed(ev, x, strerror(err), 0);
+            connect_failed(px, x, strerror(err), 0);
         } else {
             x->connecting = 0;
             x->up_progress = 1;
         }
     }
-    pump(ev, x);
+    pump(px, x);
 }
 
-static void upstream_timeout(struct evloop *ev, struct up_conn *uc)
+/* x's upstream timer of queue q expired. */
+static void timed_out(struct proxy *px, struct xfer *x, int q)
 {
-    struct xfer *x = uc->xfer;
-    int q = uc->queue;
-    uc->queue = QU_NONE;
-    if (!x) {
-        up_idle_closed(ev, uc);
-        return;
-    }
-    const char *gname = ev->proxy->groups[x->group].cfg->name;
+    const char *gname = px->groups[x->group].cfg->name;
     if (q == QU_CONNECT) {
-        connect_failed(ev, x, "connect timed out", 1);
+        connect_failed(px, x, "connect timed out", 1);
     } else {
         log_msg(LOG_WARN, "upstream %s: %s timed out", gname, q == QU_SEND ? "send" : "read");
-        if (upstream_failed(ev, x, 1) < 0)
+        if (upstream_failed(px, x, 1) < 0)
             return;
     }
-    pump(ev, x);
+    pump(px, x);
 }
 
-/* ---- after each event batch ---- */
+/* ---- timers ---- */
 
-static void expire(struct evloop *ev, struct timerq *q)
+static void timer_fired(struct proxy *px, struct up_conn *uc)
+{
+    int q = uc->queue;
+    uc->queue = QU_NONE;
+    if (uc->xfer)
+        timed_out(px, uc->xfer, q);
+    else
+        up_idle_closed(px, uc);
+}
+
+static void expire(struct proxy *px, struct timerq *q)
 {
     struct tq_node *n;
     while ((n = tq_pop_expired(q, clock_now_ms())) != NULL)
-        upstream_timeout(ev, container_of(n, struct up_conn, timer));
+        timer_fired(px, container_of(n, struct up_conn, timer));
 }
 
-void proxy_after_events(struct evloop *ev)
+void upstream_expire(struct proxy *px)
 {
-    struct proxy *px = ev->proxy;
-    if (!px)
-        return;
-    /* A resumed client may start and finish another exchange, which
-     * appends here: the loop takes those too. */
-    for (int i = 0; i < px->nresumes; i++) {
-        struct conn *c = &ev->conns[px->resumes[i].fd];
-        if (c->open && c->gen == px->resumes[i].gen && !c->xfer)
-            conn_proxy_resume(ev, c);
-    }
-    px->nresumes = 0;
-    expire(ev, &px->q_connect);
-    expire(ev, &px->q_read);
-    expire(ev, &px->q_send);
+    expire(px, &px->q_connect);
+    expire(px, &px->q_read);
+    expire(px, &px->q_send);
 }
 
-int64_t proxy_next_deadline(const struct evloop *ev)
+int64_t upstream_next_deadline(const struct proxy *px)
 {
-    const struct proxy *px = ev->proxy;
-    if (!px)
-        return -1;
-    if (px->nresumes)
-        return clock_now_ms();
     int64_t next = -1;
     const struct timerq *qs[] = {&px->q_connect, &px->q_read, &px->q_send};
     for (int i = 0; i < 3; i++) {
@@ -673,3 +639,22 @@ int64_t proxy_next_deadline(const struct evloop *ev)
     return next;
 }
 
+int upstream_fd(const struct xfer *x) { return x->up_fd; }
+
+int upstream_connecting(const struct xfer *x) { return x->connecting; }
+
+int64_t upstream_deadline(const struct proxy *px, const struct xfer *x)
+{
+    if (x->up_fd < 0)
+        return -1;
+    const struct up_conn *uc = &px->ups[x->up_fd];
+    return uc->queue != QU_NONE ? uc->timer.deadline_ms : -1;
+}
+
+void upstream_timeout(struct proxy *px, struct xfer *x)
+{
+    struct up_conn *uc = &px->ups[x->up_fd];
+    int q = uc->queue;
+    up_disarm(uc);
+    timed_out(px, x, q);
+}

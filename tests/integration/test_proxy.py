@@ -492,6 +492,23 @@ def test_access_log_and_counters(server, backends, tmp_path):
         assert "5xx" in json.dumps(counts) or counts
 
 
+def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
+    """With an access log, a proxied answer (and an upstream's 502) is one
+    request and one status in the counters, as a static one is."""
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", tmp_path / "access.log", "--status-path", "/st")
+    base = json.loads(srv.get("/st?format=json").body)
+    for i in range(3):
+        assert srv.get(f"/api/n{i}").status == 200
+    assert srv.get("/api/malformed").status == 502
+    st = json.loads(srv.get("/st?format=json").body)
+    # the first status request is counted once answered: 1 + 4 proxied
+    assert st["requests"] - base["requests"] == 5, (base, st)
+    assert st["responses"]["2xx"] - base["responses"]["2xx"] == 4, st["responses"]
+    assert st["responses"]["5xx"] - base["responses"]["5xx"] == 1, st["responses"]
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--proxy", "/x=nope"], "unknown upstream 'nope'"),
     (["--upstream", "b=nohostport"], "bad address 'nohostport'"),
