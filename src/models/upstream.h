@@ -64,6 +64,10 @@ struct proxy *upstream_create(const struct proxy_env *env);
 /* Closes the pooled connections (end the exchanges first). */
 void upstream_destroy(struct proxy *px);
 
+/* The env's config and scratch buffer. */
+const struct serve_config *upstream_config(const struct proxy *px);
+char *upstream_scratch(const struct proxy *px);
+
 /* The route index for req, or -1 when it is served locally. */
 int upstream_route(struct proxy *px, const struct http_request *req);
 
@@ -85,10 +89,16 @@ void upstream_abort(struct proxy *px, struct xfer *x);
 
 /* The upstream fd's socket raised events (gen: its generation). */
 void upstream_event(struct proxy *px, int fd, uint32_t gen, uint32_t events);
+/* x's upstream socket raised events (a driver that knows the exchange). */
+void upstream_ready(struct proxy *px, struct xfer *x, uint32_t events);
 /* Expires upstream timers due now (the event loop, after each batch). */
 void upstream_expire(struct proxy *px);
 /* Earliest upstream deadline in ms (clock_now_ms scale), or -1. */
 int64_t upstream_next_deadline(const struct proxy *px);
+
+/* For a driver that does not watch pooled connections (coro): closes
+ * those the server closed (or that have bytes no request asked for). */
+void upstream_sweep_idle(struct proxy *px);
 
 /* For a driver that waits per exchange (coro): x's upstream fd (-1: none
  * yet), whether it is still connecting, and its timer's deadline (-1:

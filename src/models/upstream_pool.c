@@ -82,6 +82,10 @@ static void up_close_fd(struct proxy *px, int fd)
     close(fd);
 }
 
+const struct serve_config *upstream_config(const struct proxy *px) { return px->cfg; }
+
+char *upstream_scratch(const struct proxy *px) { return px->rbuf; }
+
 void upstream_destroy(struct proxy *px)
 {
     if (!px)
@@ -285,3 +289,20 @@ void up_idle_closed(struct proxy *px, struct up_conn *uc)
     up_close_fd(px, fd);
 }
 
+
+/* A pooled connection has nothing to say: anything readable (the close
+ * above all) ends it, as its event does in the event loop. */
+void upstream_sweep_idle(struct proxy *px)
+{
+    for (int g = 0; g < px->ngroups; g++) {
+        for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
+            struct up_server *srv = &px->groups[g].servers[s];
+            for (uint32_t i = srv->nidle; i-- > 0;) {
+                char c;
+                ssize_t n = recv(srv->idle[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
+                if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                    up_idle_closed(px, &px->ups[srv->idle[i]]);
+            }
+        }
+    }
+}

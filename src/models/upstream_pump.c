@@ -556,16 +556,27 @@ static void connect_failed(struct proxy *px, struct xfer *x, const char *why, in
 
 void upstream_event(struct proxy *px, int fd, uint32_t gen, uint32_t events)
 {
+    if (fd < 0 || fd >= px->max_fds)
+        return;
     struct up_conn *uc = &px->ups[fd];
     /* An event for an fd closed (and maybe reused) earlier in this batch
      * carries the old generation: drop it. */
-    if (fd >= px->max_fds || !uc->open || uc->gen != gen)
+    if (!uc->open || uc->gen != gen)
         return;
-    struct xfer *x = uc->xfer;
-    if (!x) {
+    if (!uc->xfer) {
         /* A pooled connection has nothing to say: the server closed it. */
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             up_idle_closed(px, uc);
+        return;
+    }
+    upstream_ready(px, uc->xfer, events);
+}
+
+void upstream_ready(struct proxy *px, struct xfer *x, uint32_t events)
+{
+    int fd = x->up_fd;
+    if (fd < 0) {
+        pump(px, x);
         return;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))

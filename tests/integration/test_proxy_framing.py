@@ -20,12 +20,13 @@ from proxy_backend import PATTERN, Backend, pattern_sha
 pytestmark = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="picks its models itself")
 
-MODELS = ["reuseport", "prefork", "dispatch", "threads"]
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
 
 
 @pytest.fixture(params=MODELS)
 def model(request):
-    return ["--model", request.param]
+    # coro proxies in the client's coroutine: two threads, two pools
+    return ["--model", request.param] + (["--threads", "2"] if request.param == "coro" else [])
 
 
 @pytest.fixture
