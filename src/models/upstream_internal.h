@@ -26,7 +26,7 @@ enum { QU_NONE, QU_CONNECT, QU_READ, QU_SEND };
 /* One per upstream fd, in an array indexed by fd (the clients' struct conn
  * is another array): its events come tagged TAG_UPSTREAM. While it is
  * pooled it belongs to no exchange, and its events mean the server closed
- * it. 32 bytes. */
+ * it. 40 bytes. */
 struct up_conn {
     struct tq_node timer;        /* on the proxy's connect, read or send queue */
     struct xfer *xfer;           /* the exchange using it; NULL while pooled */
