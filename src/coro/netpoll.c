@@ -11,6 +11,21 @@
 #include "core/clock.h"
 #include "coro/sched_internal.h"
 
+/* co, woken through one of its fds, waits on the other no more. Both fds
+ * belong to t's epoll, so no event for the other can be handled between
+ * the wake and this. */
+static void drop_other_wait(struct kthread *t, struct coro *co, int woke_fd)
+{
+    int other = co->wait_fd == woke_fd ? co->wait_fd2 : co->wait_fd;
+    if (other < 0 || co->wait_fd2 < 0)
+        return;
+    struct pollent *pe = &t->s->pe[other];
+    spin_lock(&pe->lock);
+    if (pe->waiter == co)
+        pe->waiter = NULL;
+    spin_unlock(&pe->lock);
+}
+
 static void fd_event(struct kthread *t, int fd, uint32_t events)
 {
     struct pollent *pe = &t->s->pe[fd];
@@ -32,6 +47,7 @@ static void fd_event(struct kthread *t, int fd, uint32_t events)
     }
     spin_unlock(&pe->lock);
     if (co) {
+        drop_other_wait(t, co, fd);
         coro__heap_remove(t, co);
         coro__wake(co, 0);
     }
@@ -40,8 +56,11 @@ static void fd_event(struct kthread *t, int fd, uint32_t events)
 static void unwait(struct kthread *t, struct coro *co, int result)
 {
     coro__heap_remove(t, co);
-    if (co->wait_fd >= 0) {
-        struct pollent *pe = &t->s->pe[co->wait_fd];
+    int fds[2] = {co->wait_fd, co->wait_fd2};
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] < 0)
+            continue;
+        struct pollent *pe = &t->s->pe[fds[i]];
         spin_lock(&pe->lock);
         if (pe->waiter == co)
             pe->waiter = NULL;
@@ -117,24 +136,41 @@ struct wait_arg {
     uint32_t mask;
     int64_t deadline;
     int flags;
+    struct pollent *pe2;         /* a second fd, or NULL */
+    int fd2;
+    uint32_t mask2;
 };
+
+/* Ready already (the edge is consumed): 1. Else co waits on pe. */
+static int take_or_wait(struct pollent *pe, uint32_t mask, struct coro *co)
+{
+    spin_lock(&pe->lock);
+    if (pe->ready & mask) {
+        pe->ready &= ~mask;
+        spin_unlock(&pe->lock);
+        return 1;
+    }
+    pe->waiter = co;
+    pe->wanted = mask;
+    spin_unlock(&pe->lock);
+    return 0;
+}
 
 static int wait_commit(struct coro *co, void *arg)
 {
     struct wait_arg *w = arg;
     struct kthread *t = co->thread;
     co->wait_result = 0;
-    if (w->pe) {
+    if (w->pe && take_or_wait(w->pe, w->mask, co))
+        return 1;
+    if (w->pe2 && take_or_wait(w->pe2, w->mask2, co)) {
         spin_lock(&w->pe->lock);
-        if (w->pe->ready & w->mask) {
-            w->pe->ready &= ~w->mask;
-            spin_unlock(&w->pe->lock);
-            return 1;
-        }
-        w->pe->waiter = co;
-        w->pe->wanted = w->mask;
+        if (w->pe->waiter == co)
+            w->pe->waiter = NULL;
         spin_unlock(&w->pe->lock);
+        return 1;
     }
+    co->wait_fd2 = w->pe2 ? w->fd2 : -1;
     co->wait_fd = w->pe ? w->fd : -1;
     co->interruptible = (uint8_t)(w->flags & CORO_INTERRUPTIBLE);
     co->deadline = w->deadline < 0 ? INT64_MAX : w->deadline;
@@ -201,7 +237,26 @@ int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags)
     int err = fd_claim(t, fd);
     if (err < 0)
         return err;
-    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags};
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags, NULL, -1, 0};
+    return coro__park(wait_commit, &w);
+}
+
+int coro_wait_fd2(int fd, uint32_t events, int fd2, uint32_t events2, int64_t deadline_ms,
+                  int flags)
+{
+    struct kthread *t = coro__self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds || fd2 < 0 || fd2 >= s->max_fds || fd == fd2)
+        return -EBADF;
+    if (stop_applies(s, flags))
+        return -ECANCELED;
+    int err = fd_claim(t, fd);
+    if (err == 0)
+        err = fd_claim(t, fd2);
+    if (err < 0)
+        return err;
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags,
+                         &s->pe[fd2], fd2, wait_mask(events2)};
     return coro__park(wait_commit, &w);
 }
 
@@ -227,7 +282,7 @@ struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, i
         coro__runq_push(t, co);
         return co;
     }
-    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags};
+    struct wait_arg w = {&s->pe[fd], fd, wait_mask(events), deadline_ms, flags, NULL, -1, 0};
     if (wait_commit(co, &w))
         coro__runq_push(t, co);
     return co;

@@ -142,6 +142,7 @@ void coro__wake(struct coro *co, int result)
 {
     co->wait_result = result;
     co->wait_fd = -1;
+    co->wait_fd2 = -1;
     coro__runq_push(co->thread, co);
 }
 
@@ -421,6 +422,7 @@ struct coro *coro__new(coro_fn *fn, void *arg, int joinable)
     co->joinable = (uint8_t)joinable;
     co->heap_idx = -1;
     co->wait_fd = -1;
+    co->wait_fd2 = -1;
     return co;
 }
 

@@ -64,6 +64,10 @@ int coro_sleep(int64_t ms);
  * may still say EAGAIN: loop), -ETIMEDOUT, -ECANCELED, -EBADF for an fd
  * beyond the table. fd must be non-blocking. */
 int coro_wait_fd(int fd, uint32_t events, int64_t deadline_ms, int flags);
+/* As coro_wait_fd, for whichever of two fds is ready first (a proxy
+ * exchange waits on its client and its upstream at once). */
+int coro_wait_fd2(int fd, uint32_t events, int fd2, uint32_t events2, int64_t deadline_ms,
+                  int flags);
 /* A coroutine that starts only once fd is ready for events, its deadline
  * passes or a stop cancels the wait (as coro_wait_fd), and only then gets
  * a stack: a connection idle between requests costs a small record, not a

@@ -43,6 +43,7 @@ struct coro {
     int64_t deadline;
     int heap_idx;               /* -1 when not in a timer heap */
     int wait_fd;                /* -1 unless parked on an fd */
+    int wait_fd2;               /* -1 unless parked on a second fd too */
     int wait_result;
     uint8_t interruptible, pinned, joinable, exiting;
     uint32_t lock;              /* guards done and joiner */

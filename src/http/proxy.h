@@ -3,7 +3,7 @@
  * (hop-by-hop headers dropped, Host, X-Forwarded-For and X-Forwarded-Proto
  * set as nginx does with the usual `proxy_set_header` lines), the upstream
  * response-head parser, the head passed on to the client, and how the
- * response body is framed. No sockets here: models/proxy_conn.c moves the
+ * response body is framed. No sockets here: models/upstream_pump.c moves the
  * bytes. */
 #ifndef HERD_HTTP_PROXY_H
 #define HERD_HTTP_PROXY_H

@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "models/evloop_internal.h"
 #include "models/plan_write.h"
-#include "models/proxy_conn.h"
+#include "models/upstream_evloop.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
 
@@ -59,7 +59,6 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
         arm(ev, c, q);
 }
 
-static uint64_t conn_tag(int fd, uint32_t gen) { return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32; }
 
 void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
 {
@@ -68,10 +67,10 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
         return;
     }
     struct conn *c = &ev->conns[fd];
-    uint32_t gen = (c->gen + 1) & 0x7fffffff;
+    uint32_t gen = (c->gen + 1) & GEN_MASK;
     memset(c, 0, sizeof *c);
     c->gen = gen;
-    if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, conn_tag(fd, gen)) < 0) {
+    if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, fd_tag(fd, gen)) < 0) {
         close(fd);
         return;
     }
@@ -87,10 +86,6 @@ void conn_close(struct evloop *ev, struct conn *c)
 {
     if (!c->open)
         return;
-    if (c->upstream) {
-        proxy_upstream_close(ev, c);
-        return;
-    }
     if (c->xfer)
         proxy_abort(ev, c);
     if (c->out)
@@ -102,7 +97,7 @@ void conn_close(struct evloop *ev, struct conn *c)
     disarm(ev, c);
     close(conn_fd(ev, c));
     c->open = 0;
-    c->gen = (c->gen + 1) & 0x7fffffff;
+    c->gen = (c->gen + 1) & GEN_MASK;
     ev->nconns--;
     SB_SET(ev->slot->active, ev->nconns);
     evloop_conn_closed(ev);
@@ -526,10 +521,6 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
 
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 {
-    if (c->upstream) {
-        proxy_upstream_event(ev, c, events);
-        return;
-    }
     if (c->xfer) {
         proxy_client_event(ev, c, events);
         return;
@@ -560,10 +551,6 @@ static int body_extended(struct evloop *ev, struct conn *c)
 
 void conn_timeout(struct evloop *ev, struct conn *c)
 {
-    if (c->upstream) {
-        proxy_upstream_timeout(ev, c);
-        return;
-    }
     if (c->queue == Q_BODY && body_extended(ev, c))
         return;
     log_debug("connection %d: %s timeout", conn_fd(ev, c),

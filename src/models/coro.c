@@ -33,9 +33,11 @@
 #include "core/signals.h"
 #include "coro/sched.h"
 #include "core/bufpool.h"
+#include "models/coro_proxy.h"
 #include "models/models.h"
 #include "models/plan_write.h"
 #include "models/sizing.h"
+#include "models/upstream.h"
 #include "models/step.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
@@ -53,6 +55,7 @@ struct cthread {
     struct bufpool outbufs;  /* response heads of a batch, M.out_cap each */
     struct alog alog;
     struct sb_slot *slot;
+    struct proxy *proxy;     /* NULL without proxy routes */
 } __attribute__((aligned(64)));
 
 struct listener {
@@ -176,8 +179,18 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
         if (a == STEP_MORE)
             break;
+        if (a == STEP_UPSTREAM) {
+            size_t left;
+            enum coro_proxy_end e = coro_proxy_run(t->proxy, st->fd, &st->sc, r.route, &req,
+                                                   st->in, pos, r.head_len, st->len, &left);
+            ret = e == CP_KEEP ? GO_ON : e == CP_LINGER ? LINGER : CLOSE;
+            pos = 0;
+            st->len = (uint32_t)left;
+            *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+            continue;
+        }
         if (a != STEP_ANSWER) {
-            ret = CLOSE; /* no upstream routes on coro: only STEP_CLOSE */
+            ret = CLOSE;
             break;
         }
         uint64_t sent = 0;
@@ -365,6 +378,15 @@ static void thread_idle(int index, void *arg)
 {
     (void)arg;
     alog_flush(&M.ct[index].alog);
+    /* Pooled upstream connections are in this thread's epoll, but no
+     * coroutine waits on them: a close by the server woke the thread. */
+    if (M.ct[index].proxy)
+        upstream_sweep_idle(M.ct[index].proxy);
+}
+
+static int route_of(void *px, const struct http_request *req)
+{
+    return upstream_route(px, req);
 }
 
 static int setup(const struct serve_config *cfg, const struct worker_env *env)
@@ -398,6 +420,15 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         }
         t->step = (struct step_ctx){.cfg = cfg, .http = &t->http, .slot = t->slot,
                                     .alog = &t->alog};
+        /* An exchange runs pinned to its thread, on this thread's pool. */
+        int max_fds = fds > 1 << 20 ? 1 << 20 : (int)fds;
+        t->proxy = coro_proxy_create(cfg, &t->step, &t->step.stopping, M.in_cap, max_fds);
+        if (cfg->nroutes && !t->proxy)
+            return -1;
+        if (t->proxy) {
+            t->step.route = route_of;
+            t->step.route_arg = t->proxy;
+        }
         /* Buffers move between threads' pools with their coroutines; each
          * pool is only touched by its own thread. */
         bufpool_init(&t->inbufs, M.in_cap, BUFS_KEPT);
@@ -429,6 +460,7 @@ static void teardown(void)
             fc_destroy(M.ct[i].http.fc);
         bufpool_destroy(&M.ct[i].inbufs);
         bufpool_destroy(&M.ct[i].outbufs);
+        coro_proxy_destroy(M.ct[i].proxy);
     }
     for (int l = 0; l < M.nls; l++)
         acceptor_close(&M.ls[l].ac);

@@ -12,8 +12,8 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
-#include "models/proxy_conn.h"
 #include "models/sizing.h"
+#include "models/upstream_evloop.h"
 #include "proc/dispatch.h"
 #include "proc/status.h"
 
@@ -335,7 +335,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_send, cfg->send_timeout_ms);
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
     tq_init(&ev->q_body, cfg->body_timeout_ms);
-    ev->proxy = proxy_create(ev);
+    proxy_create(ev);
     ev->step = (struct step_ctx){.cfg = cfg, .http = &ev->http, .slot = ev->slot,
                                  .alog = ev->alog, .route = ev->proxy ? route_of : NULL,
                                  .route_arg = ev};
@@ -369,7 +369,7 @@ static void teardown(struct server *s)
     /* Clients first: each takes its exchange's upstream connection along;
      * then the pooled ones. */
     for (int fd = 0; fd < ev->max_fds; fd++)
-        if (ev->conns[fd].open && !ev->conns[fd].upstream)
+        if (ev->conns[fd].open)
             conn_close(ev, &ev->conns[fd]);
     proxy_destroy(ev);
     for (int i = 0; i < s->nls; i++)
@@ -415,11 +415,13 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
             } else if (tag & TAG_SIGNAL) {
                 if (on_signals(s, sfd))
                     goto out;
+            } else if (tag & TAG_UPSTREAM) {
+                proxy_upstream_event(ev, tag, events[i].events);
             } else {
                 struct conn *c = &ev->conns[(uint32_t)tag];
                 /* An event for an fd closed (and maybe reused) earlier in
                  * this batch carries the old generation: drop it. */
-                if (c->open && c->gen == (uint32_t)(tag >> 32))
+                if (c->open && c->gen == tag_gen(tag))
                     conn_event(ev, c, events[i].events);
             }
         }

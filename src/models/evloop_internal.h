@@ -25,15 +25,19 @@ enum conn_queue { Q_NONE, Q_HEADER, Q_KEEPALIVE, Q_SEND, Q_LINGER, Q_BODY };
 struct xfer;
 struct proxy;
 
-/* One per fd, 136 bytes on x86-64 (the request step's state is 72 of
- * them). Small on purpose: an idle keep-alive connection owns nothing else
- * (no buffer), which is what keeps 10,000 idle connections cheap. */
+struct ev_resume {           /* a client whose proxy exchange ended */
+    int fd;
+    uint32_t gen;
+};
+
+/* One per fd. Small on purpose: an idle keep-alive connection owns nothing
+ * else (no buffer), which is what keeps 10,000 idle connections cheap. */
 struct conn {
     struct tq_node timer;
     char *in;                /* own input buffer, only while input is left over */
     struct pending *out;     /* only while a write is blocked */
     struct step_conn st;     /* the request step's state: body, peer, counts */
-    struct xfer *xfer;       /* a proxy exchange: the client's, or the upstream's */
+    struct xfer *xfer;       /* the proxy exchange this client is in, or NULL */
     uint32_t in_len;
     uint32_t gen;            /* tells events for an earlier user of this fd */
     uint8_t open;
@@ -41,11 +45,20 @@ struct conn {
     uint8_t want_read;       /* readable while output was blocked */
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
-    uint8_t upstream;        /* an upstream connection (models/proxy_conn.c) */
-    uint16_t up_id;          /* pooled upstream: group * MAX_SERVERS + server */
 };
 
 #define BATCH_IOV 256
+
+/* An epoll tag: fd in the low 32 bits, the fd's generation above it (its
+ * own bits, below the tag kinds of evloop.c and TAG_UPSTREAM), so an event
+ * for an fd closed earlier in the batch is told from its reuse. */
+#define GEN_MASK 0x0fffffffu /* = UP_GEN_MASK (models/upstream.h) */
+#define TAG_UPSTREAM (1ULL << 60) /* an upstream connection (models/upstream_pool.c) */
+static inline uint64_t fd_tag(int fd, uint32_t gen)
+{
+    return (uint64_t)(uint32_t)fd | (uint64_t)(gen & GEN_MASK) << 32;
+}
+static inline uint32_t tag_gen(uint64_t tag) { return (uint32_t)(tag >> 32) & GEN_MASK; }
 
 struct evloop {
     const struct serve_config *cfg;
@@ -68,6 +81,8 @@ struct evloop {
     struct sb_slot *slot;    /* counters, in shared memory */
     struct alog *alog;
     struct proxy *proxy;     /* NULL without proxy routes */
+    struct ev_resume *resumes; /* clients to hand back after this batch */
+    int nresumes, cap_resumes;
     size_t batch_bytes;      /* bytes in iov */
     uint8_t stopping;
     uint8_t accept_paused;

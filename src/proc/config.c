@@ -703,8 +703,9 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    if (cfg->nroutes && (!strcmp(cfg->model, "iterative") || !strcmp(cfg->model, "coro"))) {
-        snprintf(err, errlen, "proxy routes need an event-loop model (not %s)", cfg->model);
+    if (cfg->nroutes && !strcmp(cfg->model, "iterative")) {
+        snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",
+                 cfg->model);
         return -1;
     }
     return 0;

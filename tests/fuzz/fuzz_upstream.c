@@ -1,5 +1,5 @@
 /* libFuzzer target: the input is what an upstream sends on a keep-alive
- * connection. Response heads are parsed back to back as models/proxy_conn.c
+ * connection. Response heads are parsed back to back as models/upstream_pump.c
  * does (interim 1xx dropped, each body framed by Content-Length or chunked,
  * a close-delimited body ends the stream), with max_head 16384 and 256, and
  * each head is rebuilt for a client. Any broken invariant aborts. */

@@ -29,6 +29,25 @@ MiB = 1 << 20
 HERE = Path(__file__).resolve().parent
 
 
+@pytest.fixture(params=["event-loop", "coro"])
+def server(request, server):
+    """Every case runs on the default (event-loop) model and on coro with
+    two threads, which proxies through the same pump. A case that counts
+    on one pool (--workers 1: one round-robin position, one keep-alive
+    pool) gets one thread on coro, where each thread has its pool as each
+    worker does. A case that picks its model keeps it."""
+    if request.param == "event-loop":
+        return server
+
+    def start(*args, **kw):
+        args = [str(a) for a in args]
+        if "--model" in args:
+            return server(*args, **kw)
+        one_pool = "--workers" in args and args[args.index("--workers") + 1] == "1"
+        return server(*args, "--model", "coro", "--threads", "1" if one_pool else "2", **kw)
+    return start
+
+
 @pytest.fixture
 def backends(tmp_path):
     """Factory: backends('unix' | 'tcp', name) -> a started Backend."""
@@ -492,6 +511,23 @@ def test_access_log_and_counters(server, backends, tmp_path):
         assert "5xx" in json.dumps(counts) or counts
 
 
+def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
+    """With an access log, a proxied answer (and an upstream's 502) is one
+    request and one status in the counters, as a static one is."""
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", tmp_path / "access.log", "--status-path", "/st")
+    base = json.loads(srv.get("/st?format=json").body)
+    for i in range(3):
+        assert srv.get(f"/api/n{i}").status == 200
+    assert srv.get("/api/malformed").status == 502
+    st = json.loads(srv.get("/st?format=json").body)
+    # the first status request is counted once answered: 1 + 4 proxied
+    assert st["requests"] - base["requests"] == 5, (base, st)
+    assert st["responses"]["2xx"] - base["responses"]["2xx"] == 4, st["responses"]
+    assert st["responses"]["5xx"] - base["responses"]["5xx"] == 1, st["responses"]
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--proxy", "/x=nope"], "unknown upstream 'nope'"),
     (["--upstream", "b=nohostport"], "bad address 'nohostport'"),
@@ -504,9 +540,7 @@ def test_access_log_and_counters(server, backends, tmp_path):
     (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
     (["--proxy-read-timeout", "soon"], "invalid duration"),
     (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
-     "event-loop model (not iterative)"),
-    (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "coro"],
-     "event-loop model (not coro)"),
+     "event-loop or the coro model (not iterative)"),
 ])
 def test_bad_proxy_config_exits_2(args, msg):
     r = run_herd(["serve", ".", *args], extra=False)
@@ -526,7 +560,7 @@ def test_check_config_reports_line(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("model", ["prefork", "dispatch", "threads", "single"])
+@pytest.mark.parametrize("model", ["prefork", "dispatch", "threads", "single", "coro"])
 def test_other_models(server, backends, model):
     b = backends("unix")
     srv = server("--model", model, "--upstream", f"b={b.address}", "--proxy", "/api/=b")

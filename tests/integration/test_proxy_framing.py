@@ -20,12 +20,21 @@ from proxy_backend import PATTERN, Backend, pattern_sha
 pytestmark = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="picks its models itself")
 
-MODELS = ["reuseport", "prefork", "dispatch", "threads"]
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
 
 
 @pytest.fixture(params=MODELS)
 def model(request):
-    return ["--model", request.param]
+    # coro proxies in the client's coroutine: two threads, two pools
+    return ["--model", request.param] + (["--threads", "2"] if request.param == "coro" else [])
+
+
+def one_pool(model):
+    """The model with one keep-alive pool: one worker, or on coro one thread
+    (each thread has its pool there, as each worker does)."""
+    if "coro" in model:
+        return ["--model", "coro", "--threads", "1"]
+    return model + ["--workers", "1"]
 
 
 @pytest.fixture
@@ -105,7 +114,7 @@ def attack(srv, i, name, body, split):
 def test_no_request_smuggling_through_lenient_upstream(server, lenient, model):
     # One worker and one pooled upstream connection: attacker and victim
     # share it, so anything left over from an attack becomes victim input.
-    srv = server(*model, "--workers", "1", "--upstream", f"l={lenient.address}",
+    srv = server(*one_pool(model), "--upstream", f"l={lenient.address}",
                  "--proxy", "/=l", "--upstream-keepalive", "1")
     forms = list(MALFORMED.items()) + list(WELLFORMED.items())
     victims = {}
@@ -244,7 +253,7 @@ def test_upstream_sees_only_herds_chunk_lines(server, model):
 
 def test_post_not_retried_get_retried(server, backend, model):
     b = backend()
-    srv = server(*model, "--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b")
+    srv = server(*one_pool(model), "--upstream", f"b={b.address}", "--proxy", "/=b")
     echo(srv.get("/dropnext"))
     # the pooled connection takes the POST, reads it and closes unanswered
     r = srv.request(build_request("POST", "/post", headers=[("Content-Length", 3)],

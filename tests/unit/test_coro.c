@@ -238,6 +238,65 @@ TEST(wait_fd_wakes_on_data_and_times_out)
     close(empty[1]);
 }
 
+/* coro_wait_fd2: woken by the second fd, then (that wake consumed, the
+ * first fd's wait dropped) by the first; a data edge on the first fd while
+ * nobody waits is kept for the next wait; with no data, the deadline. */
+static int two[2][2];
+static int wait2_rc[4];
+static int64_t wait2_ms[4];
+
+static void *wait_two(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 4; i++) {
+        int64_t t0 = clock_now_ms();
+        wait2_rc[i] = coro_wait_fd2(two[0][0], EPOLLIN, two[1][0], EPOLLIN,
+                                    clock_now_ms() + (i == 3 ? 30 : 5000), 0);
+        wait2_ms[i] = clock_now_ms() - t0;
+        char c;
+        while (read(two[0][0], &c, 1) == 1 || read(two[1][0], &c, 1) == 1) {
+        }
+        if (i == 1 && write(two[0][1], "z", 1) != 1) /* an edge while nobody waits */
+            wait2_rc[i] = -EIO;
+    }
+    coro_fd_forget(two[0][0]);
+    coro_fd_forget(two[1][0]);
+    return NULL;
+}
+
+static void *feed_two(void *arg)
+{
+    (void)arg;
+    coro_sleep(40);
+    if (write(two[1][1], "x", 1) != 1) /* the second fd first */
+        wait2_rc[0] = -EIO;
+    coro_sleep(40);
+    if (write(two[0][1], "y", 1) != 1)
+        wait2_rc[1] = -EIO;
+    return NULL;
+}
+
+TEST(wait_fd2_wakes_on_either_fd_once)
+{
+    CHECK_EQ_INT(pipe2(two[0], O_NONBLOCK), 0);
+    CHECK_EQ_INT(pipe2(two[1], O_NONBLOCK), 0);
+    struct sched *s = mk(1);
+    coro_spawn(s, 0, 0, wait_two, NULL);
+    coro_spawn(s, 0, 0, feed_two, NULL);
+    finish(s);
+    CHECK_EQ_INT(wait2_rc[0], 0);
+    CHECK(wait2_ms[0] >= 30 && wait2_ms[0] < 2000);
+    CHECK_EQ_INT(wait2_rc[1], 0);
+    CHECK(wait2_ms[1] >= 30 && wait2_ms[1] < 2000);
+    CHECK_EQ_INT(wait2_rc[2], 0);
+    CHECK(wait2_ms[2] < 20); /* the edge that came while nobody waited */
+    CHECK_EQ_INT(wait2_rc[3], -ETIMEDOUT);
+    for (int i = 0; i < 2; i++) {
+        close(two[i][0]);
+        close(two[i][1]);
+    }
+}
+
 static int cancel_rc;
 
 static void *idle_waiter(void *arg)

@@ -1,0 +1,130 @@
+/* Private to the reverse proxy's driver (models/upstream_pool.c and
+ * models/upstream_pump.c): the pool's and the exchange's state. */
+#ifndef HERD_MODELS_UPSTREAM_INTERNAL_H
+#define HERD_MODELS_UPSTREAM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/timerq.h"
+#include "http/body.h"
+#include "http/reframe.h"
+#include "http/upstream_codec.h"
+#include "models/upstream.h"
+#include "proc/config.h"
+
+#define DBUF_SIZE 65536          /* upstream -> client */
+#define UBUF_EXTRA 65536         /* client -> upstream, beyond head and one read */
+#define UP_HEAD_MAX 16384        /* an upstream response head */
+#define HBUF_SIZE (UP_HEAD_MAX + 512)
+#define XFER_CACHE 64            /* finished exchanges kept for reuse (~180 KiB each):
+                                  * freeing them made glibc trim with brk per request */
+
+/* up_conn->queue: which timer runs. */
+enum { QU_NONE, QU_CONNECT, QU_READ, QU_SEND };
+
+/* One per upstream fd, in an array indexed by fd (the clients' struct conn
+ * is another array): its events come tagged TAG_UPSTREAM. While it is
+ * pooled it belongs to no exchange, and its events mean the server closed
+ * it. 40 bytes. */
+struct up_conn {
+    struct tq_node timer;        /* on the proxy's connect, read or send queue */
+    struct xfer *xfer;           /* the exchange using it; NULL while pooled */
+    uint32_t gen;                /* tells events for an earlier user of this fd */
+    uint16_t up_id;              /* group * MAX_SERVERS + server */
+    uint8_t open;
+    uint8_t queue;               /* QU_* */
+};
+
+struct up_server {
+    int64_t down_until;          /* skipped until then (after a failure) */
+    uint32_t active;             /* exchanges using it now */
+    uint32_t nidle;
+    int *idle;                   /* pooled connections, most recent last */
+};
+
+struct up_group {
+    const struct upstream_group *cfg;
+    const struct upstream_codec *codec; /* how its servers are spoken to */
+    struct up_server *servers;
+    uint32_t next;               /* round-robin position */
+};
+
+struct proxy {
+    struct up_group groups[CONFIG_MAX_UPSTREAMS];
+    int ngroups;
+    uint32_t keepalive;
+    uint8_t least;
+    struct timerq q_connect, q_read, q_send;
+    struct up_conn *ups;         /* indexed by fd */
+    const struct serve_config *cfg;
+    struct step_ctx *step;
+    const uint8_t *stopping;
+    char *rbuf;                  /* the driver's scratch buffer of in_cap bytes */
+    size_t in_cap;
+    int max_fds;
+    const struct up_driver *drv;
+    void *drv_arg;
+    struct xfer *cache[XFER_CACHE];
+    int ncache;
+    size_t ucap;
+    char *path;                  /* scratch for the normalised request path */
+    size_t path_cap;
+};
+
+struct xfer {
+    void *client;                /* the driver's */
+    struct step_conn *st;        /* the client's step state */
+    int client_fd;
+    uint8_t client_timer;        /* UT_* */
+    char *loghead;               /* a copy of the request head, for the access log */
+    uint32_t loghead_len;
+    int group, server, up_fd;
+    int tries;                   /* fresh connections that failed */
+    uint16_t status;
+    uint8_t connecting, reused, counted;
+    uint8_t client_minor, client_keepalive, head_request;
+    uint8_t req_done;            /* the whole request body is in ubuf (or sent) */
+    uint8_t udiscarded;          /* ubuf no longer holds the whole request: no retry */
+    uint8_t got_bytes;           /* the upstream answered something */
+    uint8_t head_done;           /* hbuf holds the client's head (or an error page) */
+    uint8_t resp_done;           /* the whole response body is in dbuf (or sent) */
+    uint8_t errored;             /* an error page replaced the response */
+    uint8_t up_reusable;
+    uint8_t up_progress, client_progress;
+    uint8_t up_wdead;            /* the upstream stopped taking the request (it may answer) */
+    uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
+    uint8_t may_retry;           /* idempotent: may go again on another connection */
+    uint8_t dspill_len;
+    const struct upstream_codec *codec;
+    struct upstream_framing req_body, resp_body; /* framed anew by the codec */
+    uint64_t body_sent;          /* response body bytes the client took */
+    size_t ulen, uoff, dlen, doff, hlen, hoff;
+    char *ubuf;                  /* ucap bytes, and REFRAME_SLACK for herd's chunk heads */
+    char dbuf[DBUF_SIZE];
+    char hbuf[HBUF_SIZE];
+    /* Chunk framing herd wrote beyond a full dbuf; it moves into dbuf once
+     * the client took all of it. Reads then stop exactly when dbuf is full,
+     * as for a Content-Length body. */
+    char dspill[REFRAME_SLACK];
+};
+
+/* ---- the pool and server choice (models/upstream_pool.c) ---- */
+
+struct up_server *server_of(struct proxy *px, const struct xfer *x);
+/* Marks x's server down for the fail timeout and logs why. */
+void mark_down(struct proxy *px, struct xfer *x, const char *why);
+/* Arms the upstream connection's timer on queue q (QU_*). */
+void up_arm(struct proxy *px, struct up_conn *uc, int q);
+/* Stops uc's timer. */
+void up_disarm(struct up_conn *uc);
+/* Gives the upstream connection back: to the pool when it can carry
+ * another request, else closed. */
+void up_release(struct proxy *px, struct xfer *x, int reuse);
+/* Opens (or takes from the pool) a connection to a server of x's group.
+ * Returns 0, or -1 when no server can be reached now. */
+int up_connect(struct proxy *px, struct xfer *x);
+/* A pooled connection closed or timed out: out of the pool, closed. */
+void up_idle_closed(struct proxy *px, struct up_conn *uc);
+
+#endif

@@ -1,0 +1,308 @@
+/* The reverse proxy's upstream side that outlives an exchange: the upstream
+ * groups and their servers, server choice (round-robin or least
+ * connections), fail marking, non-blocking connects and the keep-alive
+ * pool of idle connections per worker and server. Upstream connections
+ * have their own struct (up_conn, in an array indexed by fd) and share the
+ * loop's epoll set, their events tagged TAG_UPSTREAM. The exchange itself
+ * is models/upstream_pump.c. */
+#include "models/upstream.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "http/path.h"
+#include "http/proxy.h"
+#include "models/upstream_internal.h"
+
+
+/* ---- set-up ---- */
+
+struct proxy *upstream_create(const struct proxy_env *env)
+{
+    const struct serve_config *cfg = env->cfg;
+    if (!cfg->nroutes)
+        return NULL;
+    struct proxy *px = calloc(1, sizeof *px);
+    if (!px)
+        log_fatal("out of memory at start");
+    px->cfg = cfg;
+    px->step = env->step;
+    px->stopping = env->stopping;
+    px->rbuf = env->rbuf;
+    px->in_cap = env->in_cap;
+    px->max_fds = env->max_fds;
+    px->drv = env->drv;
+    px->drv_arg = env->drv_arg;
+    px->keepalive = cfg->upstream_keepalive;
+    px->least = cfg->upstream_least;
+    px->ngroups = cfg->nupstreams;
+    px->ucap = 2 * px->in_cap + UBUF_EXTRA;
+    px->path_cap = px->in_cap + 16;
+    px->path = malloc(px->path_cap);
+    if (!px->path)
+        log_fatal("out of memory at start");
+    for (int g = 0; g < cfg->nupstreams; g++) {
+        px->groups[g].cfg = &cfg->upstreams[g];
+        px->groups[g].codec = &upstream_http1;
+        px->groups[g].servers = calloc((size_t)cfg->upstreams[g].nservers,
+                                       sizeof *px->groups[g].servers);
+        if (!px->groups[g].servers)
+            log_fatal("out of memory at start");
+        for (int s = 0; s < cfg->upstreams[g].nservers; s++) {
+            px->groups[g].servers[s].idle =
+                calloc(px->keepalive ? px->keepalive : 1, sizeof(int));
+            if (!px->groups[g].servers[s].idle)
+                log_fatal("out of memory at start");
+        }
+    }
+    tq_init(&px->q_connect, cfg->proxy_connect_timeout_ms);
+    tq_init(&px->q_read, cfg->proxy_read_timeout_ms);
+    tq_init(&px->q_send, cfg->proxy_send_timeout_ms);
+    px->ups = calloc((size_t)px->max_fds, sizeof *px->ups);
+    if (!px->ups)
+        log_fatal("out of memory at start");
+    return px;
+}
+
+static void up_close_fd(struct proxy *px, int fd)
+{
+    struct up_conn *uc = &px->ups[fd];
+    up_disarm(uc);
+    uc->open = 0;
+    uc->xfer = NULL;
+    uc->gen = (uc->gen + 1) & UP_GEN_MASK;
+    px->drv->forget(px->drv_arg, fd);
+    close(fd);
+}
+
+const struct serve_config *upstream_config(const struct proxy *px) { return px->cfg; }
+
+char *upstream_scratch(const struct proxy *px) { return px->rbuf; }
+
+void upstream_destroy(struct proxy *px)
+{
+    if (!px)
+        return;
+    for (int g = 0; g < px->ngroups; g++) {
+        for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
+            struct up_server *srv = &px->groups[g].servers[s];
+            for (uint32_t i = 0; i < srv->nidle; i++)
+                up_close_fd(px, srv->idle[i]);
+            free(srv->idle);
+        }
+        free(px->groups[g].servers);
+    }
+    for (int i = 0; i < px->ncache; i++) {
+        free(px->cache[i]->ubuf);
+        free(px->cache[i]);
+    }
+    free(px->path);
+    free(px->ups);
+    free(px);
+}
+
+/* Routes match the normalised path, as the static handler sees it: a
+ * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
+ * that does not normalise: the static handler answers that one). The
+ * upstream still gets the target as the client sent it, as nginx does. */
+int upstream_route(struct proxy *px, const struct http_request *req)
+{
+    const struct serve_config *cfg = px->cfg;
+    if (!req->path.len || req->path.p[0] != '/')
+        return -1;
+    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
+    if (n < 0)
+        return -1;
+    return proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
+}
+
+/* ---- upstream servers and connections ---- */
+
+struct up_server *server_of(struct proxy *px, const struct xfer *x)
+{
+    return &px->groups[x->group].servers[x->server];
+}
+
+/* Round-robin, or the fewest active exchanges (ties rotate). A server
+ * marked down is skipped until its fail timeout passes; in a group of one
+ * it is always tried, as in nginx. */
+static int pick_server(struct proxy *px, int group)
+{
+    struct up_group *g = &px->groups[group];
+    int n = g->cfg->nservers, best = -1;
+    int64_t now = clock_now_ms();
+    for (int i = 0; i < n; i++) {
+        int k = (int)((g->next + (uint32_t)i) % (uint32_t)n);
+        struct up_server *s = &g->servers[k];
+        if (n > 1 && s->down_until > now)
+            continue;
+        if (!px->least) {
+            best = k;
+            break;
+        }
+        if (best < 0 || s->active < g->servers[best].active)
+            best = k;
+    }
+    if (best >= 0)
+        g->next = px->least ? g->next + 1 : (uint32_t)best + 1;
+    return best;
+}
+
+void mark_down(struct proxy *px, struct xfer *x, const char *why)
+{
+    const struct upstream_group *g = px->groups[x->group].cfg;
+    server_of(px, x)->down_until = clock_now_ms() + px->cfg->upstream_fail_timeout_ms;
+    log_msg(LOG_WARN, "upstream %s server %s: %s; skipped for %lld ms", g->name,
+            g->servers[x->server].text, why, (long long)px->cfg->upstream_fail_timeout_ms);
+}
+
+void up_arm(struct proxy *px, struct up_conn *uc, int q)
+{
+    struct timerq *tq = q == QU_CONNECT ? &px->q_connect : q == QU_READ ? &px->q_read : &px->q_send;
+    tq_arm(tq, &uc->timer, clock_now_ms());
+    uc->queue = (uint8_t)q;
+}
+
+void up_disarm(struct up_conn *uc)
+{
+    tq_unlink(&uc->timer);
+    uc->queue = QU_NONE;
+}
+
+/* Gives the upstream connection back: to the pool when it can carry
+ * another request, else closed. */
+void up_release(struct proxy *px, struct xfer *x, int reuse)
+{
+    if (x->up_fd < 0)
+        return;
+    struct up_server *srv = server_of(px, x);
+    if (x->counted)
+        srv->active--;
+    x->counted = 0;
+    struct up_conn *uc = &px->ups[x->up_fd];
+    if (reuse && !x->connecting && srv->nidle < px->keepalive) {
+        up_disarm(uc);
+        uc->xfer = NULL;
+        uc->up_id = (uint16_t)(x->group * CONFIG_MAX_UPSTREAM_SERVERS + x->server);
+        srv->idle[srv->nidle++] = x->up_fd;
+    } else {
+        up_close_fd(px, x->up_fd);
+    }
+    x->up_fd = -1;
+    x->connecting = 0;
+}
+
+/* A new non-blocking connection to a for x, watched by the loop (tagged
+ * TAG_UPSTREAM). Returns 0 or the errno that stopped it. */
+static int up_open(struct proxy *px, struct xfer *x, const struct listen_addr *a)
+{
+    int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    if (fd >= px->max_fds) {
+        close(fd);
+        return EMFILE;
+    }
+    if (a->family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
+    int err = rc == 0 ? 0 : errno;
+    if (rc == 0 || err == EINPROGRESS) {
+        struct up_conn *uc = &px->ups[fd];
+        uint32_t gen = (uc->gen + 1) & UP_GEN_MASK;
+        memset(uc, 0, sizeof *uc);
+        uc->gen = gen;
+        int rc_watch = px->drv->watch(px->drv_arg, fd, gen);
+        if (rc_watch == 0) {
+            uc->open = 1;
+            uc->xfer = x;
+            x->up_fd = fd;
+            x->connecting = rc != 0;
+            if (x->connecting)
+                up_arm(px, uc, QU_CONNECT);
+            return 0;
+        }
+        err = -rc_watch;
+    }
+    close(fd);
+    return err;
+}
+
+/* Opens (or takes from the pool) a connection to a server of x's group.
+ * Returns 0, or -1 when no server can be reached now. */
+int up_connect(struct proxy *px, struct xfer *x)
+{
+    const struct upstream_group *gc = px->groups[x->group].cfg;
+    while (x->tries < gc->nservers) {
+        int s = pick_server(px, x->group);
+        if (s < 0)
+            return -1;
+        x->server = s;
+        struct up_server *srv = server_of(px, x);
+        srv->active++;
+        x->counted = 1;
+        x->got_bytes = 0;
+        x->up_readable = 0; /* nothing comes before the request: wait for the edge */
+        x->up_wdead = 0;
+        if (srv->nidle) {
+            x->up_fd = srv->idle[--srv->nidle];
+            px->ups[x->up_fd].xfer = x;
+            x->reused = 1;
+            x->connecting = 0;
+            return 0;
+        }
+        x->reused = 0;
+        int err = up_open(px, x, &gc->servers[s]);
+        if (!err)
+            return 0;
+        srv->active--;
+        x->counted = 0;
+        x->tries++;
+        if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS) {
+            log_msg(LOG_ERROR, "upstream connect: %s", strerror(err));
+            return -1; /* our limit, not the server's fault */
+        }
+        mark_down(px, x, strerror(err));
+    }
+    return -1;
+}
+
+void up_idle_closed(struct proxy *px, struct up_conn *uc)
+{
+    int fd = (int)(uc - px->ups);
+    struct up_server *srv = &px->groups[uc->up_id / CONFIG_MAX_UPSTREAM_SERVERS]
+                                 .servers[uc->up_id % CONFIG_MAX_UPSTREAM_SERVERS];
+    for (uint32_t i = 0; i < srv->nidle; i++)
+        if (srv->idle[i] == fd) {
+            srv->idle[i] = srv->idle[--srv->nidle];
+            break;
+        }
+    up_close_fd(px, fd);
+}
+
+
+/* A pooled connection has nothing to say: anything readable (the close
+ * above all) ends it, as its event does in the event loop. */
+void upstream_sweep_idle(struct proxy *px)
+{
+    for (int g = 0; g < px->ngroups; g++) {
+        for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
+            struct up_server *srv = &px->groups[g].servers[s];
+            for (uint32_t i = srv->nidle; i-- > 0;) {
+                char c;
+                ssize_t n = recv(srv->idle[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
+                if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                    up_idle_closed(px, &px->ups[srv->idle[i]]);
+            }
+        }
+    }
+}

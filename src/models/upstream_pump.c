@@ -1,0 +1,671 @@
+/* The reverse proxy's exchange pump. One exchange (struct xfer) per proxied
+ * request moves bytes client -> ubuf -> upstream and upstream -> dbuf ->
+ * client. Both buffers are bounded: a side whose buffer is full is not read
+ * until the other side drains it, so a 100 MiB body costs no more memory
+ * than a small one (back-pressure). Bodies are framed anew on the way
+ * through (http/reframe.h): no chunk line or trailer a peer wrote reaches
+ * the other side. Connections come from models/upstream_pool.c. */
+#include "models/upstream.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "http/proxy.h"
+#include "http/reframe.h"
+#include "models/upstream_internal.h"
+
+/* ---- exchanges ---- */
+
+static struct xfer *xfer_get(struct proxy *px)
+{
+    if (px->ncache)
+        return px->cache[--px->ncache];
+    struct xfer *x = malloc(sizeof *x);
+    if (!x)
+        return NULL;
+    x->ubuf = malloc(px->ucap + REFRAME_SLACK);
+    if (!x->ubuf) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static void xfer_put(struct proxy *px, struct xfer *x)
+{
+    free(x->loghead);
+    x->loghead = NULL;
+    if (px->ncache < XFER_CACHE) {
+        px->cache[px->ncache++] = x;
+        return;
+    }
+    free(x->ubuf);
+    free(x);
+}
+
+/* Counters and the access log, once, like a static request. */
+static void account(struct proxy *px, struct xfer *x)
+{
+    unsigned status = x->status ? x->status : 502;
+    struct http_request req;
+    int ok = x->loghead &&
+             http_parse_request(x->loghead, x->loghead_len, x->loghead_len, &req) > 0;
+    step_account(px->step, x->st, ok ? &req : NULL, status, x->body_sent);
+}
+
+/* Replaces the response with an error page (nothing reached the client
+ * yet). The upstream connection is not reused. */
+static void respond_error(struct proxy *px, struct xfer *x, unsigned status)
+{
+    up_release(px, x, 0);
+    struct http_out out = {x->hbuf, 0, sizeof x->hbuf};
+    struct http_plan plan;
+    int keep = x->client_keepalive && x->req_done && !*px->stopping;
+    resp_error(&out, &plan, status, x->client_minor, keep, x->head_request);
+    x->hlen = out.len;
+    x->hoff = 0;
+    x->dlen = plan.body ? plan.body_len : 0;
+    if (x->dlen)
+        memcpy(x->dbuf, plan.body, x->dlen);
+    x->doff = 0;
+    x->status = (uint16_t)status;
+    x->client_keepalive = (uint8_t)keep;
+    x->head_done = x->resp_done = x->errored = 1;
+}
+
+/* Ends the exchange at once: the client connection closes (a truncated
+ * response is the only honest signal once the head has gone out). */
+static int abort_client(struct proxy *px, struct xfer *x)
+{
+    px->drv->client_close(px->drv_arg, x->client); /* calls upstream_abort, which frees x */
+    return -1;
+}
+
+/* The upstream failed (error, early close, timeout). Before the response
+ * head: retry on a fresh connection when a pooled one turned out dead
+ * without a byte of an answer and the request is idempotent (the server
+ * may have closed the idle connection as we sent, or may have acted on
+ * the request and died: a POST must not run twice), else answer 502 (504
+ * on timeout). After it: close the client. */
+static int upstream_failed(struct proxy *px, struct xfer *x, int timeout)
+{
+    if (x->head_done)
+        return abort_client(px, x);
+    if (x->reused && !x->got_bytes && !x->udiscarded && !timeout && x->may_retry) {
+        /* the server closed an idle connection as we sent on it */
+        up_release(px, x, 0);
+        x->uoff = 0;
+        if (up_connect(px, x) == 0)
+            return 1;
+    }
+    respond_error(px, x, timeout ? 504 : 502);
+    return 1;
+}
+
+/* Client body bytes into ubuf, while it has room. */
+static int client_to_ubuf(struct proxy *px, struct xfer *x)
+{
+    /* once the response is complete the rest of the body is not wanted
+     * (an early answer such as 413): the client connection will linger */
+    if (x->req_done || x->errored || x->resp_done)
+        return 0;
+    size_t cap = px->ucap;
+    if (x->ulen + px->in_cap > cap && x->uoff) {
+        memmove(x->ubuf, x->ubuf + x->uoff, x->ulen - x->uoff);
+        x->ulen -= x->uoff;
+        x->uoff = 0;
+        x->udiscarded = 1;
+    }
+    /* ulen may pass cap by the chunk framing herd added (ubuf has room) */
+    if (x->ulen >= cap)
+        return 0;
+    size_t room = cap - x->ulen;
+    ssize_t n;
+    do
+        n = read(x->client_fd, px->rbuf, room < px->in_cap ? room : px->in_cap);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0)
+        return abort_client(px, x); /* gone before its body ended */
+    SB_ADD(px->step->slot->bytes_in, (uint64_t)n);
+    x->client_progress = 1;
+    body_clock_add(&x->st->body, (size_t)n);
+    struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
+    long k = x->codec->request_body(&x->req_body, px->rbuf, (size_t)n,
+                                    px->cfg->http.max_body_size, &o);
+    if (k < 0) {
+        /* the upstream connection closes: what went up of it is not a request */
+        x->client_keepalive = 0;
+        respond_error(px, x, 400);
+        return 1;
+    }
+    x->ulen = o.len;
+    if (!x->req_body.active) {
+        x->req_done = 1;
+        if (k < n) {
+            /* the next pipelined request: the client's input once we are done */
+            if (px->drv->client_leftover(px->drv_arg, x->client, px->rbuf + k,
+                                         (size_t)(n - k)) < 0)
+                return abort_client(px, x);
+        }
+    }
+    return 1;
+}
+
+static int ubuf_to_upstream(struct xfer *x)
+{
+    if (x->uoff == x->ulen || x->errored || x->resp_done || x->up_wdead)
+        return 0;
+    ssize_t n;
+    do
+        n = send(x->up_fd, x->ubuf + x->uoff, x->ulen - x->uoff, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN)
+            return 0;
+        /* An upstream may answer early (413) and close: its answer can
+         * still be waiting to be read. No answer there ends in
+         * upstream_failed when the read sees the close. */
+        x->up_wdead = 1;
+        x->up_readable = 1;
+        return 1;
+    }
+    x->uoff += (size_t)n;
+    x->up_progress = 1;
+    return 1;
+}
+
+/* New response body bytes src[0..n) from the upstream: find where the body
+ * ends. A Content-Length or close-delimited body was read into dbuf at dlen
+ * and stays as it is; a chunked one was read aside (n at most the room left
+ * in dbuf) and its data goes into dbuf as herd's own chunks, the framing
+ * that does not fit into dspill. */
+static int frame_body(struct proxy *px, struct xfer *x, const char *src, size_t n)
+{
+    if (x->resp_done) {
+        x->up_reusable = 0; /* bytes after a complete response */
+        return 1;
+    }
+    struct reframe_out o = {x->dbuf, x->dlen, sizeof x->dbuf, x->dspill, x->dspill_len};
+    long k = x->codec->response_body(&x->resp_body, src, n, &o);
+    x->dlen = o.len;
+    x->dspill_len = (uint8_t)o.over_len;
+    if (k < 0) {
+        log_msg(LOG_WARN, "upstream %s: broken chunked body", px->groups[x->group].cfg->name);
+        return abort_client(px, x);
+    }
+    if (!x->resp_body.active) {
+        x->resp_done = 1;
+        if ((size_t)k < n)
+            x->up_reusable = 0;
+    }
+    return 1;
+}
+
+/* The response head in dbuf[0..dlen): the client's head goes to hbuf, and
+ * the body bytes that came with it are framed as body. */
+static int parse_head(struct proxy *px, struct xfer *x)
+{
+    const char *gname = px->groups[x->group].cfg->name;
+    for (;;) {
+        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping};
+        int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
+                                        x->client_minor, &h, &x->resp_body, x->hbuf,
+                                        sizeof x->hbuf);
+        if (n == HTTP_PARSE_INCOMPLETE)
+            return 1;
+        if (n == HTTP_PARSE_ERROR) {
+            if (h.err)
+                log_msg(LOG_WARN, "upstream %s: %s", gname, h.err);
+            respond_error(px, x, 502);
+            return 1;
+        }
+        if (h.status < 200) {
+            memmove(x->dbuf, x->dbuf + n, x->dlen - (size_t)n);
+            x->dlen -= (size_t)n;
+            continue;
+        }
+        x->status = h.status;
+        x->client_keepalive = h.keepalive;
+        x->up_reusable = h.reusable;
+        x->hlen = h.len;
+        x->hoff = 0;
+        x->head_done = 1;
+        x->resp_done = !x->resp_body.active;
+        size_t rest = x->dlen - (size_t)n;
+        x->dlen = x->doff = 0;
+        if (!rest)
+            return 1;
+        if (x->resp_body.aside) { /* framed anew from aside: rest <= UP_HEAD_MAX <= in_cap */
+            memcpy(px->rbuf, x->dbuf + n, rest);
+            return frame_body(px, x, px->rbuf, rest);
+        }
+        memmove(x->dbuf, x->dbuf + n, rest);
+        return frame_body(px, x, x->dbuf, rest);
+    }
+}
+
+/* The client took all of dbuf: start it again, with the framing that
+ * waited in dspill. */
+static void dbuf_drained(struct xfer *x)
+{
+    memcpy(x->dbuf, x->dspill, x->dspill_len);
+    x->dlen = x->dspill_len;
+    x->doff = 0;
+    x->dspill_len = 0;
+}
+
+static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
+{
+    if (x->resp_done || x->errored)
+        return 0;
+    if (x->head_done && x->doff == x->dlen)
+        dbuf_drained(x);
+    size_t cap = x->head_done ? sizeof x->dbuf : UP_HEAD_MAX;
+    if (x->dlen == cap || !x->up_readable)
+        return 0; /* back-pressure: the client has not taken it yet */
+    /* a chunked body is read aside and framed anew into dbuf */
+    int aside = x->head_done && x->resp_body.aside;
+    char *to = aside ? px->rbuf : x->dbuf + x->dlen;
+    size_t want = cap - x->dlen;
+    if (aside && want > px->in_cap)
+        want = px->in_cap;
+    ssize_t n;
+    do
+        n = read(x->up_fd, to, want);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN) {
+            x->up_readable = 0;
+            return 0;
+        }
+        return upstream_failed(px, x, 0);
+    }
+    x->up_progress = 1;
+    if (n == 0) {
+        if (x->head_done && x->codec->response_ends_at_close(&x->resp_body)) {
+            x->resp_done = 1;
+            return 1;
+        }
+        if (!x->head_done && x->got_bytes) {
+            log_msg(LOG_WARN, "upstream %s: closed inside the response head",
+                    px->groups[x->group].cfg->name);
+            respond_error(px, x, 502);
+            return 1;
+        }
+        return upstream_failed(px, x, 0);
+    }
+    x->got_bytes = 1;
+    if (!x->head_done) {
+        x->dlen += (size_t)n;
+        int rc = parse_head(px, x);
+        if (rc > 0 && !x->head_done && x->dlen >= UP_HEAD_MAX) {
+            log_msg(LOG_WARN, "upstream %s: response head too large",
+                    px->groups[x->group].cfg->name);
+            respond_error(px, x, 502);
+        }
+        return rc;
+    }
+    return frame_body(px, x, to, (size_t)n);
+}
+
+static int dbuf_to_client(struct proxy *px, struct xfer *x)
+{
+    if (!x->head_done || (x->hoff == x->hlen && x->doff == x->dlen))
+        return 0;
+    struct iovec iov[2] = {
+        {x->hbuf + x->hoff, x->hlen - x->hoff},
+        {x->dbuf + x->doff, x->dlen - x->doff},
+    };
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    if (!iov[0].iov_len) {
+        m.msg_iov = &iov[1];
+        m.msg_iovlen = 1;
+    }
+    ssize_t n;
+    do
+        n = sendmsg(x->client_fd, &m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN)
+            return 0;
+        return abort_client(px, x);
+    }
+    SB_ADD(px->step->slot->bytes_out, (uint64_t)n);
+    size_t left = (size_t)n, h = x->hlen - x->hoff;
+    size_t from_head = left < h ? left : h;
+    x->hoff += from_head;
+    left -= from_head;
+    x->doff += left;
+    x->body_sent += left;
+    if (x->doff == x->dlen)
+        dbuf_drained(x);
+    x->client_progress = 1;
+    return 1;
+}
+
+/* The exchange is over: account, pool the upstream connection, and hand
+ * the client back after this event batch (its next request may be
+ * proxied again; doing that here would nest). */
+static void finish(struct proxy *px, struct xfer *x)
+{
+    void *client = x->client;
+    int reuse = x->up_reusable && x->req_done && x->uoff == x->ulen && !x->errored &&
+                !x->up_wdead;
+    up_release(px, x, reuse);
+    account(px, x);
+    px->drv->client_timer(px->drv_arg, client, UT_NONE);
+    if (!x->client_keepalive || !x->req_done || *px->stopping) {
+        x->st->closing = 1;
+        x->st->linger = !x->req_done;
+    }
+    xfer_put(px, x);
+    px->drv->client_done(px->drv_arg, client);
+}
+
+/* Timers after a round of moves: the upstream's (connect, send, read)
+ * and the client's (send while it blocks, header while its body is due).
+ * Each restarts when its side made progress or changed state. */
+static void set_timers(struct proxy *px, struct xfer *x)
+{
+    if (x->up_fd >= 0 && !x->connecting) {
+        struct up_conn *uc = &px->ups[x->up_fd];
+        int q = x->uoff < x->ulen && !x->resp_done && !x->up_wdead ? QU_SEND
+                : !x->resp_done && (!x->head_done || x->dlen < sizeof x->dbuf) ? QU_READ
+                                                                                : QU_NONE;
+        if (q == QU_NONE) {
+            up_disarm(uc);
+        } else if (q != uc->queue || x->up_progress) {
+            up_arm(px, uc, q);
+        }
+    }
+    x->up_progress = 0;
+    int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? UT_SEND
+            : !x->req_done && !x->errored && x->ulen < px->ucap ? UT_BODY
+                                                                : UT_NONE;
+    /* progress restarts the send timer; the body clock only counts bytes */
+    if (q != x->client_timer || (x->client_progress && q == UT_SEND)) {
+        x->client_timer = (uint8_t)q;
+        px->drv->client_timer(px->drv_arg, x->client, q);
+    }
+    x->client_progress = 0;
+}
+
+/* Moves bytes every way they can go until nothing moves (edge-triggered:
+ * every side is tried until EAGAIN or a full buffer, whose drain is
+ * noticed here, in the same loop). */
+static void pump(struct proxy *px, struct xfer *x)
+{
+    for (;;) {
+        int moved = 0, r;
+        if ((r = client_to_ubuf(px, x)) < 0)
+            return;
+        moved |= r;
+        if (x->up_fd >= 0 && !x->connecting) {
+            if ((r = ubuf_to_upstream(x)) < 0)
+                return;
+            moved |= r;
+            if (x->up_fd >= 0 && (r = upstream_to_dbuf(px, x)) < 0)
+                return;
+            moved |= r;
+        }
+        if ((r = dbuf_to_client(px, x)) < 0)
+            return;
+        moved |= r;
+        if (x->resp_done && x->hoff == x->hlen && x->doff == x->dlen) {
+            finish(px, x);
+            return;
+        }
+        if (!moved)
+            break;
+    }
+    set_timers(px, x);
+}
+
+static void client_addr(const struct step_conn *st, char *buf, size_t n)
+{
+    if (st->peer_family == AF_INET || st->peer_family == AF_INET6)
+        inet_ntop(st->peer_family, st->peer, buf, (socklen_t)n);
+    else
+        snprintf(buf, n, "unix:"); /* nginx's $remote_addr for a unix socket */
+}
+
+static int expects_continue(const struct http_request *req)
+{
+    for (int i = 0; i < req->nheaders; i++) {
+        const struct http_header *h = &req->headers[i];
+        if (h->name.len == 6 && !strncasecmp(h->name.p, "expect", 6))
+            return h->value.len == 12 && !strncasecmp(h->value.p, "100-continue", 12);
+    }
+    return 0;
+}
+
+long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st, int route,
+                 const struct http_request *req, const char *head, size_t head_len,
+                 const char *body, size_t body_len, struct xfer **xp)
+{
+    struct xfer *x = xfer_get(px);
+    *xp = x;
+    if (!x)
+        return -1;
+    memset(x, 0, offsetof(struct xfer, ubuf));
+    x->client = client;
+    x->client_fd = fd;
+    x->st = st;
+    x->group = px->cfg->routes[route].group;
+    x->codec = px->groups[x->group].codec;
+    x->up_fd = -1;
+    x->client_minor = req->minor;
+    x->head_request = req->method == HTTP_HEAD;
+    x->client_keepalive = http_wants_keepalive(req) && !*px->stopping &&
+                          st->nreq < px->cfg->http.keepalive_requests;
+    if (alog_on(px->step->alog) && (x->loghead = malloc(head_len)) != NULL) {
+        memcpy(x->loghead, head, head_len);
+        x->loghead_len = (uint32_t)head_len;
+    }
+    char addr[64];
+    client_addr(st, addr, sizeof addr);
+    const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
+                                           px->cfg->proxy_pass_underscores};
+    long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
+    long took = 0;
+    x->codec->request_body_start(&x->req_body, req, px->cfg->http.max_header_size);
+    if (hl < 0) {
+        x->req_done = !x->req_body.active;
+        x->client_keepalive = 0;
+        respond_error(px, x, 431);
+        return (long)body_len;
+    }
+    x->ulen = (size_t)hl;
+    x->may_retry = (uint8_t)proxy_may_retry(req);
+    if (x->req_body.active) {
+        /* the head left in_cap bytes, the most body that came with it */
+        struct reframe_out o = {x->ubuf, x->ulen, px->ucap + REFRAME_SLACK, NULL, 0};
+        took = x->codec->request_body(&x->req_body, body, body_len, px->cfg->http.max_body_size,
+                                      &o);
+        if (took < 0) {
+            x->client_keepalive = 0;
+            respond_error(px, x, 400);
+            return (long)body_len;
+        }
+        x->ulen = o.len;
+        x->req_done = !x->req_body.active;
+        /* As nginx does: we take the body, so we say go ahead ourselves
+         * (the upstream never sees the Expect header). An HTTP/1.0 client
+         * does not know 100 Continue (RFC 9110 10.1.1): it just sends. */
+        if (!x->req_done && x->client_minor && expects_continue(req))
+            (void)!send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25,
+                        MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else {
+        x->req_done = 1;
+    }
+    if (up_connect(px, x) < 0) {
+        log_msg(LOG_ERROR, "upstream %s: no server reachable", px->groups[x->group].cfg->name);
+        respond_error(px, x, 502);
+    }
+    return took;
+}
+
+void upstream_kick(struct proxy *px, struct xfer *x)
+{
+    pump(px, x);
+}
+
+void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events)
+{
+    /* Both directions gone (a half-close alone still gets its answer):
+     * free the upstream now rather than at its read timeout. */
+    if (events & (EPOLLHUP | EPOLLERR)) {
+        abort_client(px, x);
+        return;
+    }
+    pump(px, x);
+}
+
+void upstream_abort(struct proxy *px, struct xfer *x)
+{
+    up_release(px, x, 0);
+    if (x->status)
+        account(px, x);
+    xfer_put(px, x);
+}
+
+/* ---- upstream events ---- */
+
+/* The connect of x failed or timed out: mark the server down and try the
+ * next one; 502 (504 for a timeout) when none is left. */
+static void connect_failed(struct proxy *px, struct xfer *x, const char *why, int timeout)
+{
+    mark_down(px, x, why);
+    up_release(px, x, 0);
+    x->tries++;
+    if (up_connect(px, x) < 0)
+        respond_error(px, x, timeout ? 504 : 502);
+}
+
+void upstream_event(struct proxy *px, int fd, uint32_t gen, uint32_t events)
+{
+    if (fd < 0 || fd >= px->max_fds)
+        return;
+    struct up_conn *uc = &px->ups[fd];
+    /* An event for an fd closed (and maybe reused) earlier in this batch
+     * carries the old generation: drop it. */
+    if (!uc->open || uc->gen != gen)
+        return;
+    if (!uc->xfer) {
+        /* A pooled connection has nothing to say: the server closed it. */
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            up_idle_closed(px, uc);
+        return;
+    }
+    upstream_ready(px, uc->xfer, events);
+}
+
+void upstream_ready(struct proxy *px, struct xfer *x, uint32_t events)
+{
+    int fd = x->up_fd;
+    if (fd < 0) {
+        pump(px, x);
+        return;
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        x->up_readable = 1;
+    if (x->connecting) {
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err) {
+            connect_failed(px, x, strerror(err), 0);
+        } else {
+            x->connecting = 0;
+            x->up_progress = 1;
+        }
+    }
+    pump(px, x);
+}
+
+/* x's upstream timer of queue q expired. */
+static void timed_out(struct proxy *px, struct xfer *x, int q)
+{
+    const char *gname = px->groups[x->group].cfg->name;
+    if (q == QU_CONNECT) {
+        connect_failed(px, x, "connect timed out", 1);
+    } else {
+        log_msg(LOG_WARN, "upstream %s: %s timed out", gname, q == QU_SEND ? "send" : "read");
+        if (upstream_failed(px, x, 1) < 0)
+            return;
+    }
+    pump(px, x);
+}
+
+/* ---- timers ---- */
+
+static void timer_fired(struct proxy *px, struct up_conn *uc)
+{
+    int q = uc->queue;
+    uc->queue = QU_NONE;
+    if (uc->xfer)
+        timed_out(px, uc->xfer, q);
+    else
+        up_idle_closed(px, uc);
+}
+
+static void expire(struct proxy *px, struct timerq *q)
+{
+    struct tq_node *n;
+    while ((n = tq_pop_expired(q, clock_now_ms())) != NULL)
+        timer_fired(px, container_of(n, struct up_conn, timer));
+}
+
+void upstream_expire(struct proxy *px)
+{
+    expire(px, &px->q_connect);
+    expire(px, &px->q_read);
+    expire(px, &px->q_send);
+}
+
+int64_t upstream_next_deadline(const struct proxy *px)
+{
+    int64_t next = -1;
+    const struct timerq *qs[] = {&px->q_connect, &px->q_read, &px->q_send};
+    for (int i = 0; i < 3; i++) {
+        int64_t d = tq_next_deadline(qs[i]);
+        if (d >= 0 && (next < 0 || d < next))
+            next = d;
+    }
+    return next;
+}
+
+int upstream_fd(const struct xfer *x) { return x->up_fd; }
+
+int upstream_connecting(const struct xfer *x) { return x->connecting; }
+
+int64_t upstream_deadline(const struct proxy *px, const struct xfer *x)
+{
+    if (x->up_fd < 0)
+        return -1;
+    const struct up_conn *uc = &px->ups[x->up_fd];
+    return uc->queue != QU_NONE ? uc->timer.deadline_ms : -1;
+}
+
+void upstream_timeout(struct proxy *px, struct xfer *x)
+{
+    struct up_conn *uc = &px->ups[x->up_fd];
+    int q = uc->queue;
+    up_disarm(uc);
+    timed_out(px, x, q);
+}
