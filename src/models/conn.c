@@ -14,7 +14,6 @@
 #include "core/log.h"
 #include "models/evloop_internal.h"
 #include "models/plan_write.h"
-#include "models/upstream_evloop.h"
 
 #define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
 
@@ -87,7 +86,7 @@ void conn_close(struct evloop *ev, struct conn *c)
     if (!c->open)
         return;
     if (c->xfer)
-        proxy_abort(ev, c);
+        ev->hooks.proxy_abort(ev, c);
     if (c->out)
         pending_free(c->out);
     if (c->in)
@@ -100,7 +99,7 @@ void conn_close(struct evloop *ev, struct conn *c)
     c->gen = (c->gen + 1) & GEN_MASK;
     ev->nconns--;
     SB_SET(ev->slot->active, ev->nconns);
-    evloop_conn_closed(ev);
+    ev->hooks.slot_freed(ev);
 }
 
 /* ---- the response batch ---- */
@@ -307,7 +306,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
                 c->st.nreq--; /* parsed again once the output drains */
                 break;
             }
-            long took = proxy_start(ev, c, r.route, &ev->req, data + pos, r.head_len,
+            long took = ev->hooks.proxy_start(ev, c, r.route, &ev->req, data + pos, r.head_len,
                                     data + pos + r.head_len, len - pos - r.head_len);
             if (took < 0) {
                 rc = IO_FATAL;
@@ -410,7 +409,7 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         return STOP;
     }
     if (rc == IO_PROXY) {
-        proxy_kick(ev, c);
+        ev->hooks.proxy_kick(ev, c);
         return STOP;
     }
     if (c->st.closing) {
@@ -522,7 +521,7 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 {
     if (c->xfer) {
-        proxy_client_event(ev, c, events);
+        ev->hooks.proxy_client_event(ev, c, events);
         return;
     }
     if (c->out && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {

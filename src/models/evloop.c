@@ -49,7 +49,7 @@ static int route_of(void *ev, const struct http_request *req)
     return proxy_route(ev, req);
 }
 
-void evloop_conn_closed(struct evloop *ev)
+static void slot_freed(struct evloop *ev)
 {
     if (ev->accept_paused)
         ev->accept_resume = 1;
@@ -336,6 +336,10 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
     tq_init(&ev->q_body, cfg->body_timeout_ms);
     proxy_create(ev);
+    ev->hooks = (struct conn_hooks){.slot_freed = slot_freed, .proxy_start = proxy_start,
+                                    .proxy_kick = proxy_kick,
+                                    .proxy_client_event = proxy_client_event,
+                                    .proxy_abort = proxy_abort};
     ev->step = (struct step_ctx){.cfg = cfg, .http = &ev->http, .slot = ev->slot,
                                  .alog = ev->alog, .route = ev->proxy ? route_of : NULL,
                                  .route_arg = ev};

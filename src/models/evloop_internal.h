@@ -60,8 +60,26 @@ static inline uint64_t fd_tag(int fd, uint32_t gen)
 }
 static inline uint32_t tag_gen(uint64_t tag) { return (uint32_t)(tag >> 32) & GEN_MASK; }
 
+struct evloop;
+
+/* What a connection asks of the pieces above it. evloop.c fills these at
+ * start, so conn.c calls neither the loop nor the proxy by name and the
+ * dependencies stay one-way: evloop -> conn, evloop -> proxy -> conn. */
+struct conn_hooks {
+    void (*slot_freed)(struct evloop *ev); /* a connection closed: accept again */
+    /* hand req (head at head[0..head_len), then body bytes) to the proxy;
+     * returns the body bytes taken, or -1 (close the client) */
+    long (*proxy_start)(struct evloop *ev, struct conn *c, int route,
+                        const struct http_request *req, const char *head, size_t head_len,
+                        const char *body, size_t body_len);
+    void (*proxy_kick)(struct evloop *ev, struct conn *c);
+    void (*proxy_client_event)(struct evloop *ev, struct conn *c, uint32_t events);
+    void (*proxy_abort)(struct evloop *ev, struct conn *c);
+};
+
 struct evloop {
     const struct serve_config *cfg;
+    struct conn_hooks hooks;
     struct loop loop;
     struct http_ctx http;
     struct conn *conns;      /* indexed by fd */
@@ -106,8 +124,6 @@ void conn_log(struct evloop *ev, const struct conn *c, const struct http_request
 /* A proxy exchange of c ended: serve its next requests (or close it). */
 void conn_proxy_resume(struct evloop *ev, struct conn *c);
 
-/* Called by conn_close when a connection slot frees up. */
-void evloop_conn_closed(struct evloop *ev);
 
 static inline int conn_fd(const struct evloop *ev, const struct conn *c)
 {
