@@ -18,6 +18,7 @@ import pytest
 from conftest import HERD_ARGS, descendants
 from herdtest import RawConn, build_request, get_req, wait_for
 from proxy_backend import Backend
+from test_accesslog import read_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="proxy routes need an event-loop model; runs on the default")]
@@ -186,16 +187,6 @@ def one_client(addr, seed):
 
 # ---------------------------------------------------------------- the test
 
-def log_lines(path):
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return []
-    assert not data or data.endswith(b"\n"), f"partial last line: {data[-300:]!r}"
-    return data.decode("latin-1").split("\n")[:-1]
-
-
 def test_hostile_clients_with_log_and_proxy(server, site, tmp_path):
     (site.root / "sub").mkdir(exist_ok=True)
     b = Backend(f"unix:{tmp_path}/b.sock", "b")
@@ -212,7 +203,7 @@ def test_hostile_clients_with_log_and_proxy(server, site, tmp_path):
                 for t in ("/small.txt", "/index.html", "/api/warm"):
                     c.send(get_req(t))
                     assert c.read_response().status == 200
-        wait_for(lambda: len(log_lines(log)) == 60, what="the warm-up's 60 log lines")
+        wait_for(lambda: len(read_lines(log)) == 60, what="the warm-up's 60 log lines")
         base = srv.tree_fd_count()
         workers = set(wait_for(lambda: len(descendants(srv.pid)) == 3 and descendants(srv.pid),
                                what="two workers and the logger"))
@@ -236,11 +227,11 @@ def test_hostile_clients_with_log_and_proxy(server, site, tmp_path):
 
         want = 60 + answered
         try:
-            wait_for(lambda: len(log_lines(log)) >= want, timeout=10, what="log lines")
+            wait_for(lambda: len(read_lines(log)) >= want, timeout=10, what="log lines")
         except AssertionError:
             pass
         time.sleep(0.3)
-        lines = log_lines(log)
+        lines = read_lines(log)
         bad = [l for l in lines if not LINE_RE.match(l)]
         assert not bad, f"seed {SEED}: malformed log lines:\n" + "\n".join(x[:300] for x in bad[:5])
         assert len(lines) == want, \
