@@ -390,7 +390,8 @@ static void drain_linger(struct evloop *ev, struct conn *c)
     conn_close(ev, c);
 }
 
-enum { GO_ON, STOP };
+/* settle: whether the caller may go on with this connection (read more). */
+enum { SETTLED_OPEN, SETTLED_DONE };
 
 /* After serve_input: keep the leftover, then arm the timer that fits. */
 static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, size_t len,
@@ -398,23 +399,23 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
 {
     if (rc == IO_FATAL) {
         conn_close(ev, c);
-        return STOP;
+        return SETTLED_DONE;
     }
     if (keep_input(ev, c, data, pos, len) < 0) {
         conn_close(ev, c);
-        return STOP;
+        return SETTLED_DONE;
     }
     if (rc == IO_BLOCKED) {
         arm(ev, c, Q_SEND);
-        return STOP;
+        return SETTLED_DONE;
     }
     if (rc == IO_PROXY) {
         ev->hooks.proxy_kick(ev, c);
-        return STOP;
+        return SETTLED_DONE;
     }
     if (c->st.closing) {
         finish_closing(ev, c);
-        return STOP;
+        return SETTLED_DONE;
     }
     if (body_skip_active(&c->st.skip)) {
         /* A body runs on its own clock, from its head's answer; its bytes
@@ -428,13 +429,13 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
             arm(ev, c, Q_HEADER);
     } else if (ev->stopping) {
         conn_close(ev, c);
-        return STOP;
+        return SETTLED_DONE;
     } else if (!c->st.nreq && !served) {
         /* only a PROXY header so far: the first request head is still due */
     } else {
         arm(ev, c, Q_KEEPALIVE);
     }
-    return GO_ON;
+    return SETTLED_OPEN;
 }
 
 static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
@@ -471,7 +472,7 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         c->want_read = (size_t)n >= space || rdhup;
         int served = 0;
         int rc = serve_input(ev, c, buf, len, &pos, &served);
-        if (settle(ev, c, buf, pos, len, rc, served) == STOP)
+        if (settle(ev, c, buf, pos, len, rc, served) == SETTLED_DONE)
             return;
         /* Edge-triggered: a short read means the socket is drained, and new
          * bytes will raise a new event. After RDHUP read on to see the EOF. */
@@ -506,9 +507,9 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
         size_t pos;
         int served = 0;
         int rc = serve_input(ev, c, c->in, c->in_len, &pos, &served);
-        if (settle(ev, c, c->in, pos, c->in_len, rc, served) == STOP)
+        if (settle(ev, c, c->in, pos, c->in_len, rc, served) == SETTLED_DONE)
             return;
-    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == STOP) {
+    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == SETTLED_DONE) {
         return;
     }
     /* Input that arrived meanwhile raised its edge then. */
