@@ -57,7 +57,7 @@ def unit_lines(root, unit):
 
 def test_install_puts_every_file_in_place(root):
     for path in (BIN, CONF, "/etc/logrotate.d/herd", f"{DOCDIR}/README.md",
-                 f"{DOCDIR}/SPEC-serve.md",
+                 f"{DOCDIR}/SPEC-serve.md", f"{DOCDIR}/DESIGN.md",
                  *(f"{UNITDIR}/{u}" for u in UNITS)):
         assert under(root, path).is_file(), path
     assert os.access(under(root, BIN), os.X_OK)
