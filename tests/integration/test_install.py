@@ -4,6 +4,7 @@ say they are, and what was installed runs: the installed binary checks the
 installed config (pointed at a test docroot) and serves with it, and the
 unit's ExecReload line reports a refused reload."""
 
+import http.client
 import os
 import re
 import shlex
@@ -155,6 +156,16 @@ def test_installed_binary_checks_and_serves_the_installed_config(root, docroot, 
     assert not problems, problems
 
 
+def fetch(port, target):
+    """One GET on a fresh connection, no retry; the status code."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        c.request("GET", target)
+        return c.getresponse().status
+    finally:
+        c.close()
+
+
 def gone(pid):
     """pid exited (a zombie nobody reaped counts: it serves nothing)."""
     try:
@@ -203,3 +214,41 @@ def test_systemd_analyze_verifies_the_installed_units(tmp_path):
                         "./herd-spawn@app.service"], cwd=units, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and not re.search(r"^herd", r.stderr, re.M), r.stderr
+
+
+@pytest.mark.skipif(not shutil.which("logrotate"), reason="logrotate not installed")
+def test_logrotate_snippet_rotates_a_running_servers_logs(root, docroot, tmp_path):
+    herd = str(under(root, BIN))
+    conf = local_config(root, docroot, tmp_path)
+    pid_file = tmp_path / "herd.pid"
+    # The installed snippet, its paths moved where the config's logs are.
+    snippet = tmp_path / "logrotate.conf"
+    snippet.write_text(under(root, "/etc/logrotate.d/herd").read_text()
+                       .replace("/var/log/herd/", f"{tmp_path}/")
+                       .replace("/run/herd/herd.pid", str(pid_file)))
+    r = subprocess.run([herd, "serve", "--config", str(conf), "--daemon", "--pid-file",
+                        str(pid_file), "--listen", "127.0.0.1:0"], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: _read(pid_file).strip().isdigit(), timeout=5, what="the pid file")
+    pid = int(_read(pid_file))
+    try:
+        wait_for(lambda: re.search(r"listening on http://127\.0\.0\.1:(\d+)/",
+                                   _read(tmp_path / "error.log")), timeout=5, what="the port")
+        port = int(re.search(r"listening on http://127\.0\.0\.1:(\d+)/",
+                             _read(tmp_path / "error.log")).group(1))
+        fetch(port, "/before")
+        wait_for(lambda: "/before" in _read(tmp_path / "access.log"), timeout=5,
+                 what="the first line")
+        r = subprocess.run(["logrotate", "-f", "-s", str(tmp_path / "state"), str(snippet)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert "/before" in _read(tmp_path / "access.log.1")
+        fetch(port, "/after")
+        # USR1 from postrotate: the logger writes to the new file.
+        wait_for(lambda: "/after" in _read(tmp_path / "access.log"), timeout=5,
+                 what="the line after rotation in the new access log")
+        assert "/after" not in _read(tmp_path / "access.log.1")
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: gone(pid), timeout=10, what="the master's exit")
