@@ -7,6 +7,16 @@ WARN    := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 CPPFLAGS := -D_GNU_SOURCE -Isrc
 ALLFLAGS = -std=gnu11 $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP
 LISTEN  ?= 127.0.0.1:8080
+
+# make install: PREFIX for the binary and docs; the config, the logrotate
+# snippet and the units go where the system looks for them. DESTDIR is
+# prepended to every path (staging, packaging); the paths written into the
+# installed units and config are the ones without it.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+DOCDIR     ?= $(PREFIX)/share/doc/herd
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
 LDLIBS  := -pthread -lm
 FUZZ_SECONDS ?= 20
 
@@ -23,7 +33,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all build run test deps deps-test unit diff integration asan asan-test fuzz clean demo bench-coro bench-static
+.PHONY: all help install uninstall build run test deps deps-test unit diff integration asan asan-test fuzz clean demo bench-coro bench-static
 all: build
 
 build: build/herd demo
@@ -51,6 +61,45 @@ run: deps build
 	@mkdir -p logs
 	@echo "herd: serving www/ on http://$(LISTEN)/  (status: http://$(LISTEN)/herd-status, log: logs/access.log; Ctrl-C stops)"
 	exec build/herd serve www --listen $(LISTEN) --access-log logs/access.log --status-path /herd-status
+
+# The shipped units and config name the default paths; install writes the
+# chosen ones in their place.
+INSTALL_PATHS := sed -e 's|/usr/local/bin/herd|$(BINDIR)/herd|g' \
+	-e 's|/usr/local/share/doc/herd|$(DOCDIR)|g' -e 's|/etc/herd|$(SYSCONFDIR)/herd|g' \
+	-e 's|/etc/logrotate.d|$(SYSCONFDIR)/logrotate.d|g'
+UNITS := herd.service herd.socket herd-spawn@.service
+
+# A config already there is the admin's: it is kept, and the new sample
+# goes next to it as herd.conf.sample.
+install: build/herd
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/herd $(DESTDIR)$(SYSCONFDIR)/logrotate.d
+	install -m 755 build/herd $(DESTDIR)$(BINDIR)/herd
+	install -m 644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	for u in $(UNITS); do \
+	  $(INSTALL_PATHS) contrib/$$u > $(DESTDIR)$(UNITDIR)/$$u.tmp && \
+	  chmod 644 $(DESTDIR)$(UNITDIR)/$$u.tmp && \
+	  mv $(DESTDIR)$(UNITDIR)/$$u.tmp $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
+	$(INSTALL_PATHS) contrib/herd.logrotate > $(DESTDIR)$(SYSCONFDIR)/logrotate.d/herd
+	conf=$(DESTDIR)$(SYSCONFDIR)/herd/herd.conf; \
+	  if [ -e $$conf ]; then conf=$$conf.sample; fi; \
+	  $(INSTALL_PATHS) contrib/herd.conf > $$conf && chmod 644 $$conf && echo "installed $$conf"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/herd $(DESTDIR)$(SYSCONFDIR)/logrotate.d/herd \
+	  $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) $(DESTDIR)$(SYSCONFDIR)/herd/herd.conf.sample
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/herd/herd.conf (yours)"
+
+help:
+	@echo "make build                 build/herd (and the demo site's big file)"
+	@echo "make run [LISTEN=ADDR]     serve www/ on ADDR (default $(LISTEN)), access log in logs/"
+	@echo "make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] [UNITDIR=PREFIX/lib/systemd/system]"
+	@echo "                           binary, docs, systemd units, logrotate snippet, sample config"
+	@echo "make uninstall             the same paths, except a herd.conf that is yours"
+	@echo "make test                  every test (15+ minutes); unit, diff, integration, asan-test, fuzz alone"
+	@echo "make clean                 remove build, build-asan, build-fuzz"
 
 deps:
 	@sh scripts/deps.sh build

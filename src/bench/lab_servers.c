@@ -1,5 +1,5 @@
 /* The servers herd lab runs: herd in each model, and nginx, h2o and
- * lighttpd configured like /work/shared/bench/anchors.sh does it (one
+ * lighttpd configured as bench/anchors.sh configures them (one
  * worker, access log off, sendfile on, keep-alive for effectively
  * unlimited requests, 127.0.0.1 only). */
 #include <errno.h>

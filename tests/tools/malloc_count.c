@@ -1,7 +1,7 @@
 /* An allocation counter for tests (LD_PRELOAD): counts malloc, calloc and
  * realloc calls per process into $MALLOC_COUNT_DIR/PID (a mapped 8-byte
  * counter, readable at any time), so a test can check that warm requests
- * allocate nothing (DESIGN.md's hot-path budget). */
+ * allocate nothing (docs/DESIGN.md's hot-path budget). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
