@@ -27,7 +27,7 @@ int status_sample_parse(const char *json, double t, struct status_sample *s)
         number(json, "bytes_out", &s->bytes_out) < 0 || !resp)
         return -1;
     for (int k = 1; k <= 5; k++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "%dxx", k);
         if (number(resp, key, &s->cls[k]) < 0)
             return -1;
