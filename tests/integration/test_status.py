@@ -309,7 +309,7 @@ def run_status(*args, timeout=10):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_status_command_finds_the_server_from_its_pid_file(server, tmp_path):
+def test_status_command_finds_the_server_from_its_config(server, tmp_path):
     pidf = tmp_path / "herd.pid"
     server("--status-path", "/_st", "--pid-file", str(pidf))
     wait_for(lambda: pidf.exists() and pidf.read_text().strip(), timeout=5, what="pid file")
@@ -317,10 +317,19 @@ def test_status_command_finds_the_server_from_its_pid_file(server, tmp_path):
     cfg.write_text(f"status-path = /_st\npid-file = {pidf}\n")
     r = run_status("--config", str(cfg), "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["workers"] >= 1
+    assert json.loads(r.stdout)["master_pid"] == int(pidf.read_text())
     # --pid-file alone finds the port; the path is then the default one
     r = run_status("--pid-file", str(pidf))
     assert r.returncode != 0 and "/herd-status" in r.stderr, r.stderr
+
+
+def test_status_command_finds_the_server_from_its_pid_file(server, tmp_path):
+    pidf = tmp_path / "herd.pid"
+    server("--status-path", STATUS, "--pid-file", str(pidf))
+    wait_for(lambda: pidf.exists() and pidf.read_text().strip(), timeout=5, what="pid file")
+    r = run_status("--pid-file", str(pidf), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["master_pid"] == int(pidf.read_text())
 
 
 def test_status_command_says_what_it_tried(tmp_path):
