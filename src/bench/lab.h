@@ -24,6 +24,7 @@ struct lab_config {
     int server_cpu, load_cpu;
     const char *out_dir;
     const char *path;                      /* request target, e.g. /index.html */
+    int port_lo, port_hi;                  /* servers' ports; 0: any free port */
 };
 
 /* herd's concurrency models, in report order: "all" means these. This
@@ -34,6 +35,11 @@ extern const int lab_nherd_models;
 /* The other servers the lab knows how to configure. */
 extern const char *const lab_compare_servers[];
 extern const int lab_ncompare_servers;
+
+/* The least time (ms) the lab takes for nservers servers on quiet cores:
+ * every run's warm-up, measurement and pause, plus each server's start
+ * and stop. Waiting for busy cores and repeating disturbed runs add to it. */
+int64_t lab_estimate_ms(const struct lab_config *cfg, int nservers);
 
 /* Runs the lab and writes the report. Progress goes to stderr. Returns
  * the exit status: 0 when the report is written and at least one run

@@ -96,26 +96,46 @@ int lab_herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *mast
     return -1;
 }
 
-/* A port nobody listens on right now: the kernel's pick for a bind to 0. */
-int lab_pick_port(void)
+/* Binds port on 127.0.0.1 (0: the kernel's pick) to see that it is free;
+ * returns the port, or -1. */
+static int try_port(int port)
 {
-    for (int attempt = 0; attempt < 20; attempt++) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return -1;
-        struct sockaddr_in sa = {.sin_family = AF_INET};
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof sa;
-        int port = -1;
-        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-            getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-            port = ntohs(sa.sin_port);
-        close(fd);
-        if (port > 0) {
-            char buf[256], *b;
-            size_t bl;
-            if (lab_http_get(port, "/", 200, buf, sizeof buf, &b, &bl) == -ECONNREFUSED)
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    int got = -1;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        got = ntohs(sa.sin_port);
+    close(fd);
+    if (got <= 0)
+        return -1;
+    /* A bind succeeds next to a reuseport listener: ask it, too. */
+    char buf[256], *b;
+    size_t bl;
+    return lab_http_get(got, "/", 200, buf, sizeof buf, &b, &bl) == -ECONNREFUSED ? got : -1;
+}
+
+int lab_pick_port(int lo, int hi)
+{
+    if (lo <= 0) {
+        for (int attempt = 0; attempt < 20; attempt++) {
+            int port = try_port(0);
+            if (port > 0)
                 return port;
+        }
+        return -1;
+    }
+    static int next; /* offset into the range of the next port to try */
+    int span = hi - lo + 1;
+    for (int k = 0; k < span; k++) {
+        int port = try_port(lo + (next + k) % span);
+        if (port > 0) {
+            next = (port - lo + 1) % span;
+            return port;
         }
     }
     return -1;

@@ -127,8 +127,9 @@ int lab_http_get(int port, const char *path, int timeout_ms, char *buf, size_t c
  * not NULL) the master's pid. 0, or -1 when it could not be read. */
 int lab_herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *master);
 
-/* A port nobody listens on right now, or -1. */
-int lab_pick_port(void);
+/* A port nobody listens on right now, or -1. With lo > 0, one in lo..hi,
+ * taken in turn so successive servers get different ports. */
+int lab_pick_port(int lo, int hi);
 
 /* lab_report.c */
 void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);

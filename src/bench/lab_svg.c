@@ -264,9 +264,11 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
     fprintf(f, "  <title>herd lab: %s</title>\n",
             which == CHART_RPS ? "requests per second" : "p99 latency");
     fprintf(f, "  <rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
+    /* Centred on the whole canvas: the title (with its date) is wider than
+     * one panel, and centred over the panels alone it ran off the left. */
     fprintf(f, "  <text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\" "
                "font-weight=\"bold\">",
-            (w - LEGEND_W) / 2);
+            w / 2);
     fprintf(f, "%s against connections, ", which == CHART_RPS ? "Requests per second"
                                                             : "p99 latency");
     esc(f, lab->man.started);

@@ -80,7 +80,16 @@ struct load_thread {
     struct load_stats st;
     uint64_t live_requests, live_errors; /* for the progress line; relaxed atomics */
     char fatal[160];        /* why the thread could not start, else empty */
+    /* wrk's Req/Sec row: this thread's request rate, sampled every
+     * LOAD_RPS_INTERVAL_NS while measuring (samples past the cap are
+     * dropped: 10 minutes at 100 ms). */
+    float rps[6000];
+    uint32_t nrps;
+    uint64_t rps_reqs;      /* st.requests at the last sample */
+    int64_t rps_at;         /* when the last sample (or measuring) began */
 };
+
+#define LOAD_RPS_INTERVAL_NS 100000000
 
 static inline int64_t load_now_ns(void)
 {

@@ -70,6 +70,30 @@ static const char *fmt_bytes(double b, char *buf, size_t n)
     return buf;
 }
 
+/* Requests/s as wrk shows them: 950.00, 56.20k, 1.20M. */
+static const char *fmt_count(double v, char *buf, size_t n)
+{
+    if (v < 1000.0)
+        snprintf(buf, n, "%.2f", v);
+    else if (v < 1e6)
+        snprintf(buf, n, "%.2fk", v / 1e3);
+    else
+        snprintf(buf, n, "%.2fM", v / 1e6);
+    return buf;
+}
+
+/* wrk's Req/Sec row: one thread's requests/s, sampled every 100 ms. */
+static void print_thread_rps(FILE *f, const struct load_thread_rps *q)
+{
+    char a[32], b[32], c[32];
+    if (!q->nsamples)
+        return;
+    fprintf(f, "  Req/Sec    %10s %10s %10s %10s %10s\n", "Avg", "Stdev", "Max", "+/- Stdev",
+            "(per thread)");
+    fprintf(f, "            %10s %10s %10s %9.2f%%\n", fmt_count(q->mean, a, sizeof a),
+            fmt_count(q->stdev, b, sizeof b), fmt_count(q->max, c, sizeof c), q->within_pct);
+}
+
 void load_print_text(FILE *f, const struct load_result *r, int distribution)
 {
     char a[32], b[32], c[32];
@@ -83,6 +107,7 @@ void load_print_text(FILE *f, const struct load_result *r, int distribution)
             fmt_time(hdr_stdev(h), b, sizeof b),
             fmt_time((double)hdr_percentile(h, 99.0), c, sizeof c));
     fprintf(f, " %10s\n", fmt_time((double)hdr_max(h), a, sizeof a));
+    print_thread_rps(f, &r->thread_rps);
     if (distribution) {
         fprintf(f, "  Latency Distribution (HDR, %llu samples)\n", (unsigned long long)hdr_count(h));
         for (size_t i = 0; i < sizeof pcts / sizeof pcts[0]; i++)
@@ -116,6 +141,16 @@ void load_print_text(FILE *f, const struct load_result *r, int distribution)
     fprintf(f, "Transfer/sec: %10s\n", fmt_bytes(r->bytes_per_sec, a, sizeof a));
 }
 
+void load_warn_rate(FILE *f, const struct load_result *r)
+{
+    double short_pct = load_rate_shortfall(r);
+    if (short_pct > LOAD_RATE_TOLERANCE_PCT)
+        fprintf(f, "herd load: warning: the rate was missed: %.2f requests/s of the %.0f asked "
+                   "for (%.1f%% short); latency is measured from the schedule, so it grows; "
+                   "more connections (-c) or threads (-t) may reach it\n",
+                r->requests_per_sec, r->rate, short_pct);
+}
+
 int load_write_json(const char *path, const struct load_result *r, char *err, size_t errlen)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
@@ -130,11 +165,17 @@ int load_write_json(const char *path, const struct load_result *r, char *err, si
                "  \"keepalive\": %s,\n  \"rate\": %.17g,\n"
                "  \"duration_s\": %.6f,\n  \"requests\": %llu,\n  \"requests_per_sec\": %.2f,\n"
                "  \"transfer_bytes\": %llu,\n  \"transfer_bytes_per_sec\": %.2f,\n"
-               "  \"connects\": %llu,\n  \"interrupted\": %s,\n  \"latency_us\": {",
+               "  \"connects\": %llu,\n  \"interrupted\": %s,\n"
+               "  \"rate_missed\": %s,\n  \"rate_shortfall_pct\": %.2f,\n"
+               "  \"thread_req_per_sec\": {\"mean\": %.2f, \"stdev\": %.2f, \"max\": %.2f, "
+               "\"within_stdev_pct\": %.2f, \"samples\": %llu},\n  \"latency_us\": {",
             r->runs, r->threads, r->conns, r->keepalive ? "true" : "false", r->rate,
             r->duration_s, (unsigned long long)r->requests, r->requests_per_sec,
             (unsigned long long)r->bytes, r->bytes_per_sec, (unsigned long long)r->connects,
-            r->interrupted ? "true" : "false");
+            r->interrupted ? "true" : "false",
+            load_rate_shortfall(r) > LOAD_RATE_TOLERANCE_PCT ? "true" : "false",
+            load_rate_shortfall(r), r->thread_rps.mean, r->thread_rps.stdev, r->thread_rps.max,
+            r->thread_rps.within_pct, (unsigned long long)r->thread_rps.nsamples);
     for (size_t i = 0; i < sizeof pcts / sizeof pcts[0]; i++)
         fprintf(f, "\"%s\": %.3f, ", pcts[i].key, (double)hdr_percentile(h, pcts[i].pct) / 1000.0);
     fprintf(f, "\"min\": %.3f, \"max\": %.3f, \"mean\": %.3f, \"stdev\": %.3f},\n  \"errors\": {",

@@ -17,6 +17,10 @@ int load_failure(const struct load_result *r, char *msg, size_t n);
 /* The report after the run; distribution adds the percentile table. */
 void load_print_text(FILE *f, const struct load_result *r, int distribution);
 
+/* With --rate: a warning line when the achieved rate fell short of it by
+ * more than LOAD_RATE_TOLERANCE_PCT (the JSON says so in rate_missed). */
+void load_warn_rate(FILE *f, const struct load_result *r);
+
 /* Writes r as one JSON object to path ("-" is stdout). Returns 0, or -1
  * with a reason in err. */
 int load_write_json(const char *path, const struct load_result *r, char *err, size_t errlen);

@@ -5,6 +5,7 @@
  * (which end the run early, with the results so far), and to print the
  * progress line. */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,21 @@ static void start_measuring(struct load_thread *t)
     memset(&t->st, 0, sizeof t->st);
     t->st.latency = h;
     t->measuring = 1;
+    t->nrps = 0;
+    t->rps_reqs = 0;
+    t->rps_at = load_now_ns();
+}
+
+/* One Req/Sec sample per LOAD_RPS_INTERVAL_NS of measuring. */
+static void sample_rps(struct load_thread *t, int64_t now)
+{
+    if (!t->measuring || t->stopping || now - t->rps_at < LOAD_RPS_INTERVAL_NS)
+        return;
+    if (t->nrps < sizeof t->rps / sizeof t->rps[0])
+        t->rps[t->nrps++] = (float)((double)(t->st.requests - t->rps_reqs) * 1e9 /
+                                    (double)(now - t->rps_at));
+    t->rps_reqs = t->st.requests;
+    t->rps_at = now;
 }
 
 static int busy(const struct load_thread *t)
@@ -172,6 +188,7 @@ static void *thread_main(void *arg)
             for (uint32_t i = 0; i < t->nconns; i++)
                 lconn_tick(t, &t->conns[i], now);
             publish(t);
+            sample_rps(t, now);
             next_tick = now + TICK_NS;
         }
         struct lconn *due;
@@ -204,6 +221,39 @@ static void *thread_main(void *arg)
     publish(t);
     __atomic_add_fetch(t->threads_done, 1, __ATOMIC_RELEASE);
     return NULL;
+}
+
+/* ---- results */
+
+static void thread_rps_stats(const struct load_thread *th, uint32_t nt,
+                             struct load_thread_rps *out)
+{
+    double sum = 0, sq = 0, max = 0;
+    uint64_t n = 0, within = 0;
+    for (uint32_t i = 0; i < nt; i++)
+        for (uint32_t k = 0; k < th[i].nrps; k++) {
+            double v = th[i].rps[k];
+            sum += v;
+            sq += v * v;
+            max = v > max ? v : max;
+            n++;
+        }
+    memset(out, 0, sizeof *out);
+    if (!n)
+        return;
+    double mean = sum / (double)n, var = sq / (double)n - mean * mean;
+    double sd = var > 0 ? sqrt(var) : 0;
+    for (uint32_t i = 0; i < nt; i++)
+        for (uint32_t k = 0; k < th[i].nrps; k++)
+            within += fabs(th[i].rps[k] - mean) <= sd;
+    *out = (struct load_thread_rps){mean, sd, max, 100.0 * (double)within / (double)n, n};
+}
+
+double load_rate_shortfall(const struct load_result *r)
+{
+    if (r->rate <= 0 || r->requests_per_sec >= r->rate)
+        return 0;
+    return 100.0 * (r->rate - r->requests_per_sec) / r->rate;
 }
 
 /* ---- setup */
@@ -433,6 +483,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         }
         hdr_merge(res->latency, t->st.latency);
     }
+    thread_rps_stats(th, nt, &res->thread_rps);
     snprintf(res->url, sizeof res->url, "%s", cfg->url);
     res->threads = nt;
     res->conns = cfg->conns;

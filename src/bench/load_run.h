@@ -62,7 +62,21 @@ struct load_result {
     char why[LOAD_NERR][160];       /* the first error of each kind, in words */
     struct hdr *latency;            /* ns; from send (or due time) to the response's last byte */
     int interrupted;                /* a signal ended the run early */
+    /* Per-thread requests/s, sampled every 100 ms as wrk does: mean,
+     * stdev, max and the share of samples within one stdev of the mean
+     * (percent). nsamples 0: unknown (merged runs). */
+    struct load_thread_rps {
+        double mean, stdev, max, within_pct;
+        uint64_t nsamples;
+    } thread_rps;
 };
+
+/* The share (percent) by which the achieved rate fell short of --rate, or
+ * 0 for closed loop or a rate met. */
+double load_rate_shortfall(const struct load_result *r);
+
+/* herd load warns when the rate fell short by more than this (percent). */
+#define LOAD_RATE_TOLERANCE_PCT 3.0
 
 /* Runs the load. Returns 0 with res filled (res->latency allocated; free
  * with load_result_free), or -1 with a one-line reason in err when the run

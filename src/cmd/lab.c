@@ -35,10 +35,14 @@ static const char lab_usage[] =
     "  --out DIR                  where the report goes (default herd-lab-DATE-TIME)\n"
     "  --server-cpu N             the CPU for the server (default 0)\n"
     "  --load-cpu N               the CPU for herd load (default 1)\n"
+    "  --port-range A-B           give the servers ports from A to B (default: any free\n"
+    "                             port the kernel picks)\n"
     "  --path PATH                what to GET (default /index.html, 64 bytes; the lab's\n"
     "                             docroot also has /4k.bin and /1m.bin)\n"
     "  -h, --help                 this text\n"
     "\n"
+    "Before the first run it prints an estimate of the whole run time (servers x\n"
+    "keep-alive modes x concurrency levels x (warm-up + duration), plus starts).\n"
     "DUR takes ms, s, m, h. Ctrl-C (or SIGTERM) stops the servers the lab started\n"
     "and writes the report of what was measured. Exit status: 0 report written,\n"
     "1 no run succeeded or the report cannot be written, 2 bad usage, 130\n"
@@ -159,6 +163,22 @@ static int cpu_flag(const char *flag, const char *v, int *out)
     return 0;
 }
 
+/* --port-range A-B: 1 <= A <= B <= 65535. */
+static int port_range(const char *v, struct lab_config *cfg)
+{
+    char *end;
+    long lo = strtol(v, &end, 10), hi;
+    if (end == v || *end != '-')
+        return bad("invalid value '%s' for --port-range (A-B, e.g. 20000-20099)", v);
+    const char *h = end + 1;
+    hi = strtol(h, &end, 10);
+    if (end == h || *end || lo < 1 || hi > 65535 || lo > hi)
+        return bad("invalid value '%s' for --port-range (A-B, 1 <= A <= B <= 65535)", v);
+    cfg->port_lo = (int)lo;
+    cfg->port_hi = (int)hi;
+    return 0;
+}
+
 static int valid_path(const char *p)
 {
     if (p[0] != '/' || strlen(p) > 512)
@@ -170,7 +190,7 @@ static int valid_path(const char *p)
 }
 
 enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_RETRIES, O_KEEPALIVE,
-           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_HELP };
+           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"--models", O_MODELS, 1},        {"--concurrency", O_CONC, 1},
@@ -179,7 +199,8 @@ static const struct flag_opt opts[] = {
     {"--keepalive", O_KEEPALIVE, 1},
     {"--compare", O_COMPARE, 1},      {"--out", O_OUT, 1},
     {"--server-cpu", O_SCPU, 1},      {"--load-cpu", O_LCPU, 1},
-    {"--path", O_PATH, 1},            {"-h", O_HELP, 0},
+    {"--path", O_PATH, 1},            {"--port-range", O_PORTS, 1},
+    {"-h", O_HELP, 0},
     {"--help", O_HELP, 0},
 };
 
@@ -253,6 +274,9 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
             if (!valid_path(v))
                 return bad("invalid value '%s' for --path (an absolute path, no spaces)", v);
             cfg->path = v;
+            break;
+        case O_PORTS:
+            rc = port_range(v, cfg);
             break;
         case O_HELP:
             *help = 1;

@@ -32,7 +32,9 @@ static const char load_usage[] =
     "                        server shows as latency (coordinated omission\n"
     "                        corrected, like wrk2); a thread polls for the last\n"
     "                        100 us before each send, so timer lateness is not\n"
-    "                        counted as latency; default: closed loop\n"
+    "                        counted as latency; a warning (stderr, and\n"
+    "                        rate_missed in the JSON) when the achieved rate is\n"
+    "                        more than 3% below R; default: closed loop\n"
     "      --no-keepalive    a new connection per request (Connection: close);\n"
     "                        latency then includes the connect\n"
     "      --pipeline N      requests in flight per connection (default 1)\n"
@@ -304,6 +306,7 @@ static int merge(struct load_flags *f)
     printf("Merged %d results @ %s\n", f->nargs, r.url);
     load_print_text(stdout, &r, f->latency);
     fflush(stdout);
+    load_warn_rate(stderr, &r);
     if (f->json_path && load_write_json(f->json_path, &r, err, sizeof err) < 0) {
         fprintf(stderr, "herd load: %s\n", err);
         goto out;
@@ -392,6 +395,7 @@ int cmd_load(int argc, char **argv)
     } else {
         load_print_text(stdout, &res, f->latency);
         fflush(stdout);
+        load_warn_rate(stderr, &res);
         rc = 0;
         if (f->json_path && load_write_json(f->json_path, &res, err, sizeof err) < 0) {
             fprintf(stderr, "herd load: %s\n", err);

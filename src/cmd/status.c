@@ -12,15 +12,22 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/status_find.h"
+#include "cmd/status_rates.h"
 
 static const char status_usage[] =
-    "usage: herd status [URL] [--watch] [--json | --prometheus]\n"
+    "usage: herd status [URL | --config FILE | --pid-file FILE] [--watch] [--json | --prometheus]\n"
     "\n"
     "Prints the counters of a running herd serve started with --status-path.\n"
-    "URL defaults to http://127.0.0.1:8080/herd-status; unix:/path.sock:/herd-status\n"
-    "reaches a unix-socket listener.\n"
+    "unix:/path.sock:/herd-status reaches a unix-socket listener. Without a URL:\n"
+    "  --config FILE    the server's config file: its first listen and status-path\n"
+    "                   (and its pid-file, when it sets one)\n"
+    "  --pid-file FILE  the TCP port the server with this pid listens on\n"
+    "Neither: http://127.0.0.1:8080/herd-status.\n"
     "\n"
-    "  --watch        refresh every second, like top (Ctrl-C stops)\n"
+    "  --watch        refresh every second with per-second rates (req/s, bytes/s,\n"
+    "                 responses/s by class); a plain line per second when stdout\n"
+    "                 is not a terminal (Ctrl-C stops)\n"
     "  --json         print the raw JSON\n"
     "  --prometheus   print the Prometheus text format\n";
 
@@ -117,6 +124,17 @@ ok:
     return fd;
 }
 
+/* Each format of proc/status.c starts with its own mark; a site's index
+ * page served at the URL does not. */
+static int is_status_body(const char *body, const char *fmt)
+{
+    if (!strcmp(fmt, "json"))
+        return !strncmp(body, "{\"master_pid\":", 14);
+    if (!strcmp(fmt, "prometheus"))
+        return !strncmp(body, "# HELP herd_", 12);
+    return !strncmp(body, "herd: master ", 13);
+}
+
 /* GET path?format=fmt; returns the body (malloc'd) or NULL with err set. */
 static char *fetch(const struct target *t, const char *fmt, char *err, size_t errlen)
 {
@@ -173,12 +191,61 @@ static char *fetch(const struct target *t, const char *fmt, char *err, size_t er
         return NULL;
     }
     memmove(buf, body + 4, strlen(body + 4) + 1);
+    if (!is_status_body(buf, fmt)) {
+        snprintf(err, errlen, "%s answered 200 but not with herd's status page (is the "
+                 "URL's path the server's --status-path? e.g. /herd-status)", t->path);
+        free(buf);
+        return NULL;
+    }
     return buf;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --watch: on a terminal, the page redrawn with a rates line under it;
+ * piped, one plain line of totals and rates per second (or the raw
+ * format, separated by a blank line, with --json or --prometheus). */
+static int watch_loop(const struct target *t, const char *fmt)
+{
+    int tty = isatty(STDOUT_FILENO);
+    struct status_sample prev, cur;
+    int have_prev = 0;
+    for (;;) {
+        char err[1200];
+        char *json = fetch(t, "json", err, sizeof err);
+        char *page = json && (tty || strcmp(fmt, "table")) ? fetch(t, fmt, err, sizeof err) : NULL;
+        if (!json || ((tty || strcmp(fmt, "table")) && !page)) {
+            fprintf(stderr, "herd: %s\n", err);
+            free(json);
+            return 1;
+        }
+        status_sample_parse(json, now_s(), &cur);
+        if (tty)
+            fputs("\033[H\033[2J", stdout);
+        if (page)
+            fputs(page, stdout);
+        if (!strcmp(fmt, "table"))
+            status_rates_print(stdout, have_prev ? &prev : NULL, &cur);
+        else
+            fputs("\n", stdout);
+        fflush(stdout);
+        free(json);
+        free(page);
+        prev = cur;
+        have_prev = 1;
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int cmd_status(int argc, char **argv)
 {
-    const char *url = "http://127.0.0.1:8080/herd-status";
+    const char *url = NULL, *config = NULL, *pid_file = NULL;
     const char *fmt = "table";
     int watch = 0;
     for (int i = 1; i < argc; i++) {
@@ -188,36 +255,51 @@ int cmd_status(int argc, char **argv)
             fmt = "json";
         else if (!strcmp(argv[i], "--prometheus"))
             fmt = "prometheus";
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            config = argv[++i];
+        else if (!strcmp(argv[i], "--pid-file") && i + 1 < argc)
+            pid_file = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(status_usage, stdout);
             return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "herd: unknown option '%s' (see herd status --help)\n", argv[i]);
+            fprintf(stderr, "herd: unknown option or missing value '%s' (see herd status --help)\n",
+                    argv[i]);
             return 2;
         } else {
             url = argv[i];
         }
+    }
+    char found[1200];
+    const char *how = "the URL given";
+    if (url && (config || pid_file)) {
+        fprintf(stderr, "herd: give a URL or --config/--pid-file, not both\n");
+        return 2;
+    }
+    if (!url) {
+        char err[1200];
+        if (status_find(config, pid_file, found, sizeof found, err, sizeof err) < 0) {
+            fprintf(stderr, "herd: %s\n", err);
+            return 1;
+        }
+        url = found;
+        how = config ? "from --config" : pid_file ? "from --pid-file"
+                                                  : "the default; no URL, --config or --pid-file given";
     }
     struct target t;
     if (parse_url(url, &t) < 0) {
         fprintf(stderr, "herd: bad URL '%s' (see herd status --help)\n", url);
         return 2;
     }
-    for (;;) {
-        char err[1200];
-        char *body = fetch(&t, fmt, err, sizeof err);
-        if (!body) {
-            fprintf(stderr, "herd: %s\n", err);
-            return 1;
-        }
-        if (watch)
-            fputs("\033[H\033[2J", stdout);
-        fputs(body, stdout);
-        fflush(stdout);
-        free(body);
-        if (!watch)
-            return 0;
-        struct timespec ts = {1, 0};
-        nanosleep(&ts, NULL);
+    if (watch)
+        return watch_loop(&t, fmt);
+    char err[1200];
+    char *body = fetch(&t, fmt, err, sizeof err);
+    if (!body) {
+        fprintf(stderr, "herd: %s (tried %s, %s)\n", err, url, how);
+        return 1;
     }
+    fputs(body, stdout);
+    free(body);
+    return 0;
 }

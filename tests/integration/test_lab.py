@@ -14,6 +14,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -29,6 +30,7 @@ if not os.path.isabs(HERD_BIN):
 SVG_NS = "{http://www.w3.org/2000/svg}"
 MODELS = ["reuseport", "iterative"]
 CONCURRENCY = [1, 4]
+PORTS = (43100, 43199)
 RUN_TIMEOUT = 90
 # Each metric gets a table per keep-alive mode.
 TABLES = ["Requests per second", "Latency p50", "Latency p90", "Latency p99",
@@ -102,7 +104,8 @@ def short_lab(tmp_path_factory):
     out = tmp_path_factory.mktemp("lab") / "out"
     t0 = time.monotonic()
     r = run_lab(out, "--models", ",".join(MODELS), "--concurrency", "1,4", "--duration", "1s",
-                "--warmup", "0", "--keepalive", "both", "--compare", "none")
+                "--warmup", "0", "--keepalive", "both", "--compare", "none",
+                "--port-range", f"{PORTS[0]}-{PORTS[1]}")
     elapsed = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
     return out, r, elapsed
@@ -213,6 +216,9 @@ def test_short_lab_left_nothing_running(short_lab):
     ["--load-cpu", "4095"],
     ["--models", "none", "--compare", "none"],
     ["stray"],
+    ["--port-range", "5-4"],
+    ["--port-range", "8080"],
+    ["--port-range", "1-70000"],
 ])
 def test_bad_flags_exit_2(tmp_path, args):
     require_binary()
@@ -326,3 +332,47 @@ def test_compare_servers_run(tmp_path):
         for pid in s["pids"]:
             assert not alive(pid, str(out)), (s["label"], pid)
     assert processes_mentioning(str(out)) == []
+
+
+def test_short_lab_ports_in_range(short_lab):
+    out, _, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    ports = [int(re.search(r"--listen 127\.0\.0\.1:(\d+)", s["command"]).group(1))
+             for s in rep["servers"]]
+    assert len(ports) == len(MODELS) and len(set(ports)) == len(ports), ports
+    assert all(PORTS[0] <= p <= PORTS[1] for p in ports), ports
+
+
+def test_short_lab_estimates_its_run_time_first(short_lab):
+    _, r, elapsed = short_lab
+    first = r.stderr.splitlines()[0]
+    m = re.match(r"lab: estimated run time: at least (\d+)m(\d+)s", first)
+    assert m, r.stderr
+    est = int(m.group(1)) * 60 + int(m.group(2))
+    # 2 servers x 4 runs of 1 s, plus the pauses and starts: a floor, not a ceiling
+    assert 8 <= est <= elapsed, (est, elapsed)
+
+
+@pytest.mark.parametrize("name", ["reqs.svg", "p99.svg"])
+def test_short_lab_svg_title_is_centred_on_the_canvas(short_lab, name):
+    out, _, _ = short_lab
+    root = ET.parse(out / name).getroot()
+    width = float(root.get("width"))
+    title = next(t for t in root.iter(SVG_NS + "text") if t.get("font-size") == "16")
+    assert title.get("text-anchor") == "middle"
+    x = float(title.get("x"))
+    assert x == width / 2, (x, width)
+    # bold 16 px sans-serif: at most about 10 px a character
+    assert len(title.text) * 10 / 2 <= x, title.text
+
+
+def test_port_range_with_no_free_port(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        out = tmp_path / "out"
+        r = run_lab(out, "--models", "single", "--compare", "none", "--concurrency", "1",
+                    "--duration", "200ms", "--warmup", "0", "--port-range", f"{port}-{port}")
+    assert r.returncode == 1, r.stderr
+    assert f"no free port on 127.0.0.1 in {port}-{port}" in (out / "report.md").read_text()

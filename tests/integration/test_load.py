@@ -553,3 +553,33 @@ def test_warmup_is_not_counted(backend, tmp_path):
     b.settle()
     assert 0 < j["requests"] < b.requests * 0.8, (j["requests"], b.requests)
     assert 0.4 < j["duration_s"] < 0.8
+
+
+# ------------------------------------------------------------ missed rate, Req/Sec row
+
+def test_missed_rate_warns(backend, tmp_path):
+    b = backend("ok")
+    # one connection to a Python backend cannot reach 100k requests/s
+    r, j = load_json(tmp_path, "--rate", 100000, "-c", 1, "-t", 1, "-d", "1s", b.url())
+    assert j["rate_missed"] is True and j["rate_shortfall_pct"] > 3, j
+    assert "rate was missed" in r.stderr and "100000" in r.stderr, r.stderr
+
+
+def test_met_rate_does_not_warn(backend, tmp_path):
+    b = backend("ok")
+    r, j = load_json(tmp_path, "--rate", 100, "-c", 2, "-t", 1, "-d", "1s", b.url())
+    assert j["rate_missed"] is False, j
+    assert "missed" not in r.stderr, r.stderr
+
+
+def test_per_thread_req_per_sec_row(backend, tmp_path):
+    b = backend("ok")
+    r, j = load_json(tmp_path, "-c", 2, "-t", 2, "-d", "1s", b.url())
+    q = j["thread_req_per_sec"]
+    # 100 ms samples per thread: about 10 each over a 1 s run
+    assert 10 <= q["samples"] <= 22, q
+    assert q["max"] >= q["mean"] > 0 and 0 <= q["within_stdev_pct"] <= 100, q
+    # two threads' mean rate adds up to about the whole run's rate
+    assert abs(2 * q["mean"] - j["requests_per_sec"]) < 0.35 * j["requests_per_sec"], (q, j)
+    row = re.search(r"Req/Sec.*\n\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9.]+)%", r.stdout)
+    assert row, r.stdout

@@ -8,10 +8,12 @@ this test sent, whatever worker served each request.
 
 import json
 import re
+import subprocess
+import time
 
 import pytest
 
-from conftest import HERD_ARGS, descendants
+from conftest import HERD_ARGS, descendants, herd_cmd
 from herdtest import build_request, get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -298,3 +300,75 @@ def test_status_never_cached(server):
     a = status_json(srv)
     b = status_json(srv)
     assert b["requests"] == a["requests"] + 1, "the second read must show the first"
+
+
+# ------------------------------------------------------------ herd status (the command)
+
+def run_status(*args, timeout=10):
+    return subprocess.run(herd_cmd("status", *args), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_status_command_finds_the_server_from_its_config(server, tmp_path):
+    pidf = tmp_path / "herd.pid"
+    server("--status-path", "/_st", "--pid-file", str(pidf))
+    wait_for(lambda: pidf.exists() and pidf.read_text().strip(), timeout=5, what="pid file")
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"status-path = /_st\npid-file = {pidf}\n")
+    r = run_status("--config", str(cfg), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["master_pid"] == int(pidf.read_text())
+    # --pid-file alone finds the port; the path is then the default one
+    r = run_status("--pid-file", str(pidf))
+    assert r.returncode != 0 and "/herd-status" in r.stderr, r.stderr
+
+
+def test_status_command_finds_the_server_from_its_pid_file(server, tmp_path):
+    pidf = tmp_path / "herd.pid"
+    server("--status-path", STATUS, "--pid-file", str(pidf))
+    wait_for(lambda: pidf.exists() and pidf.read_text().strip(), timeout=5, what="pid file")
+    r = run_status("--pid-file", str(pidf), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["master_pid"] == int(pidf.read_text())
+
+
+def test_status_command_says_what_it_tried(tmp_path):
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text("listen = 127.0.0.1:9\n")
+    r = run_status("--config", str(cfg))
+    assert r.returncode == 1 and "status-path" in r.stderr, r.stderr
+    r = run_status("--pid-file", str(tmp_path / "missing.pid"))
+    assert r.returncode == 1 and "missing.pid" in r.stderr, r.stderr
+    cfg.write_text("listen = 127.0.0.1:9\nstatus-path = /s\n")
+    r = run_status("--config", str(cfg))
+    assert r.returncode == 1 and "127.0.0.1:9" in r.stderr and "--config" in r.stderr, r.stderr
+
+
+def test_status_command_rejects_a_page_that_is_not_the_status(server):
+    srv = server("--status-path", STATUS)
+    for fmt in ([], ["--json"], ["--prometheus"]):
+        r = run_status(srv.url("/"), *fmt)
+        assert r.returncode == 1, (fmt, r.stdout[:200])
+        assert "not with herd's status page" in r.stderr, r.stderr
+        assert r.stdout == ""
+
+
+def test_status_watch_piped_prints_plain_lines_with_rates(server):
+    srv = server("--status-path", STATUS)
+    p = subprocess.Popen(herd_cmd("status", srv.url(STATUS), "--watch"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            assert srv.get("/").status in (200, 403, 404)
+            time.sleep(0.05)
+    finally:
+        p.kill()
+        out, err = p.communicate(timeout=5)
+    assert "\x1b" not in out, repr(out[:200])
+    lines = [ln for ln in out.splitlines() if "req/s" in ln]
+    assert lines, (out, err)
+    rate = float(re.search(r"req/s ([0-9.]+)", lines[-1]).group(1))
+    assert rate > 1, lines
+    assert re.search(r"out B/s \d+ .*2xx/s [0-9.]+ .*4xx/s [0-9.]+", lines[-1]), lines
