@@ -320,7 +320,9 @@ def test_down_server_skipped_then_retried(server, backends, tmp_path):
     t0 = time.monotonic()
     for i in range(6):
         assert echo(srv.get(f"/a?{i}"))["backend"] == "live", "the failing server is skipped"
-    assert "skipped for 2000 ms" in srv.stderr_text()
+    # the log line reaches us through a reader thread: wait, do not race it
+    wait_for(lambda: "skipped for 2000 ms" in srv.stderr_text(), timeout=1.5,
+             what="the 'skipped for 2000 ms' log line")
     later = Backend(f"unix:{dead_path}", "later")
     try:
         for i in range(4):
@@ -614,7 +616,7 @@ def test_connect_timeout_gives_504(server):
         r = srv.get("/x")
         assert r.status == 504, r
         assert time.monotonic() - t0 < 3
-        assert "connect timed out" in srv.stderr_text()
+        wait_for(lambda: "connect timed out" in srv.stderr_text(), what="the log line")
     finally:
         for f in fillers:
             f.close()
@@ -642,7 +644,7 @@ def test_send_timeout_gives_504(server):
             assert r.status == 504, r
             c.read_to_close(timeout=10)
         sender.join(10)
-        assert "send timed out" in srv.stderr_text()
+        wait_for(lambda: "send timed out" in srv.stderr_text(), what="the log line")
     finally:
         for s in held:
             s.close()
