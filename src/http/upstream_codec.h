@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "http/body.h"
+#include "http/fcgi_params.h"
 #include "http/parser.h"
 #include "http/reframe.h"
 
@@ -21,11 +22,28 @@ struct upstream_req_info {
     const char *client_addr;     /* for X-Forwarded-For (or REMOTE_ADDR) */
     const char *default_host;    /* Host when the client sent none */
     int pass_underscores;        /* keep header names with '_' */
+    const struct fcgi_env *fcgi; /* FastCGI: the script and its parameters */
+};
+
+/* FastCGI's record reader (http/fcgi_codec.c), 24 bytes as body_skip. */
+struct fcgi_rx {
+    uint64_t body_left;          /* Content-Length bytes still due (in the head:
+                                  * bytes whose STDERR was logged) */
+    uint32_t left;               /* content bytes left in the current record */
+    uint8_t pad;                 /* padding bytes left after them */
+    uint8_t type;                /* the current record's type */
+    uint8_t have;                /* bytes of the next record header in hdr */
+    uint8_t spare;
+    uint8_t hdr[8];
 };
 
 /* A body on its way through, in one direction. */
 struct upstream_framing {
-    struct body_skip skip;       /* the peer's framing, decoded */
+    union {
+        struct body_skip skip;   /* the peer's framing, decoded */
+        struct fcgi_rx fcgi;     /* a FastCGI response's records */
+    };
+    const char *tag;             /* names the exchange in log lines (the script) */
     uint8_t kind;                /* codec-specific (HTTP/1.1: enum upstream_body) */
     uint8_t aside;               /* read into a scratch buffer, not in place */
     uint8_t active;              /* more body bytes are due */
@@ -75,5 +93,6 @@ struct upstream_codec {
 };
 
 extern const struct upstream_codec upstream_http1;
+extern const struct upstream_codec upstream_fcgi;
 
 #endif
