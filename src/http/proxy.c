@@ -11,6 +11,8 @@ int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
     int best = -1;
     size_t best_len = 0;
     for (int i = 0; i < n; i++) {
+        if (routes[i].fastcgi)
+            continue;
         size_t pl = strlen(routes[i].prefix);
         if (pl <= len && (best < 0 || pl > best_len) && memcmp(routes[i].prefix, path, pl) == 0) {
             best = i;

@@ -18,9 +18,12 @@
 struct proxy_route {
     char prefix[PROXY_PREFIX_MAX]; /* matched against the still-encoded path */
     int group;                     /* index of the upstream group */
+    uint8_t fastcgi;               /* a --fastcgi route (http/fcgi_route.h), not --proxy */
+    uint8_t suffix;                /* fastcgi: prefix is a suffix (".php" of "*.php") */
 };
 
-/* Index of the route with the longest prefix of path, or -1. */
+/* Index of the --proxy route with the longest prefix of path, or -1
+ * (FastCGI routes are matched by http/fcgi_route.c). */
 int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
                       size_t len);
 

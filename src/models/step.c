@@ -12,9 +12,11 @@ static void set_peer(struct step_conn *c, const struct sockaddr_storage *peer)
     if (peer && peer->ss_family == AF_INET) {
         c->peer_family = AF_INET;
         memcpy(c->peer, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+        c->peer_port = ((const struct sockaddr_in *)peer)->sin_port;
     } else if (peer && peer->ss_family == AF_INET6) {
         c->peer_family = AF_INET6;
         memcpy(c->peer, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+        c->peer_port = ((const struct sockaddr_in6 *)peer)->sin6_port;
     }
 }
 
@@ -22,10 +24,13 @@ void step_peer(const struct step_conn *c, struct sockaddr_storage *ss)
 {
     memset(ss, 0, sizeof *ss);
     ss->ss_family = c->peer_family;
-    if (c->peer_family == AF_INET)
+    if (c->peer_family == AF_INET) {
         memcpy(&((struct sockaddr_in *)ss)->sin_addr, c->peer, 4);
-    else if (c->peer_family == AF_INET6)
+        ((struct sockaddr_in *)ss)->sin_port = c->peer_port;
+    } else if (c->peer_family == AF_INET6) {
         memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, c->peer, 16);
+        ((struct sockaddr_in6 *)ss)->sin6_port = c->peer_port;
+    }
 }
 
 void step_conn_init(struct step_conn *c, const struct step_ctx *x,

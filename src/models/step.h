@@ -49,6 +49,7 @@ struct step_conn {
     uint8_t linger;             /* ...and the peer may still send: drain first */
     uint8_t peer_family;        /* AF_INET/AF_INET6, or 0 (unix, unknown) */
     uint8_t peer[16];
+    uint16_t peer_port;         /* network byte order (FastCGI's REMOTE_PORT) */
 };
 
 enum step_action {

@@ -8,6 +8,7 @@
 
 #include "core/timerq.h"
 #include "http/body.h"
+#include "http/fcgi_route.h"
 #include "http/reframe.h"
 #include "http/upstream_codec.h"
 #include "models/upstream.h"
@@ -70,6 +71,11 @@ struct proxy {
     size_t ucap;
     char *path;                  /* scratch for the normalised request path */
     size_t path_cap;
+    size_t uslack;               /* room past ucap for framing the codecs add */
+    /* FastCGI (models/upstream_fcgi.c) */
+    int root_fd;                 /* the docroot (O_PATH), -1 without fastcgi routes */
+    char *docroot;               /* its absolute path, for SCRIPT_FILENAME */
+    struct fcgi_target ft;       /* the last script resolved */
 };
 
 struct xfer {
@@ -96,9 +102,11 @@ struct xfer {
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
+    uint8_t busy;                /* a server's listen queue was full (503) */
     const struct upstream_codec *codec;
     struct upstream_framing req_body, resp_body; /* framed anew by the codec */
     uint64_t body_sent;          /* response body bytes the client took */
+    char tag[128];               /* FastCGI: the script, for STDERR log lines */
     size_t ulen, uoff, dlen, doff, hlen, hoff;
     char *ubuf;                  /* ucap bytes, and REFRAME_SLACK for herd's chunk heads */
     char dbuf[DBUF_SIZE];
@@ -126,5 +134,17 @@ void up_release(struct proxy *px, struct xfer *x, int reuse);
 int up_connect(struct proxy *px, struct xfer *x);
 /* A pooled connection closed or timed out: out of the pool, closed. */
 void up_idle_closed(struct proxy *px, struct up_conn *uc);
+
+/* ---- FastCGI routes and parameters (models/upstream_fcgi.c) ---- */
+
+/* Opens the docroot when the config has fastcgi routes (start-up). */
+void upstream_fcgi_init(struct proxy *px);
+void upstream_fcgi_destroy(struct proxy *px);
+/* The fastcgi route for the normalised path[0..len) (in px->ft), or -1. */
+int upstream_fcgi_route(struct proxy *px, const char *path, size_t len);
+/* The request head (BEGIN_REQUEST, PARAMS) for x into buf[0..cap): its
+ * length, -1 when it does not fit, -2 when the script is gone (404). */
+long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_request *req,
+                        char *buf, size_t cap);
 
 #endif

@@ -48,9 +48,13 @@ struct proxy *upstream_create(const struct proxy_env *env)
     px->path = malloc(px->path_cap);
     if (!px->path)
         log_fatal("out of memory at start");
+    /* FastCGI adds a record header per 65535 body bytes a read brings
+     * and the empty STDIN after it */
+    px->uslack = REFRAME_SLACK + 8 * (px->in_cap / 65535 + 3);
+    upstream_fcgi_init(px);
     for (int g = 0; g < cfg->nupstreams; g++) {
         px->groups[g].cfg = &cfg->upstreams[g];
-        px->groups[g].codec = &upstream_http1;
+        px->groups[g].codec = cfg->upstreams[g].fastcgi ? &upstream_fcgi : &upstream_http1;
         px->groups[g].servers = calloc((size_t)cfg->upstreams[g].nservers,
                                        sizeof *px->groups[g].servers);
         if (!px->groups[g].servers)
@@ -103,6 +107,7 @@ void upstream_destroy(struct proxy *px)
         free(px->cache[i]->ubuf);
         free(px->cache[i]);
     }
+    upstream_fcgi_destroy(px);
     free(px->path);
     free(px->ups);
     free(px);
@@ -120,7 +125,8 @@ int upstream_route(struct proxy *px, const struct http_request *req)
     int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
     if (n < 0)
         return -1;
-    return proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
+    int route = proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
+    return route >= 0 ? route : upstream_fcgi_route(px, px->path, (size_t)n);
 }
 
 /* ---- upstream servers and connections ---- */
@@ -267,6 +273,14 @@ int up_connect(struct proxy *px, struct xfer *x)
         srv->active--;
         x->counted = 0;
         x->tries++;
+        if (err == EAGAIN) {
+            /* a unix socket whose listen queue is full: every worker of
+             * the server is busy, which is no failure to mark it down for */
+            x->busy = 1;
+            log_msg(LOG_WARN, "upstream %s server %s: busy (listen queue full)", gc->name,
+                    gc->servers[s].text);
+            continue;
+        }
         if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS) {
             log_msg(LOG_ERROR, "upstream connect: %s", strerror(err));
             return -1; /* our limit, not the server's fault */

@@ -33,7 +33,7 @@ static struct xfer *xfer_get(struct proxy *px)
     struct xfer *x = malloc(sizeof *x);
     if (!x)
         return NULL;
-    x->ubuf = malloc(px->ucap + REFRAME_SLACK);
+    x->ubuf = malloc(px->ucap + px->uslack);
     if (!x->ubuf) {
         free(x);
         return NULL;
@@ -141,7 +141,7 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
     SB_ADD(px->step->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
     body_clock_add(&x->st->body, (size_t)n);
-    struct reframe_out o = {x->ubuf, x->ulen, cap + REFRAME_SLACK, NULL, 0};
+    struct reframe_out o = {x->ubuf, x->ulen, cap + px->uslack, NULL, 0};
     long k = x->codec->request_body(&x->req_body, px->rbuf, (size_t)n,
                                     px->cfg->http.max_body_size, &o);
     if (k < 0) {
@@ -433,6 +433,20 @@ static void pump(struct proxy *px, struct xfer *x)
     set_timers(px, x);
 }
 
+/* A 503 for servers that are all busy says when to come back (RFC 9110
+ * 10.2.3): the header goes in after the status line of the error page. */
+static void add_retry_after(struct xfer *x)
+{
+    static const char h[] = "Retry-After: 1\r\n";
+    char *eol = memchr(x->hbuf, '\n', x->hlen);
+    if (!eol || x->hlen + sizeof h - 1 > sizeof x->hbuf)
+        return;
+    size_t at = (size_t)(eol + 1 - x->hbuf);
+    memmove(x->hbuf + at + sizeof h - 1, x->hbuf + at, x->hlen - at);
+    memcpy(x->hbuf + at, h, sizeof h - 1);
+    x->hlen += sizeof h - 1;
+}
+
 static void client_addr(const struct step_conn *st, char *buf, size_t n)
 {
     if (st->peer_family == AF_INET || st->peer_family == AF_INET6)
@@ -478,9 +492,17 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     client_addr(st, addr, sizeof addr);
     const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
                                            px->cfg->proxy_pass_underscores};
-    long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
+    long hl = px->cfg->routes[route].fastcgi
+                  ? upstream_fcgi_head(px, x, req, x->ubuf, px->ucap - px->in_cap)
+                  : x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
     long took = 0;
     x->codec->request_body_start(&x->req_body, req, px->cfg->http.max_header_size);
+    if (hl == -2) { /* the script went away since the route was chosen */
+        x->req_done = !x->req_body.active;
+        x->client_keepalive = x->client_keepalive && x->req_done;
+        respond_error(px, x, 404);
+        return (long)body_len;
+    }
     if (hl < 0) {
         x->req_done = !x->req_body.active;
         x->client_keepalive = 0;
@@ -491,7 +513,7 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     x->may_retry = (uint8_t)proxy_may_retry(req);
     if (x->req_body.active) {
         /* the head left in_cap bytes, the most body that came with it */
-        struct reframe_out o = {x->ubuf, x->ulen, px->ucap + REFRAME_SLACK, NULL, 0};
+        struct reframe_out o = {x->ubuf, x->ulen, px->ucap + px->uslack, NULL, 0};
         took = x->codec->request_body(&x->req_body, body, body_len, px->cfg->http.max_body_size,
                                       &o);
         if (took < 0) {
@@ -512,7 +534,9 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     }
     if (up_connect(px, x) < 0) {
         log_msg(LOG_ERROR, "upstream %s: no server reachable", px->groups[x->group].cfg->name);
-        respond_error(px, x, 502);
+        respond_error(px, x, x->busy ? 503 : 502);
+        if (x->busy)
+            add_retry_after(x);
     }
     return took;
 }

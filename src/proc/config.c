@@ -115,6 +115,7 @@ void config_defaults(struct serve_config *cfg)
     cfg->proxy_connect_timeout_ms = 5000;
     cfg->proxy_read_timeout_ms = 60000;
     cfg->proxy_send_timeout_ms = 60000;
+    strcpy(cfg->fastcgi_index, "index.php");
     cfg->coro_stack = 64 * 1024;
 }
 
@@ -298,6 +299,83 @@ static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t 
     return 0;
 }
 
+/* MATCH=NAME with MATCH "*.ext" (a suffix of the path) or "/prefix/";
+ * the group is resolved in config_finish, as for --proxy. */
+static int set_fastcgi(struct serve_config *cfg, const char *name, const char *v, char *err,
+                       size_t errlen)
+{
+    (void)name;
+    const char *eq = strrchr(v, '=');
+    int suffix = v[0] == '*' && v[1] == '.';
+    const char *m = suffix ? v + 1 : v;
+    size_t mlen = eq ? (size_t)(eq - m) : 0;
+    if (!eq || (!suffix && v[0] != '/') || mlen < 2 || mlen >= PROXY_PREFIX_MAX ||
+        memchr(m + 1, '/', suffix ? mlen - 1 : 0) || memchr(m, '*', mlen) ||
+        !name_ok(eq + 1, strlen(eq + 1))) {
+        snprintf(err, errlen, "fastcgi '%s': expected *.EXT=UPSTREAM or /PREFIX/=UPSTREAM", v);
+        return -1;
+    }
+    if (cfg->nroutes == CONFIG_MAX_ROUTES) {
+        snprintf(err, errlen, "too many proxy and fastcgi routes (at most %d)",
+                 CONFIG_MAX_ROUTES);
+        return -1;
+    }
+    struct proxy_route *r = &cfg->routes[cfg->nroutes];
+    memset(r, 0, sizeof *r);
+    memcpy(r->prefix, m, mlen);
+    r->fastcgi = 1;
+    r->suffix = (uint8_t)suffix;
+    strcpy(cfg->route_upstream[cfg->nroutes], eq + 1);
+    r->group = find_upstream(cfg, eq + 1);
+    cfg->nroutes++;
+    return 0;
+}
+
+static int set_fastcgi_param(struct serve_config *cfg, const char *name, const char *v,
+                             char *err, size_t errlen)
+{
+    (void)name;
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || strlen(v) >= FASTCGI_PARAM_MAX) {
+        snprintf(err, errlen, "fastcgi-param '%s': expected NAME=VALUE (under %d bytes)", v,
+                 FASTCGI_PARAM_MAX);
+        return -1;
+    }
+    if (cfg->nfastcgi_params == CONFIG_MAX_FASTCGI_PARAMS) {
+        snprintf(err, errlen, "too many fastcgi-param (at most %d)", CONFIG_MAX_FASTCGI_PARAMS);
+        return -1;
+    }
+    strcpy(cfg->fastcgi_params[cfg->nfastcgi_params++], v);
+    return 0;
+}
+
+/* A URI path of a script: "/index.php". */
+static int set_fastcgi_fallback(struct serve_config *cfg, const char *name, const char *v,
+                                char *err, size_t errlen)
+{
+    (void)name;
+    if (v[0] != '/' || strlen(v) >= sizeof cfg->fastcgi_fallback || strstr(v, "/..") ||
+        strchr(v, '?')) {
+        snprintf(err, errlen, "fastcgi-fallback '%s': expected a script's path such as /index.php",
+                 v);
+        return -1;
+    }
+    strcpy(cfg->fastcgi_fallback, v);
+    return 0;
+}
+
+static int set_fastcgi_index(struct serve_config *cfg, const char *name, const char *v,
+                             char *err, size_t errlen)
+{
+    (void)name;
+    if (strchr(v, '/') || v[0] == '.' || strlen(v) >= sizeof cfg->fastcgi_index) {
+        snprintf(err, errlen, "fastcgi-index '%s': expected a file name such as index.php", v);
+        return -1;
+    }
+    strcpy(cfg->fastcgi_index, v);
+    return 0;
+}
+
 static int set_listen(struct serve_config *cfg, const char *name, const char *v, char *err,
                       size_t errlen)
 {
@@ -471,6 +549,10 @@ static const struct setting settings[] = {
     DURATION("proxy-read-timeout", proxy_read_timeout_ms),
     DURATION("proxy-send-timeout", proxy_send_timeout_ms),
     FLAG("proxy-pass-underscores", proxy_pass_underscores),
+    SETTER("fastcgi", set_fastcgi),
+    SETTER("fastcgi-index", set_fastcgi_index),
+    SETTER("fastcgi-fallback", set_fastcgi_fallback),
+    SETTER("fastcgi-param", set_fastcgi_param),
     WORKERS("threads", threads),
     /* Below 16k the HTTP code itself overflows; above 8m use threads. */
     SIZE("coro-stack", coro_stack, 16 * 1024, 8 * 1024 * 1024),
@@ -702,7 +784,16 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
                      cfg->routes[i].prefix, cfg->route_upstream[i]);
             return -1;
         }
+        if (cfg->routes[i].fastcgi)
+            cfg->upstreams[cfg->routes[i].group].fastcgi = 1;
     }
+    /* one pool per group: its connections speak one protocol */
+    for (int i = 0; i < cfg->nroutes; i++)
+        if (!cfg->routes[i].fastcgi && cfg->upstreams[cfg->routes[i].group].fastcgi) {
+            snprintf(err, errlen, "upstream '%s' is used by both proxy and fastcgi routes",
+                     cfg->route_upstream[i]);
+            return -1;
+        }
     if (cfg->nroutes && !strcmp(cfg->model, "iterative")) {
         snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",
                  cfg->model);

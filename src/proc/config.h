@@ -33,12 +33,15 @@
 #define CONFIG_MAX_UPSTREAM_SERVERS 16
 #define CONFIG_MAX_ROUTES 32
 #define UPSTREAM_NAME_MAX 32
+#define CONFIG_MAX_FASTCGI_PARAMS 32
+#define FASTCGI_PARAM_MAX 512
 
 /* `upstream = NAME=ADDR[,ADDR...]`: servers a proxy route sends to. */
 struct upstream_group {
     char name[UPSTREAM_NAME_MAX];
     struct listen_addr servers[CONFIG_MAX_UPSTREAM_SERVERS]; /* unix:/path or host:port */
     int nservers;
+    uint8_t fastcgi;            /* spoken to in FastCGI (a --fastcgi route names it) */
 };
 
 enum log_format { ACCESS_LOG_COMBINED, ACCESS_LOG_JSON };
@@ -88,6 +91,11 @@ struct serve_config {
     int64_t proxy_read_timeout_ms;
     int64_t proxy_send_timeout_ms;
     uint8_t proxy_pass_underscores; /* header names with '_' go upstream too */
+    /* FastCGI (routes are in routes[], marked fastcgi) */
+    char fastcgi_index[256];    /* a directory's script ("index.php") */
+    char fastcgi_fallback[1024]; /* the front controller for missing files, or "" */
+    char fastcgi_params[CONFIG_MAX_FASTCGI_PARAMS][FASTCGI_PARAM_MAX]; /* NAME=VALUE */
+    int nfastcgi_params;
 };
 
 /* Fills in the defaults. */
