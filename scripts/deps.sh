@@ -17,6 +17,9 @@ if [ "$what" = test ]; then
     need libclang-rt-14-dev
     have_cmd timeout || need coreutils
     python3 -m pip --version >/dev/null 2>&1 || need python3-pip
+    # real PHP behind herd (tests/integration/test_fastcgi.py)
+    have_cmd php-cgi || need php8.2-cgi
+    need php8.2-fpm
 fi
 if [ -n "$pkgs" ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -88,6 +88,13 @@ const char config_help[] =
     "  --proxy-pass-underscores  pass request headers whose names hold '_' to the\n"
     "                           upstreams (default: dropped; CGI/WSGI servers read\n"
     "                           X_Forwarded_For as X-Forwarded-For)\n"
+    "  --fastcgi MATCH=NAME     run scripts through the FastCGI group NAME (an\n"
+    "                           --upstream group: php-fpm, php-cgi under herd spawn);\n"
+    "                           MATCH is *.EXT or /PREFIX/; repeatable\n"
+    "  --fastcgi-index NAME     a directory's script (default index.php)\n"
+    "  --fastcgi-fallback PATH  the script for paths that name no file, such as\n"
+    "                           /index.php (a framework's front controller)\n"
+    "  --fastcgi-param NAME=VALUE  add or override a FastCGI parameter; repeatable\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 /* Every model herd knows; models/models.c maps them to code. */
