@@ -20,17 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, descendants
+from conftest import HERD_ARGS, HERD_BIN, descendants, run_herd
 from herdtest import RawConn, build_request, wait_for
 
 PHP_CGI = shutil.which("php-cgi")
 PHP_FPM = shutil.which("php-fpm8.2") or shutil.which("php-fpm")
 APT = "apt-get install php8.2-cgi php8.2-fpm"
 
-pytestmark = [
-    pytest.mark.skipif(not PHP_CGI, reason=f"php-cgi is not installed ({APT})"),
-    pytest.mark.skipif("--model" in HERD_ARGS, reason="picks its models itself"),
-]
+pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="picks its models itself")
 
 MiB = 1 << 20
 
@@ -134,6 +131,8 @@ class Proc:
 @pytest.fixture
 def php_cgi(tmp_path):
     """Factory: php_cgi(children=2, backlog=None) -> (socket path, Proc)."""
+    if not PHP_CGI:
+        pytest.skip(f"php-cgi is not installed ({APT})")
     made = []
 
     def start(children=2, backlog=None):
@@ -438,3 +437,25 @@ def test_other_models(server, php_cgi, docroot, model):
             c.send(build_request("GET", f"/env.php?i={i}"))
             assert env_of(c.read_response())["get"] == {"i": str(i)}
     assert get(srv, "/uploads/evil.jpg/x.php").status == 404
+
+
+def test_config_file_and_bad_values(tmp_path):
+    cfg = tmp_path / "php.conf"
+    cfg.write_text("upstream = php=unix:/run/php.sock\nfastcgi = *.php=php\n"
+                   "fastcgi = /app/=php\nfastcgi-index = main.php\n"
+                   "fastcgi-fallback = /index.php\nfastcgi-param = APP_ENV=prod\n")
+    r = run_herd(["serve", "--check-config", str(cfg)], extra=False)
+    assert r.returncode == 0, r.stderr
+    cfg.write_text("upstream = php=unix:/run/php.sock\nfastcgi = *.php=nope\n")
+    r = run_herd(["serve", "--check-config", str(cfg)], extra=False)
+    assert r.returncode == 2 and f"{cfg}:2:" in r.stderr and "nope" in r.stderr, r.stderr
+    for args, word in [(["--fastcgi", "php"], "fastcgi"),
+                       (["--fastcgi", "*.p/hp=php"], "fastcgi"),
+                       (["--fastcgi", "app/=php"], "fastcgi"),
+                       (["--fastcgi-fallback", "index.php"], "fastcgi-fallback"),
+                       (["--fastcgi-index", "a/b.php"], "fastcgi-index"),
+                       (["--fastcgi-param", "NOVALUE"], "fastcgi-param"),
+                       (["--proxy", "/api/=php"], "both proxy and fastcgi")]:
+        r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0", "--upstream",
+                      "php=unix:/run/php.sock", "--fastcgi", "*.php=php", *args], extra=False)
+        assert r.returncode == 2 and word in r.stderr, (args, r.stderr)
