@@ -67,6 +67,10 @@ echo str_repeat('x', 1048576);
 flush();
 posix_kill(posix_getpid(), 9);
 """,
+    "stderr.php": r"""<?php
+for ($i = 0; $i < 100; $i++) error_log("boom $i from php");
+echo 'ok';
+""",
     "uploads/x.php": r"""<?php
 echo 'x.php ran';
 """,
@@ -324,6 +328,19 @@ def test_headers_status_cookies_redirect_head(herd, php_cgi):
     assert r.status == 302 and r.get("Location") == "/elsewhere"
     r = get(srv, "/headers.php", method="HEAD")
     assert r.status == 418 and r.body == b""
+
+
+def test_stderr_to_the_error_log_rate_limited(herd, php_cgi):
+    sock, _ = php_cgi()
+    srv = herd(sock)
+    r = get(srv, "/stderr.php")
+    assert r.status == 200 and r.body == b"ok"
+    wait_for(lambda: "boom 0 from php" in srv.stderr_text(), timeout=5,
+             what="the script's STDERR in the error log")
+    text = srv.stderr_text()
+    assert "FastCGI stderr from /stderr.php" in text
+    # at most 20 lines a second (the burst may straddle two seconds)
+    assert text.count(" from php") <= 40, text.count(" from php")
 
 
 def test_read_timeout_504(herd, php_cgi):
