@@ -139,9 +139,9 @@ static long fcgi_rx_next(struct fcgi_rx *s, const char *src, size_t n, int *what
     }
 }
 
-/* A script's STDERR run, to the error log: rate-limited, since a script
- * a client runs can write as much as it likes. */
-static void log_stderr(const struct upstream_framing *b, const char *p, size_t len)
+/* One line of a script's STDERR to the error log: rate-limited, since a
+ * script a client runs can write as much as it likes. */
+static void log_stderr_line(const struct upstream_framing *b, const char *p, size_t len)
 {
     static int64_t second;
     static unsigned lines, dropped;
@@ -152,16 +152,30 @@ static void log_stderr(const struct upstream_framing *b, const char *p, size_t l
         second = now;
         lines = dropped = 0;
     }
-    while (len && (p[len - 1] == '\n' || p[len - 1] == '\r'))
-        len--;
-    if (!len)
-        return;
     if (lines++ >= STDERR_PER_SEC) {
         dropped++;
         return;
     }
     int n = len > 2048 ? 2048 : (int)len;
     log_msg(LOG_WARN, "FastCGI stderr from %s: %.*s", b->tag ? b->tag : "?", n, p);
+}
+
+/* A run of STDERR, line by line: each line of the log is one of herd's,
+ * so a script cannot write lines that look like herd's own. */
+static void log_stderr(const struct upstream_framing *b, const char *p, size_t len)
+{
+    while (len) {
+        const char *lf = memchr(p, '\n', len);
+        size_t n = lf ? (size_t)(lf - p) : len;
+        size_t shown = n;
+        while (shown && p[shown - 1] == '\r')
+            shown--;
+        if (shown)
+            log_stderr_line(b, p, shown);
+        n += lf != NULL;
+        p += n;
+        len -= n;
+    }
 }
 
 static void emit(struct reframe_out *out, const char *p, size_t n)
