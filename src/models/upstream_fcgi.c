@@ -47,13 +47,19 @@ static void rules_of(const struct proxy *px, struct fcgi_rules *r)
                              px->cfg->fastcgi_fallback, px->root_fd};
 }
 
-int upstream_fcgi_route(struct proxy *px, const char *path, size_t len)
+int upstream_fcgi_route(struct proxy *px, const struct http_request *req, size_t len)
 {
+    px->ft_path = NULL;
     if (px->root_fd < 0)
         return -1;
     struct fcgi_rules r;
     rules_of(px, &r);
-    return fcgi_resolve(&r, path, len, &px->ft) == 0 ? px->ft.route : -1;
+    if (fcgi_resolve(&r, px->path, len, &px->ft) < 0)
+        return -1;
+    px->ft_path = req->path.p;
+    px->ft_path_len = req->path.len;
+    px->ft_norm_len = len;
+    return px->ft.route;
 }
 
 static unsigned addr_text(const struct sockaddr_storage *ss, char *buf, size_t n)
@@ -75,11 +81,16 @@ static unsigned addr_text(const struct sockaddr_storage *ss, char *buf, size_t n
 long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_request *req,
                         char *buf, size_t cap)
 {
-    /* the route was chosen for this request a moment ago; the script is
-     * looked up again here, as the exchange's own (px->ft is scratch) */
-    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
-    if (n < 0 || upstream_fcgi_route(px, px->path, (size_t)n) < 0)
-        return -2;
+    /* The route was chosen for this request just before (upstream_route,
+     * which left the script in px->ft): a driver starts the exchange
+     * right after. Anything else in between looks the script up again. */
+    int n = (int)px->ft_norm_len;
+    if (px->ft_path != req->path.p || px->ft_path_len != req->path.len) {
+        n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
+        if (n < 0 || upstream_fcgi_route(px, req, (size_t)n) < 0)
+            return -2;
+    }
+    px->ft_path = NULL; /* used once */
     const struct fcgi_target *t = &px->ft;
     size_t tl = t->script_len < sizeof x->tag - 1 ? t->script_len : sizeof x->tag - 1;
     memcpy(x->tag, t->script, tl);

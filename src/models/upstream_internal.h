@@ -75,7 +75,9 @@ struct proxy {
     /* FastCGI (models/upstream_fcgi.c) */
     int root_fd;                 /* the docroot (O_PATH), -1 without fastcgi routes */
     char *docroot;               /* its absolute path, for SCRIPT_FILENAME */
-    struct fcgi_target ft;       /* the last script resolved */
+    struct fcgi_target ft;       /* the last script resolved... */
+    const char *ft_path;         /* ...for the request path at this address */
+    size_t ft_path_len, ft_norm_len; /* (its length; px->path's, normalised) */
 };
 
 struct xfer {
@@ -140,8 +142,9 @@ void up_idle_closed(struct proxy *px, struct up_conn *uc);
 /* Opens the docroot when the config has fastcgi routes (start-up). */
 void upstream_fcgi_init(struct proxy *px);
 void upstream_fcgi_destroy(struct proxy *px);
-/* The fastcgi route for the normalised path[0..len) (in px->ft), or -1. */
-int upstream_fcgi_route(struct proxy *px, const char *path, size_t len);
+/* The fastcgi route of req, whose path px->path[0..len) holds normalised
+ * (the script in px->ft), or -1. */
+int upstream_fcgi_route(struct proxy *px, const struct http_request *req, size_t len);
 /* The request head (BEGIN_REQUEST, PARAMS) for x into buf[0..cap): its
  * length, -1 when it does not fit, -2 when the script is gone (404). */
 long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_request *req,

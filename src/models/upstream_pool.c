@@ -126,7 +126,7 @@ int upstream_route(struct proxy *px, const struct http_request *req)
     if (n < 0)
         return -1;
     int route = proxy_route_match(cfg->routes, cfg->nroutes, px->path, (size_t)n);
-    return route >= 0 ? route : upstream_fcgi_route(px, px->path, (size_t)n);
+    return route >= 0 ? route : upstream_fcgi_route(px, req, (size_t)n);
 }
 
 /* ---- upstream servers and connections ---- */
