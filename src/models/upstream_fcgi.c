@@ -91,6 +91,8 @@ long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_requ
             return -2;
     }
     px->ft_path = NULL; /* used once */
+    if (req->chunked)
+        return -3;
     const struct fcgi_target *t = &px->ft;
     size_t tl = t->script_len < sizeof x->tag - 1 ? t->script_len : sizeof x->tag - 1;
     memcpy(x->tag, t->script, tl);

@@ -146,7 +146,9 @@ void upstream_fcgi_destroy(struct proxy *px);
  * (the script in px->ft), or -1. */
 int upstream_fcgi_route(struct proxy *px, const struct http_request *req, size_t len);
 /* The request head (BEGIN_REQUEST, PARAMS) for x into buf[0..cap): its
- * length, -1 when it does not fit, -2 when the script is gone (404). */
+ * length, -1 when it does not fit, -2 when the script is gone (404), -3
+ * for a chunked body (411: PHP reads a body only by its CONTENT_LENGTH,
+ * and herd streams bodies rather than buffer them to count). */
 long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_request *req,
                         char *buf, size_t cap);
 

@@ -497,10 +497,10 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
                   : x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
     long took = 0;
     x->codec->request_body_start(&x->req_body, req, px->cfg->http.max_header_size);
-    if (hl == -2) { /* the script went away since the route was chosen */
+    if (hl == -2 || hl == -3) { /* FastCGI: no script (any more), or no length */
         x->req_done = !x->req_body.active;
         x->client_keepalive = x->client_keepalive && x->req_done;
-        respond_error(px, x, 404);
+        respond_error(px, x, hl == -2 ? 404 : 411);
         return (long)body_len;
     }
     if (hl < 0) {

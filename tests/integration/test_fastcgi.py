@@ -258,6 +258,20 @@ def test_post_form(herd, php_cgi):
     assert e["server"]["CONTENT_LENGTH"] == str(len(body))
 
 
+def test_chunked_body_411(herd, php_cgi):
+    """PHP reads a body by its CONTENT_LENGTH only; herd streams bodies
+    rather than buffer them to count: a chunked one is refused, not lost."""
+    sock, _ = php_cgi()
+    srv = herd(sock)
+    with srv.connect() as c:
+        c.send(build_request("POST", "/upload.php", headers=[("Transfer-Encoding", "chunked")],
+                             body=b"3\r\nabc\r\n0\r\n\r\n"))
+        r = c.read_response()
+        assert r.status == 411
+    assert get(srv, "/upload.php", method="POST", body=b"abc",
+               headers=[("Content-Length", 3)]).status == 200
+
+
 @pytest.mark.slow
 def test_upload_50mib_sha256(herd, php_cgi):
     sock, _ = php_cgi()
