@@ -4,10 +4,12 @@
 # pool on both sides (herd: its per-worker pool; nginx: an upstream block
 # with `keepalive` and `fastcgi_keep_conn on`).
 #
-#   bash bench/fastcgi.sh          # ROUNDS=3 DURATION=10s CONNS=8 CHILDREN=8
+#   bash bench/fastcgi.sh          # ROUNDS=3 DURATION=10s CONNS=8 CHILDREN=16
 #
-# Each pooled connection holds a php-fpm child, so CONNS stays at most
-# CHILDREN (more would queue behind connections the proxies keep). The
+# Each pooled connection holds a php-fpm child, and both front ends keep
+# up to CONNS of them while the other runs: CHILDREN must be at least
+# 2 x CONNS, or one front end's requests queue behind the children the
+# other one's idle connections hold (0 req/s in a first try). The
 # front end (one worker) and php-fpm share CPU 0; wrk runs on CPU 1. Runs
 # alternate herd, nginx, herd... Prints one TSV line per run: front end,
 # req/s, front-end CPU µs per request, php-fpm CPU µs per request.
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-8}
-CHILDREN=${CHILDREN:-8}
+CHILDREN=${CHILDREN:-$((2 * CONNS))}
 HERD=${HERD:-build/herd}
 FPM=${FPM:-$(command -v php-fpm8.2 || command -v php-fpm || true)}
 TMP=$(mktemp -d /tmp/herd-fastcgi-bench.XXXXXX)
@@ -31,6 +33,7 @@ trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk not installed (../shared/bench/install-anchors.sh)" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx not installed (../shared/bench/install-anchors.sh)" >&2; exit 1; }
 [ -n "$FPM" ] || { echo "php-fpm not installed (apt-get install php8.2-fpm)" >&2; exit 1; }
+[ "$CHILDREN" -ge $((2 * CONNS)) ] || { echo "CHILDREN must be at least 2 x CONNS" >&2; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -327,6 +327,15 @@ int cmd_serve(int argc, char **argv)
         log_msg(LOG_WARN, "--proxy-pass-underscores: request headers whose names hold '_' "
                           "reach the upstreams (a CGI/WSGI upstream reads X_Forwarded_For "
                           "as X-Forwarded-For)");
+    int fastcgi = 0;
+    for (int i = 0; i < cfg.nroutes; i++)
+        fastcgi |= cfg.routes[i].fastcgi;
+    if (fastcgi && cfg.upstream_keepalive)
+        log_msg(LOG_NOTICE, "fastcgi: each pooled connection holds a FastCGI child (php-cgi, "
+                            "php-fpm): keep --upstream-keepalive (%u) times the workers "
+                            "below the children, or set it to 0, or requests queue behind "
+                            "idle connections",
+                cfg.upstream_keepalive);
     if (!strcmp(cfg.model, "single"))
         return serve_single(&cfg);
     const struct model_desc *model = model_find(cfg.model);
