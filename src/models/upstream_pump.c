@@ -629,7 +629,12 @@ static void timed_out(struct proxy *px, struct xfer *x, int q)
     if (q == QU_CONNECT) {
         connect_failed(px, x, "connect timed out", 1);
     } else {
-        log_msg(LOG_WARN, "upstream %s: %s timed out", gname, q == QU_SEND ? "send" : "read");
+        /* a server that stopped answering is skipped like one that cannot
+         * be connected (nginx counts timeouts in max_fails too) */
+        if (q == QU_READ)
+            mark_down(px, x, "read timed out");
+        else
+            log_msg(LOG_WARN, "upstream %s: send timed out", gname);
         if (upstream_failed(px, x, 1) < 0)
             return;
     }

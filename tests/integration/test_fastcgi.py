@@ -34,7 +34,8 @@ MiB = 1 << 20
 SCRIPTS = {
     "env.php": r"""<?php
 header('Content-Type: application/json');
-echo json_encode(['server' => $_SERVER, 'get' => $_GET, 'post' => $_POST]);
+echo json_encode(['server' => $_SERVER, 'get' => $_GET, 'post' => $_POST,
+                  'pid' => getmypid()]);
 """,
     "upload.php": r"""<?php
 $h = hash_init('sha256');
@@ -364,6 +365,22 @@ def test_read_timeout_504(herd, php_cgi):
     r = get(srv, "/sleep.php?s=4")
     assert r.status == 504
     assert time.monotonic() - t0 < 3.5
+
+
+def test_read_timeout_marks_the_server_down(server, php_cgi, docroot):
+    """A server that timed out is skipped for --upstream-fail-timeout, as
+    one that cannot be connected: the next requests go to the other one
+    (one worker: one round-robin position and one set of down marks)."""
+    a, pa = php_cgi()
+    b, pb = php_cgi()
+    srv = server("--workers", "1", "--upstream", f"php=unix:{a},unix:{b}", "--fastcgi",
+                 "*.php=php", "--upstream-keepalive", "0", "--proxy-read-timeout", "1s",
+                 "--upstream-fail-timeout", "30s", docroot=docroot)
+    assert get(srv, "/sleep.php?s=3").status == 504
+    pids = {env_of(get(srv, "/env.php"))["pid"] for _ in range(4)}
+    sides = [set(pa.children()), set(pb.children())]
+    assert any(pids <= side for side in sides), (pids, sides)
+    assert "read timed out; skipped for 30000 ms" in srv.stderr_text()
 
 
 def test_child_killed_mid_response(herd, php_cgi):
