@@ -533,7 +533,9 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
         x->req_done = 1;
     }
     if (up_connect(px, x) < 0) {
-        log_msg(LOG_ERROR, "upstream %s: no server reachable", px->groups[x->group].cfg->name);
+        if (!x->busy) /* a busy server was logged as such */
+            log_msg(LOG_ERROR, "upstream %s: no server reachable",
+                    px->groups[x->group].cfg->name);
         respond_error(px, x, x->busy ? 503 : 502);
         if (x->busy)
             add_retry_after(x);

@@ -424,6 +424,7 @@ def test_all_children_busy_503(herd, php_cgi):
     assert all(r[1] == "1" and r[2] < 1.5 for r in busy), results
     assert all(r[0] in (200, 503) for r in results), results
     assert get(srv, "/env.php").status == 200
+    assert "busy (listen queue full)" in srv.stderr_text()
 
 
 def test_scripts_must_be_files_below_the_docroot(herd, php_cgi, docroot):
