@@ -17,7 +17,7 @@ BINDIR     ?= $(PREFIX)/bin
 DOCDIR     ?= $(PREFIX)/share/doc/herd
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
-LDLIBS  := -pthread -lm
+LDLIBS  := -pthread -lm -luring
 FUZZ_SECONDS ?= 20
 
 SRCS      := $(wildcard src/*/*.c)
