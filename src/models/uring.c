@@ -30,11 +30,13 @@
 #define CQE_BATCH 256
 #define MAX_LISTENERS 64
 #define LINGER_TIMEOUT_MS 5000
+#define ACCEPT_MULTISHOT_ROOM 64 /* free connection slots for a multishot accept */
 
 struct listener {
     int fd;
     uint8_t tcp, proxy;
     uint8_t armed;          /* a multishot accept is in the ring */
+    uint8_t multishot;      /* ...a multishot one */
     uint8_t cancelled;      /* ...and its cancel too */
 };
 
@@ -64,21 +66,32 @@ static int accepting(struct server *s)
     return !u->stopping && !s->accept_retry_at && u->nconns < u->max_conns;
 }
 
-/* Arms or cancels each listener's multishot accept to match accepting(). */
+/* Arms or cancels each listener's accept to match accepting(). Far from
+ * --max-connections a multishot accept takes the whole backlog in one go;
+ * near it, one connection per accept, so the rest waits in the backlog as
+ * it does in the other models (a multishot accept cancelled at the limit
+ * would have taken a burst past it). */
 static void sync_accepts(struct server *s)
 {
+    struct uring_loop *u = &s->u;
     int on = accepting(s);
+    int multi = u->nconns < u->max_conns && u->max_conns - u->nconns > ACCEPT_MULTISHOT_ROOM;
     for (int i = 0; i < s->nls; i++) {
         struct listener *l = &s->ls[i];
         uint64_t tag = uring_tag(UK_ACCEPT, 0, (uint32_t)i);
         if (on && !l->armed && l->fd >= 0) {
-            struct io_uring_sqe *sqe = uring_sqe(&s->u.ring);
-            io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+            if (multi)
+                io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL,
+                                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+            else
+                io_uring_prep_accept(sqe, l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
             io_uring_sqe_set_data64(sqe, tag);
             l->armed = 1;
+            l->multishot = (uint8_t)multi;
             l->cancelled = 0;
-        } else if (!on && l->armed && !l->cancelled) {
-            struct io_uring_sqe *sqe = uring_sqe(&s->u.ring);
+        } else if ((!on || (l->multishot && !multi)) && l->armed && !l->cancelled) {
+            struct io_uring_sqe *sqe = uring_sqe(&u->ring);
             io_uring_prep_cancel64(sqe, tag, 0);
             io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
             l->cancelled = 1;
