@@ -25,7 +25,7 @@
 #include "proc/status.h"
 
 #define RING_ENTRIES 1024
-#define RECV_BUFS 1024      /* provided buffers: a power of two */
+#define RECV_BUFS 2048      /* provided buffers: a power of two */
 #define RECV_BUF_SIZE 4096
 #define CQE_BATCH 256
 #define MAX_LISTENERS 64
@@ -334,6 +334,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
         log_fatal("out of memory at start");
     bufpool_init(&u->inbufs, u->in_cap, 256);
     bufpool_init(&u->outbufs, sizeof(struct uout) + u->out_cap, 256);
+    bufpool_init(&u->heldbufs, sizeof(struct uheld), 64);
     struct filecache_limits lim = sizing_file_cache(u->max_fds, 1);
     u->http.cfg = &cfg->http;
     u->http.status = status_page;
@@ -391,6 +392,7 @@ static void teardown(struct server *s)
         fc_destroy(u->http.fc);
     bufpool_destroy(&u->inbufs);
     bufpool_destroy(&u->outbufs);
+    bufpool_destroy(&u->heldbufs);
     free(u->conns);
 }
 

@@ -86,7 +86,10 @@ void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
 static void drop_input(struct uring_loop *u, struct uconn *c)
 {
     for (int i = 0; i < c->nheld; i++)
-        uring_buf_return(&u->bufs, c->held_bid[i]);
+        uring_buf_return(&u->bufs, c->held->bid[(c->held->head + i) % URING_HELD_MAX]);
+    if (c->held)
+        bufpool_put(&u->heldbufs, (char *)c->held);
+    c->held = NULL;
     c->nheld = 0;
     c->held_off = 0;
     if (c->in)
@@ -180,22 +183,25 @@ static int refill(struct uring_loop *u, struct uconn *c)
     while (c->nheld) {
         if (!c->in && !(c->in = bufpool_get(&u->inbufs)))
             return moved;
+        struct uheld *h = c->held;
         size_t room = u->in_cap - c->in_len;
-        size_t left = c->held_len[0] - c->held_off;
+        size_t left = h->len[h->head] - c->held_off;
         size_t n = left < room ? left : room;
         if (!n)
             return moved;
-        memcpy(c->in + c->in_len, uring_buf(&u->bufs, c->held_bid[0]) + c->held_off, n);
+        memcpy(c->in + c->in_len, uring_buf(&u->bufs, h->bid[h->head]) + c->held_off, n);
         c->in_len += (uint32_t)n;
         c->held_off += (uint16_t)n;
         moved = 1;
         if (n < left)
             return moved;
-        uring_buf_return(&u->bufs, c->held_bid[0]);
-        memmove(c->held_bid, c->held_bid + 1, (size_t)(c->nheld - 1) * sizeof c->held_bid[0]);
-        memmove(c->held_len, c->held_len + 1, (size_t)(c->nheld - 1) * sizeof c->held_len[0]);
-        c->nheld--;
+        uring_buf_return(&u->bufs, h->bid[h->head]);
+        h->head = (uint8_t)((h->head + 1) % URING_HELD_MAX);
         c->held_off = 0;
+        if (--c->nheld == 0) {
+            bufpool_put(&u->heldbufs, (char *)h);
+            c->held = NULL;
+        }
     }
     return moved;
 }
@@ -283,12 +289,22 @@ static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid,
         uconn_close(u, c);
         return;
     }
-    if (!c->nheld)
+    if (!c->nheld) {
+        c->held = (struct uheld *)(void *)bufpool_get(&u->heldbufs);
+        if (!c->held) {
+            uring_buf_return(&u->bufs, bid);
+            uconn_close(u, c);
+            return;
+        }
+        c->held->head = 0;
         c->held_off = (uint16_t)took;
-    c->held_bid[c->nheld] = (uint16_t)bid;
-    c->held_len[c->nheld] = (uint16_t)len;
-    if (c->nheld++ == 0 && c->recv_on)
-        cancel_recv(u, c);
+        if (c->recv_on)
+            cancel_recv(u, c);
+    }
+    struct uheld *h = c->held;
+    int at = (h->head + c->nheld++) % URING_HELD_MAX;
+    h->bid[at] = (uint16_t)bid;
+    h->len[at] = (uint16_t)len;
 }
 
 /* A fresh receive on a connection with nothing pending: answered straight

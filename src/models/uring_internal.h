@@ -18,7 +18,17 @@
 enum uq { UQ_NONE, UQ_HEADER, UQ_KEEPALIVE, UQ_SEND, UQ_LINGER, UQ_BODY };
 
 #define UOUT_IOV 64
-#define URING_HELD_MAX 8 /* received buffers a busy connection may hold */
+/* Receive buffers a busy connection may hold: a multishot receive goes on
+ * delivering for a while after its cancel (up to what the socket holds,
+ * some 32 buffers a wakeup), and a client that sends without reading is
+ * cut beyond this. */
+#define URING_HELD_MAX 64
+
+/* The receive buffers a connection holds, oldest first (a FIFO). */
+struct uheld {
+    uint16_t bid[URING_HELD_MAX], len[URING_HELD_MAX];
+    uint8_t head;
+};
 
 /* A connection's output while a send is in flight: the heads of its batch
  * (step_next writes them straight into data[]), the iovecs of one sendmsg,
@@ -47,8 +57,8 @@ struct uconn {
     struct step_conn st;
     uint32_t in_len;
     uint32_t gen;
-    uint16_t held_bid[URING_HELD_MAX], held_len[URING_HELD_MAX];
-    uint16_t held_off;          /* bytes of held_bid[0] already taken */
+    struct uheld *held;         /* from a pool, only while holding */
+    uint16_t held_off;          /* bytes of the oldest held buffer taken */
     uint8_t nheld;
     uint8_t open, tcp, queue;
     uint8_t recv_on;            /* a multishot receive is armed */
@@ -68,6 +78,7 @@ struct uring_loop {
     struct timerq q_header, q_keepalive, q_send, q_linger, q_body;
     struct bufpool inbufs;      /* in_cap bytes each */
     struct bufpool outbufs;     /* sizeof(struct uout) + out_cap each */
+    struct bufpool heldbufs;    /* struct uheld each */
     size_t in_cap, out_cap;
     struct uout *orphans;
     struct http_ctx http;
