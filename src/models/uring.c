@@ -124,10 +124,9 @@ static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
             s->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
         return;
     }
-    if (u->stopping) {
-        close(res);
-        return;
-    }
+    /* While stopping, a connection the ring took before its cancel landed
+     * is served like the fresh ones (its answer says close): closing it
+     * would drop a request that a reload's new worker could have served. */
     SB_ADD(u->slot->accepted, 1);
     struct sockaddr_storage peer;
     socklen_t plen = sizeof peer;
@@ -416,7 +415,6 @@ static int round_end(struct server *s)
             return 1;
         }
     }
-    u->accept_wanted = 0;
     sync_accepts(s);
     arm_timeout(s);
     uring_bufs_publish(&u->bufs);

@@ -116,7 +116,6 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
     c->gen = (c->gen + 1) & UR_GEN_MASK;
     u->nconns--;
     SB_SET(u->slot->active, u->nconns);
-    u->accept_wanted = 1;
 }
 
 /* Answers the requests in data[0..len) through the request step, all in

@@ -88,7 +88,6 @@ struct uring_loop {
     struct sb_slot *slot;
     struct alog *alog;
     uint8_t stopping;
-    uint8_t accept_wanted;      /* a slot freed below --max-connections */
 };
 
 /* uring_conn.c */
