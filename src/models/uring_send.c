@@ -85,6 +85,10 @@ static void queue_sendmsg(struct uring_loop *u, struct uconn *c)
     io_uring_prep_sendmsg(sqe, o->fd, &o->msg, MSG_NOSIGNAL | (o->file ? MSG_MORE : 0));
     io_uring_sqe_set_data64(sqe, uring_tag(UK_SEND, o->gen, (uint32_t)o->fd));
     c->sending = 1;
+    /* Counted when queued and corrected at completion: counted there
+     * only, a client could read the answer and see the status page before
+     * this worker reaps the completion. */
+    SB_ADD(u->slot->bytes_out, o->bytes);
 }
 
 static void output_finished(struct uring_loop *u, struct uconn *c)
@@ -139,12 +143,14 @@ static void advance(struct uout *o, size_t n)
 
 /* A sendmsg of a connection that closed meanwhile: its buffer was kept
  * until now because the kernel may have been reading it. */
-static void free_orphan(struct uring_loop *u, int fd, uint32_t gen)
+static void free_orphan(struct uring_loop *u, int fd, uint32_t gen, int res)
 {
     for (struct uout **p = &u->orphans; *p; p = &(*p)->next) {
         if ((*p)->fd == fd && (*p)->gen == gen) {
             struct uout *o = *p;
             *p = o->next;
+            size_t sent = res > 0 ? (size_t)res : 0;
+            SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (sent < o->bytes ? sent : o->bytes)));
             uout_free(u, o);
             return;
         }
@@ -157,17 +163,18 @@ void uout_on_send(struct uring_loop *u, uint64_t tag, int res)
     uint32_t gen = uring_tag_gen(tag);
     struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
     if (!c || !c->open || c->gen != gen || !c->sending) {
-        free_orphan(u, fd, gen);
+        free_orphan(u, fd, gen, res);
         return;
     }
     c->sending = 0;
     struct uout *o = c->out;
     if (res < 0) {
+        SB_ADD(u->slot->bytes_out, -(uint64_t)o->bytes);
         uconn_close(u, c); /* EPIPE, ECONNRESET: quietly */
         return;
     }
-    SB_ADD(u->slot->bytes_out, (uint64_t)res);
     if ((size_t)res < o->bytes) {
+        SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (size_t)res));
         o->bytes -= (size_t)res;
         advance(o, (size_t)res);
         uconn_arm(u, c, UQ_SEND);
