@@ -358,6 +358,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     }
     s->ring_ok = 1;
     rc = uring_bufs_init(&u->bufs, &u->ring, 0, RECV_BUFS, RECV_BUF_SIZE);
+    u->held_max = RECV_BUFS / 2;
     if (rc < 0) {
         log_msg(LOG_CRIT, "io_uring: cannot register receive buffers: %s", strerror(-rc));
         return -1;

@@ -87,6 +87,7 @@ static void drop_input(struct uring_loop *u, struct uconn *c)
 {
     for (int i = 0; i < c->nheld; i++)
         uring_buf_return(&u->bufs, c->held->bid[(c->held->head + i) % URING_HELD_MAX]);
+    u->held -= c->nheld;
     if (c->held)
         bufpool_put(&u->heldbufs, (char *)c->held);
     c->held = NULL;
@@ -197,6 +198,7 @@ static int refill(struct uring_loop *u, struct uconn *c)
         uring_buf_return(&u->bufs, h->bid[h->head]);
         h->head = (uint8_t)((h->head + 1) % URING_HELD_MAX);
         c->held_off = 0;
+        u->held--;
         if (--c->nheld == 0) {
             bufpool_put(&u->heldbufs, (char *)h);
             c->held = NULL;
@@ -282,7 +284,9 @@ static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid,
             return;
         }
     }
-    if (c->nheld == URING_HELD_MAX) {
+    /* Holders may take half the ring at most: the rest keeps every other
+     * connection receiving. */
+    if (c->nheld == URING_HELD_MAX || u->held >= u->held_max) {
         uring_buf_return(&u->bufs, bid);
         log_debug("connection %d: input piles up while it reads no answers", uconn_fd(u, c));
         uconn_close(u, c);
@@ -302,6 +306,7 @@ static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid,
     }
     struct uheld *h = c->held;
     int at = (h->head + c->nheld++) % URING_HELD_MAX;
+    u->held++;
     h->bid[at] = (uint16_t)bid;
     h->len[at] = (uint16_t)len;
 }

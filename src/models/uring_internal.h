@@ -81,6 +81,7 @@ struct uring_loop {
     struct bufpool heldbufs;    /* struct uheld each */
     size_t in_cap, out_cap;
     struct uout *orphans;
+    uint32_t held, held_max;    /* receive buffers held by busy connections */
     struct http_ctx http;
     struct http_out out;        /* points into the current connection's uout */
     struct http_request req;
