@@ -17,7 +17,7 @@ BINDIR     ?= $(PREFIX)/bin
 DOCDIR     ?= $(PREFIX)/share/doc/herd
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
-LDLIBS  := -pthread -lm
+LDLIBS  := -pthread -lm -luring
 FUZZ_SECONDS ?= 20
 
 SRCS      := $(wildcard src/*/*.c)
@@ -128,7 +128,7 @@ PART1 := $(addprefix tests/integration/,test_cli.py test_static.py \
 	test_keepalive_pipeline.py test_conditional_range.py test_parsing_errors.py \
 	test_paths.py test_timeouts.py test_robustness.py test_proxy_protocol.py \
 	test_redirects.py test_status_access.py)
-OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2
+OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2 uring
 PYTEST := python3 -m pytest -q -p no:cacheprovider
 
 # An allocation counter the hot-path test preloads (tests/tools).

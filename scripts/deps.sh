@@ -9,6 +9,7 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 
 have_cmd gcc || need gcc
 need libc6-dev
+need liburing-dev # --model uring
 if [ "$what" = test ]; then
     have_cmd python3 || need python3
     python3 -c 'import pytest' >/dev/null 2>&1 || need python3-pytest

@@ -24,8 +24,8 @@ const char config_help[] =
     "                           or print FILE:LINE (or FILE) and a reason, exit 2\n"
     "  --workers N              worker processes, 1..128 (default: one per CPU)\n"
     "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
-    "                           prefork, dispatch, threads, coro, iterative, or single\n"
-    "                           (one process, no master)\n"
+    "                           prefork, dispatch, threads, coro, uring (io_uring),\n"
+    "                           iterative, or single (one process, no master)\n"
     "  --threads N              threads and coro: kernel threads in the one worker\n"
     "                           process, 1..128 (default: --workers, else one per CPU)\n"
     "  --coro-stack SIZE        coro: stack per connection, virtual (default 64k)\n"
@@ -99,7 +99,7 @@ const char config_help[] =
 
 /* Every model herd knows; models/models.c maps them to code. */
 static const char *const model_names[] = {
-    "reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single",
+    "reuseport", "prefork", "dispatch", "threads", "coro", "uring", "iterative", "single",
 };
 
 void config_defaults(struct serve_config *cfg)
@@ -404,7 +404,7 @@ static int set_model(struct serve_config *cfg, const char *name, const char *v, 
             return 0;
         }
     snprintf(err, errlen,
-             "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, iterative, single)",
+             "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, uring, iterative, single)",
              v);
     return -1;
 }
@@ -801,7 +801,7 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
                      cfg->route_upstream[i]);
             return -1;
         }
-    if (cfg->nroutes && !strcmp(cfg->model, "iterative")) {
+    if (cfg->nroutes && (!strcmp(cfg->model, "iterative") || !strcmp(cfg->model, "uring"))) {
         snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",
                  cfg->model);
         return -1;

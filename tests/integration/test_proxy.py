@@ -543,6 +543,8 @@ def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
     (["--proxy-read-timeout", "soon"], "invalid duration"),
     (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
      "event-loop or the coro model (not iterative)"),
+    (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "uring"],
+     "event-loop or the coro model (not uring)"),
 ])
 def test_bad_proxy_config_exits_2(args, msg):
     r = run_herd(["serve", ".", *args], extra=False)

@@ -110,8 +110,9 @@ def test_json_shape(server):
     assert len({s["slot"] for s in slots}) == 2
 
 
-def test_counters_match_what_was_sent(server, site):
-    srv = server("--workers", "2", "--status-path", STATUS)
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_counters_match_what_was_sent(model, server, site):
+    srv = server("--model", model, "--workers", "2", "--status-path", STATUS)
     wait_workers(srv, 2)
     # A fresh server, but the wait above made status requests: take a baseline
     # from a status request on its own, then send a known mix.
