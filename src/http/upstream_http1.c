@@ -57,7 +57,10 @@ static int response_head(const char *buf, size_t len, size_t max_head, int head_
         return HTTP_PARSE_ERROR;
     }
     int keep = h->keepalive && kind != UB_CLOSE;
-    long hl = proxy_build_response(&r, kind, client_minor, keep, out, cap);
+    /* HEAD: the client learns the framing a GET would get (RFC 9110 9.3.2);
+     * a Content-Length passes as a header, chunked is herd's to say */
+    enum upstream_body said = head_request && r.chunked && client_minor ? UB_CHUNKED : kind;
+    long hl = proxy_build_response(&r, said, client_minor, keep, out, cap);
     if (hl < 0)
         return HTTP_PARSE_ERROR;
     h->keepalive = (uint8_t)keep;

@@ -204,6 +204,10 @@ def test_response_framings(server, backends):
         c.send(build_request("HEAD", "/big?n=1000"))
         r = c.read_response("HEAD")
         assert r.status == 200 and r.get("content-length") == "1000"
+        # HEAD keeps the upstream's framing headers (issue 14), and no body
+        c.send(build_request("HEAD", "/chunked"))
+        r = c.read_response("HEAD")
+        assert r.status == 200 and r.get("transfer-encoding") == "chunked" and r.body == b""
         c.send(build_request("GET", "/nocontent"))
         r = c.read_response()
         assert r.status == 204 and r.get("x-kept") == "yes"
