@@ -88,7 +88,9 @@ struct upstream_codec {
      * ended and the rest is not part of it), or BODY_ERROR. */
     long (*response_body)(struct upstream_framing *b, const char *src, size_t n,
                           struct reframe_out *out);
-    /* The upstream closed the connection: did that end the body? */
+    /* The upstream closed the connection: did that end the body? When it
+     * did, response_body is called once more with n == 0 (src NULL) to
+     * end the client's framing (a close-delimited body re-chunked). */
     int (*response_ends_at_close)(const struct upstream_framing *b);
 };
 

@@ -8,6 +8,10 @@
 
 #include "http/proxy.h"
 
+/* upstream_framing.kind beyond enum upstream_body: a close-delimited body
+ * re-chunked for an HTTP/1.1 client, whose connection then stays open. */
+enum { UB_CLOSE_CHUNKED = 8 };
+
 static long request_head(const struct http_request *req, const struct upstream_req_info *info,
                          char *buf, size_t cap)
 {
@@ -56,10 +60,15 @@ static int response_head(const char *buf, size_t len, size_t max_head, int head_
         h->err = "chunked reply to HTTP/1.0";
         return HTTP_PARSE_ERROR;
     }
-    int keep = h->keepalive && kind != UB_CLOSE;
+    /* a body that ends with the upstream's close goes to a 1.1 client as
+     * herd's chunks, so the client's connection need not end with it */
+    int rechunk = kind == UB_CLOSE && client_minor;
+    int keep = h->keepalive && (kind != UB_CLOSE || rechunk);
     /* HEAD: the client learns the framing a GET would get (RFC 9110 9.3.2);
      * a Content-Length passes as a header, chunked is herd's to say */
-    enum upstream_body said = head_request && r.chunked && client_minor ? UB_CHUNKED : kind;
+    enum upstream_body said = head_request && r.chunked && client_minor ? UB_CHUNKED
+                              : rechunk                                  ? UB_CHUNKED
+                                                                         : kind;
     long hl = proxy_build_response(&r, said, client_minor, keep, out, cap);
     if (hl < 0)
         return HTTP_PARSE_ERROR;
@@ -67,8 +76,8 @@ static int response_head(const char *buf, size_t len, size_t max_head, int head_
     h->reusable = !r.conn_close && r.minor == 1 && kind != UB_CLOSE && client_minor;
     h->len = (size_t)hl;
     memset(b, 0, sizeof *b);
-    b->kind = (uint8_t)kind;
-    b->aside = kind == UB_CHUNKED;
+    b->kind = (uint8_t)(rechunk ? UB_CLOSE_CHUNKED : kind);
+    b->aside = kind == UB_CHUNKED || rechunk;
     b->active = kind != UB_NONE;
     if (kind == UB_LENGTH || kind == UB_CHUNKED)
         body_skip_start(&b->skip, kind == UB_LENGTH ? r.content_length : 0, kind == UB_CHUNKED,
@@ -76,9 +85,37 @@ static int response_head(const char *buf, size_t len, size_t max_head, int head_
     return n;
 }
 
+static void emit(struct reframe_out *out, const char *p, size_t n)
+{
+    size_t room = out->cap - out->len, k = n < room ? n : room;
+    memcpy(out->buf + out->len, p, k);
+    out->len += k;
+    if (k < n) {
+        memcpy(out->over + out->over_len, p + k, n - k);
+        out->over_len += n - k;
+    }
+}
+
+/* src[0..n) of a close-delimited body as one chunk; n == 0: the upstream
+ * closed, the last chunk. */
+static long rechunk_body(const char *src, size_t n, struct reframe_out *out)
+{
+    if (!n) {
+        emit(out, BODY_LAST_CHUNK, sizeof BODY_LAST_CHUNK - 1);
+        return 0;
+    }
+    char line[19];
+    emit(out, line, body_chunk_head(n, line));
+    emit(out, src, n);
+    emit(out, "\r\n", 2);
+    return (long)n;
+}
+
 static long response_body(struct upstream_framing *b, const char *src, size_t n,
                           struct reframe_out *out)
 {
+    if (b->kind == UB_CLOSE_CHUNKED)
+        return rechunk_body(src, n, out);
     if (b->kind == UB_CLOSE) {
         out->len += n;
         return (long)n;
@@ -96,7 +133,7 @@ static long response_body(struct upstream_framing *b, const char *src, size_t n,
 
 static int response_ends_at_close(const struct upstream_framing *b)
 {
-    return b->kind == UB_CLOSE;
+    return b->kind == UB_CLOSE || b->kind == UB_CLOSE_CHUNKED;
 }
 
 const struct upstream_codec upstream_http1 = {

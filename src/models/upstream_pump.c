@@ -295,6 +295,12 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
     x->up_progress = 1;
     if (n == 0) {
         if (x->head_done && x->codec->response_ends_at_close(&x->resp_body)) {
+            /* the codec ends its own framing: the last of herd's chunks */
+            struct reframe_out o = {x->dbuf, x->dlen, sizeof x->dbuf, x->dspill,
+                                    x->dspill_len};
+            x->codec->response_body(&x->resp_body, NULL, 0, &o);
+            x->dlen = o.len;
+            x->dspill_len = (uint8_t)o.over_len;
             x->resp_done = 1;
             return 1;
         }

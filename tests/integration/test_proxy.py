@@ -204,10 +204,6 @@ def test_response_framings(server, backends):
         c.send(build_request("HEAD", "/big?n=1000"))
         r = c.read_response("HEAD")
         assert r.status == 200 and r.get("content-length") == "1000"
-        # HEAD keeps the upstream's framing headers (issue 14), and no body
-        c.send(build_request("HEAD", "/chunked"))
-        r = c.read_response("HEAD")
-        assert r.status == 200 and r.get("transfer-encoding") == "chunked" and r.body == b""
         c.send(build_request("GET", "/nocontent"))
         r = c.read_response()
         assert r.status == 204 and r.get("x-kept") == "yes"
@@ -216,8 +212,36 @@ def test_response_framings(server, backends):
         c.send(build_request("GET", "/big?n=70000"))
         r = c.read_response()
         assert r.body == PATTERN[:70000]
-        # close-delimited from the upstream: close-delimited to the client
+
+
+def test_head_keeps_the_chunked_framing_header(server, backends):
+    """HEAD keeps the upstream's framing headers (issue 14), and no body."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    with srv.connect() as c:
+        c.send(build_request("HEAD", "/chunked"))
+        r = c.read_response("HEAD")
+        assert r.status == 200 and r.get("transfer-encoding") == "chunked" and r.body == b""
+        c.send(build_request("GET", "/chunked"))
+        assert c.read_response().body == b"hello chunked world"
+
+
+def test_close_delimited_rechunked_for_http11(server, backends):
+    """Close-delimited from the upstream: re-chunked for an HTTP/1.1
+    client, whose connection stays open (issue 14); close-delimited to an
+    HTTP/1.0 one."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    with srv.connect() as c:
         c.send(build_request("GET", "/closedelim"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"the end is the close"
+        assert r.get("transfer-encoding") == "chunked"
+        c.send(build_request("GET", "/chunked"))
+        assert c.read_response().body == b"hello chunked world"
+    # ...and close-delimited to an HTTP/1.0 client
+    with srv.connect() as c:
+        c.send(build_request("GET", "/closedelim", version="HTTP/1.0"))
         r = c.read_response()
         assert r.status == 200 and r.body == b"the end is the close"
         assert c.eof

@@ -59,8 +59,19 @@ TEST(close_delimited_and_head)
 {
     struct upstream_head h;
     struct upstream_framing b;
-    CHECK(parse("HTTP/1.0 200 OK\r\n\r\n", 0, 1, &h, &b) > 0);
+    /* to an HTTP/1.0 client: until the close, which ends its connection */
+    CHECK(parse("HTTP/1.0 200 OK\r\n\r\n", 0, 0, &h, &b) > 0);
     CHECK(b.active && C->response_ends_at_close(&b) && !h.keepalive && !h.reusable);
+    /* to an HTTP/1.1 client: herd's chunks, the last one at the close, and
+     * the client's connection stays open */
+    CHECK(parse("HTTP/1.0 200 OK\r\n\r\n", 0, 1, &h, &b) > 0);
+    CHECK(b.active && b.aside && C->response_ends_at_close(&b) && h.keepalive && !h.reusable);
+    CHECK(memmem(head, h.len, "Transfer-Encoding: chunked\r\n", 28) != NULL);
+    char buf[64];
+    struct reframe_out o = {buf, 0, sizeof buf, NULL, 0};
+    CHECK_EQ_INT(C->response_body(&b, "hello", 5, &o), 5);
+    CHECK_EQ_INT(C->response_body(&b, NULL, 0, &o), 0);
+    CHECK_STR(buf, o.len, "5\r\nhello\r\n0\r\n\r\n");
     CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", 1, 1, &h, &b) > 0);
     CHECK(!b.active); /* a HEAD answer has no body */
 }
