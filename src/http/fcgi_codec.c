@@ -348,6 +348,10 @@ static int response_ends_at_close(const struct upstream_framing *b)
     return 0; /* only END_REQUEST ends a FastCGI response */
 }
 
+static const char abort_request[FCGI_HEADER_LEN] = {
+    FCGI_VERSION, FCGI_ABORT_REQUEST, 0, FCGI_REQUEST_ID, 0, 0, 0, 0,
+};
+
 const struct upstream_codec upstream_fcgi = {
     .name = "fastcgi",
     .request_head = request_head,
@@ -356,4 +360,6 @@ const struct upstream_codec upstream_fcgi = {
     .response_head = response_head,
     .response_body = response_body,
     .response_ends_at_close = response_ends_at_close,
+    .abort = abort_request,
+    .abort_len = sizeof abort_request,
 };

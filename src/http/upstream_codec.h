@@ -92,6 +92,10 @@ struct upstream_codec {
      * did, response_body is called once more with n == 0 (src NULL) to
      * end the client's framing (a close-delimited body re-chunked). */
     int (*response_ends_at_close)(const struct upstream_framing *b);
+    /* Bytes that tell the upstream the client left (FastCGI's
+     * ABORT_REQUEST), sent before the connection closes; NULL: none. */
+    const char *abort;
+    size_t abort_len;
 };
 
 extern const struct upstream_codec upstream_http1;

@@ -567,6 +567,13 @@ void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events)
 
 void upstream_abort(struct proxy *px, struct xfer *x)
 {
+    /* a request the upstream is still working on: say the client left (a
+     * courtesy; the close that follows is the signal every server sees).
+     * Only at a record boundary: all that ubuf held went out. */
+    if (x->codec->abort && x->up_fd >= 0 && !x->connecting && x->ulen && x->uoff == x->ulen &&
+        !x->resp_done)
+        (void)!send(x->up_fd, x->codec->abort, x->codec->abort_len,
+                    MSG_NOSIGNAL | MSG_DONTWAIT);
     up_release(px, x, 0);
     if (x->status)
         account(px, x);

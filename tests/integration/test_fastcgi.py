@@ -478,6 +478,61 @@ def test_php_fpm(herd, php_fpm):
     assert get(srv, "/missing.php").status == 404
 
 
+class FakeFastCGI:
+    """A FastCGI application in a thread: answers a head and a little body,
+    then waits, recording the record types it reads."""
+
+    def __init__(self, path):
+        self.types = []
+        self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.ls.bind(path)
+        self.ls.listen(8)
+        self.ls.settimeout(10)
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def record(self, conn):
+        head = b""
+        while len(head) < 8:
+            more = conn.recv(8 - len(head))
+            if not more:
+                return None
+            head += more
+        n = (head[4] << 8 | head[5]) + head[6]
+        while n:
+            n -= len(conn.recv(n))
+        return head[1]
+
+    def run(self):
+        conn, _ = self.ls.accept()
+        conn.settimeout(10)
+        while True:
+            t = self.record(conn)
+            self.types.append(t)
+            if t in (None, 5):                 # the empty STDIN (no body), or closed
+                break
+        out = b"Content-Type: text/plain\r\n\r\nstarted"
+        conn.sendall(bytes([1, 6, 0, 1, len(out) >> 8, len(out) & 255, 0, 0]) + out)
+        while True:
+            t = self.record(conn)
+            self.types.append(t)
+            if t is None:
+                break
+        conn.close()
+
+
+def test_abort_request_when_the_client_leaves(server, docroot, tmp_path):
+    app = FakeFastCGI(str(tmp_path / "fake.sock"))
+    srv = server("--upstream", f"php=unix:{tmp_path}/fake.sock", "--fastcgi", "*.php=php",
+                 docroot=docroot)
+    c = srv.connect()
+    c.send(build_request("GET", "/env.php"))
+    assert b" 200 " in c.read_until(b"\r\n\r\n")
+    c.reset()                              # gone for good (a half-close still waits)
+    wait_for(lambda: app.types and app.types[-1] is None, timeout=5,
+             what="the upstream connection closed")
+    assert 2 in app.types, app.types       # FCGI_ABORT_REQUEST, then the close
+
+
 @pytest.mark.parametrize("model", ["prefork", "dispatch", "threads"])
 def test_other_models(server, php_cgi, docroot, model):
     sock, _ = php_cgi()
