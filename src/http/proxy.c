@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "core/bwriter.h"
+#include "core/clock.h"
+#include "http/response.h"
 
 int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
                       size_t len)
@@ -292,8 +294,18 @@ enum upstream_body upstream_body_kind(const struct upstream_response *r, int hea
     return UB_CLOSE;
 }
 
+/* Does the upstream's head have a header named lower? */
+static int has_header(const struct upstream_response *r, const char *lower)
+{
+    for (int i = 0; i < r->nheaders; i++)
+        if (is(&r->headers[i].name, lower))
+            return 1;
+    return 0;
+}
+
 long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
-                          int client_minor, int keepalive, char *buf, size_t cap)
+                          int client_minor, int keepalive, int pass_server, char *buf,
+                          size_t cap)
 {
     struct bw w;
     bw_init(&w, buf, cap);
@@ -303,9 +315,20 @@ long proxy_build_response(const struct upstream_response *r, enum upstream_body 
     bw_put(&w, code, 4);
     bw_put(&w, r->reason.p, r->reason.len);
     bw_puts(&w, "\r\n");
+    /* herd's own, as for a static answer: the upstream's software and
+     * version are its business (nginx's proxy_hide_header defaults), and
+     * the Date is the one the client's clock is compared with */
+    if (!pass_server || !has_header(r, "server"))
+        bw_puts(&w, SERVER_HEADER);
+    if (!pass_server || !has_header(r, "date")) {
+        bw_puts(&w, "Date: ");
+        bw_put(&w, clock_date(), HTTPDATE_LEN);
+        bw_puts(&w, "\r\n");
+    }
     for (int i = 0; i < r->nheaders; i++) {
         const struct http_header *h = &r->headers[i];
-        if (dropped(r->headers, r->nheaders, &h->name))
+        if (dropped(r->headers, r->nheaders, &h->name) ||
+            (!pass_server && (is(&h->name, "server") || is(&h->name, "date"))))
             continue;
         bw_put(&w, h->name.p, h->name.len);
         bw_put(&w, ": ", 2);

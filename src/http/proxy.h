@@ -70,11 +70,14 @@ enum upstream_body { UB_NONE, UB_LENGTH, UB_CHUNKED, UB_CLOSE };
 enum upstream_body upstream_body_kind(const struct upstream_response *r, int head_request);
 
 /* Builds the head sent to the client into buf[0..cap): the upstream's
- * status line as HTTP/1.1, its headers without the hop-by-hop ones,
+ * status line as HTTP/1.1, herd's Server and Date, the upstream's headers
+ * without the hop-by-hop ones and without its Server and Date (unless
+ * pass_server: then the upstream's, and herd's only where it sent none),
  * Transfer-Encoding: chunked for a chunked body (herd's own chunks of the
  * upstream's data, http/reframe.h), and the Connection header for
  * keepalive. Returns the length or -1. */
 long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
-                          int client_minor, int keepalive, char *buf, size_t cap);
+                          int client_minor, int keepalive, int pass_server, char *buf,
+                          size_t cap);
 
 #endif

@@ -35,6 +35,7 @@ struct upstream_framing {
 struct upstream_head {
     uint16_t status;             /* < 200: an interim answer, dropped */
     uint8_t keepalive;           /* in: the client may keep alive; out: it will */
+    uint8_t pass_server;         /* in: the upstream's Server and Date reach the client */
     uint8_t reusable;            /* the upstream connection may carry another request */
     size_t len;                  /* bytes of the client's head written to out */
     const char *err;             /* why the head is refused (logged), or NULL */

@@ -219,7 +219,8 @@ static int parse_head(struct proxy *px, struct xfer *x)
 {
     const char *gname = px->groups[x->group].cfg->name;
     for (;;) {
-        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping};
+        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping,
+                                  .pass_server = px->cfg->proxy_pass_server};
         int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
                                         x->client_minor, &h, &x->resp_body, x->hbuf,
                                         sizeof x->hbuf);

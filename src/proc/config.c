@@ -88,6 +88,8 @@ const char config_help[] =
     "  --proxy-pass-underscores  pass request headers whose names hold '_' to the\n"
     "                           upstreams (default: dropped; CGI/WSGI servers read\n"
     "                           X_Forwarded_For as X-Forwarded-For)\n"
+    "  --proxy-pass-server      pass the upstreams' Server and Date headers to clients\n"
+    "                           (default: replaced by herd's own, as nginx does)\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 /* Every model herd knows; models/models.c maps them to code. */
@@ -471,6 +473,7 @@ static const struct setting settings[] = {
     DURATION("proxy-read-timeout", proxy_read_timeout_ms),
     DURATION("proxy-send-timeout", proxy_send_timeout_ms),
     FLAG("proxy-pass-underscores", proxy_pass_underscores),
+    FLAG("proxy-pass-server", proxy_pass_server),
     WORKERS("threads", threads),
     /* Below 16k the HTTP code itself overflows; above 8m use threads. */
     SIZE("coro-stack", coro_stack, 16 * 1024, 8 * 1024 * 1024),

@@ -88,6 +88,7 @@ struct serve_config {
     int64_t proxy_read_timeout_ms;
     int64_t proxy_send_timeout_ms;
     uint8_t proxy_pass_underscores; /* header names with '_' go upstream too */
+    uint8_t proxy_pass_server;  /* the upstream's Server and Date reach clients */
 };
 
 /* Fills in the defaults. */

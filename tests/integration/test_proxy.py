@@ -5,6 +5,7 @@ rewriting, body streaming with bounded memory, and the error answers.
 The backends are proxy_backend.Backend (threads in this process) unless a
 test must SIGKILL one, which then runs as its own process."""
 
+import email.utils
 import hashlib
 import json
 import os
@@ -181,6 +182,33 @@ def test_header_rewriting(server, backends):
     assert r.get("x-kept") == "yes"
     assert not r.has("x-secret") and not r.has("keep-alive")
     assert r.get("connection") is None
+
+
+def test_upstream_server_and_date_are_replaced(server, backends):
+    """As nginx's proxy_hide_header defaults: the client learns herd's
+    software and clock, not the upstream's (one header each)."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    for path in ("/software", "/echo"):
+        r = srv.get(path)
+        assert r.status == 200 and r.get("x-kept", "yes") == "yes"
+        assert [v for k, v in r.headers if k.lower() == "server"] == [r.get("server")]
+        assert r.get("server", "").startswith("herd/"), r.headers
+        dates = [v for k, v in r.headers if k.lower() == "date"]
+        assert len(dates) == 1 and "2001" not in dates[0], r.headers
+        assert abs(email.utils.parsedate_to_datetime(dates[0]).timestamp() - time.time()) < 5
+
+
+def test_proxy_pass_server_keeps_the_upstreams(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b", "--proxy-pass-server")
+    r = srv.get("/software")
+    assert [v for k, v in r.headers if k.lower() == "server"] == ["BaseHTTP/0.6 Python/3.11"]
+    assert [v for k, v in r.headers if k.lower() == "date"] == [
+        "Mon, 01 Jan 2001 00:00:00 GMT"]
+    # an upstream that sends neither still gets herd's
+    r = srv.get("/echo")
+    assert r.get("server", "").startswith("herd/") and r.has("date")
 
 
 def test_http10_client(server, backends):

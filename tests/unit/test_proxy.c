@@ -4,7 +4,9 @@
  * body framing, and the head passed on to the client. */
 #include "unit.h"
 
+#include "core/clock.h"
 #include "http/proxy.h"
+#include "http/response.h"
 
 static char out[8192];
 
@@ -266,18 +268,28 @@ TEST(response_rejects_malformed)
 TEST(response_head_for_client)
 {
     const char *up = "HTTP/1.1 201 Created\r\nConnection: keep-alive, X-Hide\r\nX-Hide: 1\r\n"
-                     "Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nX-Show: 2\r\n\r\n";
+                     "Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nX-Show: 2\r\n"
+                     "Server: gunicorn/1.0\r\nDate: Mon, 01 Jan 2001 00:00:00 GMT\r\n\r\n";
     struct upstream_response r;
     CHECK(upstream_parse_response(up, strlen(up), 16384, &r) > 0);
-    long n = proxy_build_response(&r, UB_CHUNKED, 1, 1, out, sizeof out);
-    CHECK_EQ_INT(n, (long)strlen("HTTP/1.1 201 Created\r\nX-Show: 2\r\n"
-                                 "Transfer-Encoding: chunked\r\n\r\n"));
-    CHECK(!memcmp(out, "HTTP/1.1 201 Created\r\nX-Show: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
-                  (size_t)n));
-    n = proxy_build_response(&r, UB_LENGTH, 0, 1, out, sizeof out);
+    clock_update();
+    long n = proxy_build_response(&r, UB_CHUNKED, 1, 1, 0, out, sizeof out);
+    char want[256];
+    snprintf(want, sizeof want,
+             "HTTP/1.1 201 Created\r\n" SERVER_HEADER "Date: %.*s\r\nX-Show: 2\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n",
+             HTTPDATE_LEN, clock_date());
+    CHECK_EQ_INT(n, (long)strlen(want));
+    CHECK(!memcmp(out, want, strlen(want)));
+    /* passed through: the upstream's, and no second Server or Date */
+    n = proxy_build_response(&r, UB_CHUNKED, 1, 1, 1, out, sizeof out);
+    CHECK(has(out, n, "\r\nServer: gunicorn/1.0\r\n"));
+    CHECK(has(out, n, "\r\nDate: Mon, 01 Jan 2001 00:00:00 GMT\r\n"));
+    CHECK(!has(out, n, "herd/"));
+    n = proxy_build_response(&r, UB_LENGTH, 0, 1, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nConnection: keep-alive\r\n\r\n"));
     CHECK(!has(out, n, "Transfer-Encoding"));
-    n = proxy_build_response(&r, UB_CLOSE, 1, 0, out, sizeof out);
+    n = proxy_build_response(&r, UB_CLOSE, 1, 0, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nConnection: close\r\n\r\n"));
-    CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, out, 20), -1);
+    CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, 0, out, 20), -1);
 }
