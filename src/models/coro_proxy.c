@@ -159,7 +159,10 @@ static int wait_once(struct cx *cx, int fd, const struct serve_config *cfg)
     if (r < 0)
         return -1;
     /* The netpoll does not say which socket: the pump tries both, and a
-     * side with nothing to read says EAGAIN. */
+     * side with nothing to read says EAGAIN. The client's socket is not
+     * read while its request is upstream: ask whether it left. */
+    if (upstream_client_check(cx->px, cx->x) < 0)
+        return 0; /* ended through client_close */
     upstream_ready(cx->px, cx->x, EPOLLIN | EPOLLOUT);
     return 0;
 }

@@ -91,6 +91,34 @@ static int abort_client(struct proxy *px, struct xfer *x)
     return -1;
 }
 
+/* The client is gone (EOF or RST) while its request is upstream: the
+ * exchange ends, its upstream connection closes (what it would answer is
+ * not wanted, and it may be mid-response), and the log says 499 (nginx's
+ * "client closed request") unless part of a response already went out. */
+static int client_gone(struct proxy *px, struct xfer *x)
+{
+    if (!x->hoff && !x->body_sent)
+        x->status = 499;
+    x->up_reusable = 0;
+    return abort_client(px, x);
+}
+
+/* Has the client left while its whole request is upstream? Its input is
+ * not read then, so peek: EOF or an error means gone; bytes (a pipelined
+ * request) or nothing yet mean it is still there, as nginx's
+ * ngx_http_upstream_check_broken_connection decides. Returns -1 when it
+ * left (the exchange is over), else 0. */
+static int client_left(struct proxy *px, struct xfer *x)
+{
+    if (!x->req_done || x->errored)
+        return 0; /* client_to_ubuf reads (and sees the EOF itself) */
+    char c;
+    ssize_t n = recv(x->client_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+        return 0;
+    return client_gone(px, x);
+}
+
 /* The upstream failed (error, early close, timeout). Before the response
  * head: retry on a fresh connection when a pooled one turned out dead
  * without a byte of an answer and the request is idempotent (the server
@@ -137,7 +165,7 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
     if (n < 0 && errno == EAGAIN)
         return 0;
     if (n <= 0)
-        return abort_client(px, x); /* gone before its body ended */
+        return client_gone(px, x); /* gone before its body ended */
     SB_ADD(px->step->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
     body_clock_add(&x->st->body, (size_t)n);
@@ -528,10 +556,21 @@ void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events)
     /* Both directions gone (a half-close alone still gets its answer):
      * free the upstream now rather than at its read timeout. */
     if (events & (EPOLLHUP | EPOLLERR)) {
-        abort_client(px, x);
+        client_gone(px, x);
         return;
     }
+    if ((events & (EPOLLIN | EPOLLRDHUP)) && client_left(px, x) < 0)
+        return;
     pump(px, x);
+}
+
+int upstream_client_check(struct proxy *px, struct xfer *x)
+{
+    /* a peek per wake-up while the client waits for the head; after it,
+     * a client that left shows when a send fails */
+    if (x->head_done && x->hoff == x->hlen)
+        return 0;
+    return client_left(px, x);
 }
 
 void upstream_abort(struct proxy *px, struct xfer *x)

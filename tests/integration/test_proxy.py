@@ -302,6 +302,40 @@ def test_client_gone_while_upstream_is_slow(server, backends):
              what="no upstream socket left behind")
 
 
+@pytest.mark.parametrize("leave", ["close", "reset"])
+def test_client_that_leaves_is_logged_499_and_upstream_closed(server, backends, tmp_path,
+                                                              leave):
+    """nginx's 499: a client that closes (FIN or RST) while its request is
+    upstream ends the exchange at once, long before the slow answer comes:
+    the upstream connection closes (it is not pooled), the access log says
+    499 and the 4xx counter moves."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log, "--status-path", "/st")
+    base = json.loads(srv.get("/st?format=json").body)
+    sockets = srv.socket_count()
+    c = srv.connect()
+    c.send(build_request("GET", "/api/slow?s=6"))
+    wait_for(lambda: b.requests, what="the request upstream")
+    t0 = time.monotonic()
+    c.reset() if leave == "reset" else c.close()
+
+    def logged():
+        text = log.read_text() if log.exists() else ""
+        return [l for l in text.splitlines() if "/api/slow?s=6" in l]
+    got = wait_for(logged, timeout=3, what="the access-log line of the request that left")
+    assert '"GET /api/slow?s=6 HTTP/1.1" 499 0' in got[0], got
+    wait_for(lambda: srv.socket_count() <= sockets, timeout=3,
+             what="the client's and the upstream's sockets to close")
+    assert time.monotonic() - t0 < 3, "noticed long before the upstream answered"
+    st = json.loads(srv.get("/st?format=json").body)
+    assert st["responses"]["4xx"] - base["responses"]["4xx"] == 1, st["responses"]
+    # the next request gets a fresh upstream connection, not the aborted one
+    echo(srv.get("/api/after"))
+    assert b.conns == 2
+
+
 def test_keepalive_zero_closes_upstream(server, backends):
     b = backends("unix")
     srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b",
