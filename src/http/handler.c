@@ -75,6 +75,22 @@ static int query_has(const struct http_request *req, const char *kv)
     return 0;
 }
 
+/* "/api" when a proxy route is "/api/": a 301 to "/api/" for any method,
+ * as nginx answers for a proxied location that ends in '/'. Returns 1
+ * when it answered. */
+static int route_slash(struct http_ctx *ctx, const struct http_request *req, int keepalive,
+                       struct http_out *out, struct http_plan *plan)
+{
+    char path[PROXY_PREFIX_MAX];
+    if (!req->path.len || req->path.p[0] != '/')
+        return 0;
+    int plen = path_normalize(req->path.p, req->path.len, path, sizeof path);
+    if (plen < 0 || !proxy_route_slash(ctx->routes, ctx->nroutes, path, (size_t)plen))
+        return 0;
+    redirect_to_dir(ctx, req, path, (size_t)plen, keepalive, out, plan);
+    return 1;
+}
+
 /* Live counters; never cached by anyone. */
 static void status_page(struct http_ctx *ctx, const struct http_request *req, int keepalive,
                         struct http_out *out, struct http_plan *plan)
@@ -177,6 +193,8 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
 
     if (req->content_length > 0 && (uint64_t)req->content_length > cfg->max_body_size)
         return error_close(ctx, out, plan, 413, req);
+    if (ctx->nroutes && route_slash(ctx, req, keepalive, out, plan))
+        return;
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
         return http_error(ctx, req, req->method == HTTP_OTHER ? 501 : 405, keepalive, NULL, 0,
                           out, plan);

@@ -21,6 +21,7 @@ struct upstream_req_info {
     const char *client_addr;     /* for X-Forwarded-For (or REMOTE_ADDR) */
     const char *default_host;    /* Host when the client sent none */
     int pass_underscores;        /* keep header names with '_' */
+    const struct http_str *path; /* the path to send (a stripped prefix), or NULL: as sent */
 };
 
 /* A body on its way through, in one direction. */

@@ -11,7 +11,7 @@
 static long request_head(const struct http_request *req, const struct upstream_req_info *info,
                          char *buf, size_t cap)
 {
-    return proxy_build_request(req, info->client_addr, info->default_host,
+    return proxy_build_request(req, info->path, info->client_addr, info->default_host,
                                info->pass_underscores, buf, cap);
 }
 

@@ -413,6 +413,8 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         t->http.cfg = &cfg->http;
         t->http.status = status_page;
         t->http.status_arg = (void *)env->sb;
+        t->http.routes = cfg->routes;
+        t->http.nroutes = cfg->nroutes;
         t->http.fc = fc_create(cfg->docroot, &lim);
         if (!t->http.fc) {
             log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));

@@ -70,6 +70,8 @@ struct proxy {
     size_t ucap;
     char *path;                  /* scratch for the normalised request path */
     size_t path_cap;
+    char *spath;                 /* the path sent upstream when a route strips its prefix */
+    size_t spath_cap;
 };
 
 struct xfer {

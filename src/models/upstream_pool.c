@@ -46,7 +46,9 @@ struct proxy *upstream_create(const struct proxy_env *env)
     px->ucap = 2 * px->in_cap + UBUF_EXTRA;
     px->path_cap = px->in_cap + 16;
     px->path = malloc(px->path_cap);
-    if (!px->path)
+    px->spath_cap = 3 * px->path_cap + 1; /* every byte may become %XX */
+    px->spath = malloc(px->spath_cap);
+    if (!px->path || !px->spath)
         log_fatal("out of memory at start");
     for (int g = 0; g < cfg->nupstreams; g++) {
         px->groups[g].cfg = &cfg->upstreams[g];
@@ -104,6 +106,7 @@ void upstream_destroy(struct proxy *px)
         free(px->cache[i]);
     }
     free(px->path);
+    free(px->spath);
     free(px->ups);
     free(px);
 }
@@ -111,7 +114,8 @@ void upstream_destroy(struct proxy *px)
 /* Routes match the normalised path, as the static handler sees it: a
  * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
  * that does not normalise: the static handler answers that one). The
- * upstream still gets the target as the client sent it, as nginx does. */
+ * upstream still gets the target as the client sent it, as nginx does,
+ * unless the route strips its prefix (upstream_path). */
 int upstream_route(struct proxy *px, const struct http_request *req)
 {
     const struct serve_config *cfg = px->cfg;

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/path.h"
 #include "http/proxy.h"
 #include "http/reframe.h"
 #include "models/upstream_internal.h"
@@ -480,6 +481,24 @@ static int expects_continue(const struct http_request *req)
     return 0;
 }
 
+/* The path the upstream gets for req: NULL (the target as sent) unless the
+ * route strips its prefix; then the normalised path after it, encoded
+ * again, in px->spath. */
+static const struct http_str *upstream_path(struct proxy *px, int route,
+                                            const struct http_request *req,
+                                            struct http_str *out)
+{
+    const struct proxy_route *r = &px->cfg->routes[route];
+    if (!r->strip)
+        return NULL;
+    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
+    long k = n < 0 ? -1 : proxy_strip_prefix(r, px->path, (size_t)n, px->spath, px->spath_cap);
+    if (k < 0) /* cannot happen for a path that matched its route: send "/" */
+        k = 1, px->spath[0] = '/';
+    *out = (struct http_str){px->spath, (uint32_t)k};
+    return out;
+}
+
 long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st, int route,
                  const struct http_request *req, const char *head, size_t head_len,
                  const char *body, size_t body_len, struct xfer **xp)
@@ -505,8 +524,10 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     }
     char addr[64];
     client_addr(st, addr, sizeof addr);
+    struct http_str path;
     const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
-                                           px->cfg->proxy_pass_underscores};
+                                           px->cfg->proxy_pass_underscores,
+                                           upstream_path(px, route, req, &path)};
     long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
     long took = 0;
     x->codec->request_body_start(&x->req_body, req, px->cfg->http.max_header_size);

@@ -76,7 +76,9 @@ const char config_help[] =
     "  --upstream NAME=ADDR[,ADDR...]  a group of upstream servers (unix:/path or\n"
     "                           host:port); repeatable\n"
     "  --proxy PREFIX=NAME      send requests whose path starts with PREFIX to the\n"
-    "                           upstream group NAME (longest prefix wins); repeatable\n"
+    "                           upstream group NAME (longest prefix wins); repeatable;\n"
+    "                           NAME/ strips PREFIX (/api/x goes up as /x); PREFIX\n"
+    "                           without its trailing / gets a 301 to PREFIX\n"
     "  --upstream-balance rr|least  pick servers round-robin (default) or by fewest\n"
     "                           active requests\n"
     "  --upstream-fail-timeout DUR  a server that failed is skipped this long (10s)\n"
@@ -271,15 +273,18 @@ static int set_upstream(struct serve_config *cfg, const char *v, char *err, size
     return 0;
 }
 
-/* PREFIX=NAME; the name is resolved in config_finish, so flags may name a
+/* PREFIX=NAME, or PREFIX=NAME/ to strip the prefix (nginx's proxy_pass
+ * with a URI); the name is resolved in config_finish, so flags may name a
  * group defined later (a config file checks its own routes at its end, to
  * report FILE:LINE). */
 static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t errlen)
 {
     const char *eq = strrchr(v, '=');
+    size_t nlen = eq ? strlen(eq + 1) : 0;
+    int strip = nlen > 1 && eq[nlen] == '/';
     if (!eq || v[0] != '/' || (size_t)(eq - v) >= PROXY_PREFIX_MAX ||
-        !name_ok(eq + 1, strlen(eq + 1))) {
-        snprintf(err, errlen, "proxy '%s': expected /PREFIX=UPSTREAM", v);
+        !name_ok(eq + 1, nlen - (size_t)strip)) {
+        snprintf(err, errlen, "proxy '%s': expected /PREFIX=UPSTREAM or /PREFIX=UPSTREAM/", v);
         return -1;
     }
     if (cfg->nroutes == CONFIG_MAX_ROUTES) {
@@ -294,8 +299,10 @@ static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t 
             snprintf(err, errlen, "proxy prefix '%s' given twice", r->prefix);
             return -1;
         }
-    strcpy(cfg->route_upstream[cfg->nroutes], eq + 1);
-    r->group = find_upstream(cfg, eq + 1);
+    memcpy(cfg->route_upstream[cfg->nroutes], eq + 1, nlen - (size_t)strip);
+    cfg->route_upstream[cfg->nroutes][nlen - (size_t)strip] = '\0';
+    r->strip = (uint8_t)strip;
+    r->group = find_upstream(cfg, cfg->route_upstream[cfg->nroutes]);
     cfg->nroutes++;
     return 0;
 }

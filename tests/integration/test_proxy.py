@@ -129,13 +129,60 @@ def test_get_post_over_unix_and_tcp(server, backends, site):
     # everything else stays static
     r = srv.get("/small.txt")
     assert r.status == 200 and r.body == site.files["small.txt"]
-    assert srv.get("/u").status == 404, "'/u' does not start with the prefix '/u/'"
+    assert srv.get("/ux").status == 404, "'/ux' does not start with the prefix '/u/'"
     # routes see the normalised path, the upstream the target as sent
     assert echo(srv.get("/x/../u/norm"))["target"] == "/x/../u/norm"
     assert echo(srv.get("/%75/enc"))["backend"] == "u"
     r = srv.get("/u/../small.txt")
     assert r.status == 200 and r.body == site.files["small.txt"]
     assert srv.get("/u/%00").status == 400
+
+
+def test_prefix_without_its_slash_is_redirected(server, backends, site):
+    """As nginx for `location /api/ { proxy_pass ...; }`: "/api" gets a 301
+    to "/api/" (query kept, any method), even when a "/" route would match
+    it; a route of its own ("/app") wins over the redirect."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b", "--proxy", "/=b",
+                 "--proxy", "/app/=b", "--proxy", "/app=b")
+    r = srv.get("/api?x=1&y=%20")
+    assert r.status == 301 and r.get("location") == "/api/?x=1&y=%20", r
+    r = srv.request(build_request("POST", "/api", headers=[("Content-Length", "3")],
+                                  body=b"abc"))
+    assert r.status == 301 and r.get("location") == "/api/"
+    assert srv.get("/x/../api").get("location") == "/api/"
+    assert echo(srv.get("/api/"))["target"] == "/api/"
+    assert echo(srv.get("/apix"))["target"] == "/apix", "the / route"
+    assert echo(srv.get("/app"))["target"] == "/app", "a route of its own"
+    assert not [p for p in b.paths() if p == "/api"], "never sent upstream"
+
+
+def test_prefix_without_its_slash_is_redirected_without_other_routes(server, backends, site):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    r = srv.get("/api")
+    assert r.status == 301 and r.get("location") == "/api/"
+    assert srv.get("/apix").status == 404
+    assert srv.get("/small.txt").body == site.files["small.txt"]
+
+
+def test_group_with_a_slash_strips_the_prefix(server, backends, tmp_path):
+    """`--proxy /api/=b/` as nginx's `proxy_pass http://b/;`: the upstream
+    gets the normalised path after the prefix, encoded again, and the
+    query as sent."""
+    b, k = backends("unix", "b"), backends("unix", "k")
+    srv = server("--upstream", f"b={b.address}", "--upstream", f"k={k.address}",
+                 "--proxy", "/api/=b/", "--proxy", "/keep/=k")
+    assert echo(srv.get("/api/v1/users?id=7"))["target"] == "/v1/users?id=7"
+    assert echo(srv.get("/api/"))["target"] == "/"
+    assert echo(srv.get("/api/a%20b/../c%3Fd"))["target"] == "/c%3Fd"
+    assert echo(srv.get("/keep/x?y"))["target"] == "/keep/x?y"
+    assert srv.get("/api").get("location") == "/api/"
+    # the same as a config-file line
+    conf = tmp_path / "herd.conf"
+    conf.write_text(f"upstream = b={b.address}\nproxy = /v2/=b/\n")
+    srv2 = server("--config", conf)
+    assert echo(srv2.get("/v2/z"))["target"] == "/z"
 
 
 def test_chunked_request_body_is_streamed(server, backends):
@@ -599,6 +646,8 @@ def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
     (["--upstream", "b=0.0.0.0:80"], "bad address"),
     (["--upstream", "=unix:/x"], "expected NAME=ADDR"),
     (["--proxy", "noslash=b", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
+    (["--proxy", "/a=b//", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
+    (["--proxy", "/a=/", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
     (["--upstream-balance", "random"], "invalid value 'random'"),
     (["--upstream", "b=unix:/x", "--proxy", "/a=b", "--proxy", "/a=b"], "given twice"),
     (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
