@@ -57,6 +57,7 @@ struct proxy_env {
     int max_fds;
     const struct up_driver *drv;
     void *drv_arg;
+    struct scoreboard *sb;       /* upstream names and stalls (pools: step->slot); may be NULL */
 };
 
 /* NULL when the config has no proxy routes. Exits on OOM (start-up). */

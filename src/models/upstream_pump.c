@@ -336,6 +336,8 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
         }
         return upstream_failed(px, x, 0);
     }
+    if (!x->got_bytes)
+        stall_answered(px, x);
     x->got_bytes = 1;
     if (!x->head_done) {
         x->dlen += (size_t)n;
@@ -419,6 +421,8 @@ static void set_timers(struct proxy *px, struct xfer *x)
         } else if (q != uc->queue || x->up_progress) {
             up_arm(px, uc, q);
         }
+        if (x->req_done && x->uoff == x->ulen && !x->got_bytes && !x->errored)
+            stall_arm(px, x);
     }
     x->up_progress = 0;
     int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? UT_SEND
@@ -697,13 +701,14 @@ void upstream_expire(struct proxy *px)
     expire(px, &px->q_connect);
     expire(px, &px->q_read);
     expire(px, &px->q_send);
+    stall_expire(px);
 }
 
 int64_t upstream_next_deadline(const struct proxy *px)
 {
     int64_t next = -1;
-    const struct timerq *qs[] = {&px->q_connect, &px->q_read, &px->q_send};
-    for (int i = 0; i < 3; i++) {
+    const struct timerq *qs[] = {&px->q_connect, &px->q_read, &px->q_send, &px->q_stall};
+    for (int i = 0; i < 4; i++) {
         int64_t d = tq_next_deadline(qs[i]);
         if (d >= 0 && (next < 0 || d < next))
             next = d;
@@ -720,12 +725,21 @@ int64_t upstream_deadline(const struct proxy *px, const struct xfer *x)
     if (x->up_fd < 0)
         return -1;
     const struct up_conn *uc = &px->ups[x->up_fd];
-    return uc->queue != QU_NONE ? uc->timer.deadline_ms : -1;
+    int64_t d = uc->queue != QU_NONE ? uc->timer.deadline_ms : -1;
+    if (tq_linked(&uc->stall) && (d < 0 || uc->stall.deadline_ms < d))
+        d = uc->stall.deadline_ms;
+    return d;
 }
 
 void upstream_timeout(struct proxy *px, struct xfer *x)
 {
     struct up_conn *uc = &px->ups[x->up_fd];
+    int64_t now = clock_now_ms();
+    /* this thread's stall checks that are due, x's among them (or run
+     * already by another exchange's wake-up) */
+    stall_expire(px);
+    if (uc->queue == QU_NONE || uc->timer.deadline_ms > now)
+        return;
     int q = uc->queue;
     up_disarm(uc);
     timed_out(px, x, q);

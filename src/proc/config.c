@@ -84,6 +84,10 @@ const char config_help[] =
     "  --upstream-fail-timeout DUR  a server that failed is skipped this long (10s)\n"
     "  --upstream-keepalive N   idle upstream connections kept per worker and server\n"
     "                           (default 32; 0: close after each response)\n"
+    "  --upstream-stall DUR     a request without an answer this long while its\n"
+    "                           server answers on one other connection: that server\n"
+    "                           serves one connection at a time, and gets no pool for\n"
+    "                           30s (default 250ms; 0: never)\n"
     "  --proxy-connect-timeout DUR  connecting to an upstream (default 5s)\n"
     "  --proxy-read-timeout DUR between two reads from an upstream (default 60s)\n"
     "  --proxy-send-timeout DUR between two writes to an upstream (default 60s)\n"
@@ -116,6 +120,7 @@ void config_defaults(struct serve_config *cfg)
     cfg->shutdown_timeout_ms = 10000;
     cfg->upstream_keepalive = 32;
     cfg->upstream_fail_timeout_ms = 10000;
+    cfg->upstream_stall_ms = 250;
     cfg->proxy_connect_timeout_ms = 5000;
     cfg->proxy_read_timeout_ms = 60000;
     cfg->proxy_send_timeout_ms = 60000;
@@ -475,6 +480,7 @@ static const struct setting settings[] = {
     SETTER("proxy", set_proxy_route),
     RR_LEAST("upstream-balance", upstream_least),
     DURATION("upstream-fail-timeout", upstream_fail_timeout_ms),
+    DURATION("upstream-stall", upstream_stall_ms),
     COUNT("upstream-keepalive", upstream_keepalive, 0, 4096),
     DURATION("proxy-connect-timeout", proxy_connect_timeout_ms),
     DURATION("proxy-read-timeout", proxy_read_timeout_ms),

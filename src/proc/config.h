@@ -84,6 +84,7 @@ struct serve_config {
     uint8_t upstream_least;     /* least connections, else round-robin */
     uint32_t upstream_keepalive; /* idle connections kept per worker and server */
     int64_t upstream_fail_timeout_ms;
+    int64_t upstream_stall_ms;  /* no first byte this long: is the pool starving it? 0: off */
     int64_t proxy_connect_timeout_ms;
     int64_t proxy_read_timeout_ms;
     int64_t proxy_send_timeout_ms;

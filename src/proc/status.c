@@ -58,6 +58,38 @@ static const char *state_name(uint32_t st)
     return st == SB_RUNNING ? "running" : st == SB_DRAINING ? "draining" : "exited";
 }
 
+/* "upstreams":[{"server":"GROUP ADDR","idle":N,"busy":N,"stalls":N},...]:
+ * the keep-alive pools of the running workers, summed per server, and how
+ * often a server was found serving one connection at a time (every slot's,
+ * as the other counters). */
+static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
+{
+    uint32_t n = SB_GET(sb->nupstreams);
+    bw_printf(w, ",\"upstreams\":[");
+    for (uint32_t u = 0; u < n && u < SB_UPSTREAMS; u++) {
+        unsigned long long idle = 0, busy = 0, stalls = 0;
+        for (uint32_t i = 0; i < sb->nslots; i++) {
+            const struct sb_slot *s = &sb->slots[i];
+            stalls += SB_GET(s->up[u].stalls);
+            if (SB_GET(s->state) != SB_FREE) {
+                idle += SB_GET(s->up[u].idle);
+                busy += SB_GET(s->up[u].busy);
+            }
+        }
+        char name[SB_UPSTREAM_NAME];
+        memcpy(name, sb->upstream_names[u], sizeof name);
+        name[sizeof name - 1] = '\0';
+        /* names are group names and addresses: no quote or backslash, but
+         * a unix path may hold anything */
+        for (char *p = name; *p; p++)
+            if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+                *p = '?';
+        bw_printf(w, "%s{\"server\":\"%s\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu}",
+                  u ? "," : "", name, idle, busy, stalls);
+    }
+    bw_printf(w, "]");
+}
+
 static void render_json(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
@@ -99,7 +131,9 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
             (long long)(now - s.started));
         first = 0;
     }
-    bw_printf(w, "]}\n");
+    bw_printf(w, "]");
+    render_upstreams_json(sb, w);
+    bw_printf(w, "}\n");
 }
 
 static void prom(struct bw *w, const char *name, const char *type, const char *help,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERD_ARGS, descendants, run_herd
+from conftest import HERD_ARGS, descendants, herd_cmd, run_herd
 from herdtest import ConnClosed, RawConn, build_request, wait_for
 from proxy_backend import PATTERN, Backend, pattern_sha
 
@@ -390,6 +390,63 @@ def test_keepalive_zero_closes_upstream(server, backends):
     for i in range(5):
         echo(srv.get(f"/echo?{i}"))
     assert b.conns == 5
+
+
+@pytest.fixture
+def single_threaded(tmp_path):
+    """A stdlib HTTPServer (one connection at a time, HTTP/1.1 keep-alive)
+    with a listen queue of 128 (its default of 5 adds SYN retransmits,
+    which no pool can undo); yields its address."""
+    p = subprocess.Popen([sys.executable, str(HERE / "backends" / "single_threaded_backend.py"),
+                          "128"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(p.stdout.readline())
+        yield f"127.0.0.1:{port}"
+    finally:
+        p.kill()
+        p.wait(5)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_single_threaded_backend_behind_the_pool(server, single_threaded, workers, tmp_path):
+    """With a keep-alive pool, the connection such a server is on was taken
+    again and again while the requests on the other connections waited for
+    the read timeout (main: about 20 req/s, timeouts). herd finds it out
+    (--upstream-stall) and gives that server no pool: every request is
+    answered, fast, in every worker."""
+    srv = server("--workers", workers, "--upstream", f"py={single_threaded}",
+                 "--proxy", "/py/=py", "--status-path", "/st")
+    out = tmp_path / "load.json"
+    r = subprocess.run(herd_cmd("load", "-c", "20", "-t", "1", "-d", "3s", "--timeout", "3s",
+                                "--json", out, srv.url("/py/")),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(out.read_text())
+    assert sum(j["errors"].values()) == 0, j["errors"]
+    assert j["requests_per_sec"] >= 200, j["requests_per_sec"]
+    assert j["latency_us"]["max"] < 1_500_000, j["latency_us"]
+    assert "serves one connection at a time" in srv.stderr_text()
+    st = json.loads(srv.get("/st?format=json").body)
+    [up] = st["upstreams"]
+    assert up["server"] == f"py {single_threaded}" and up["stalls"] >= 1, up
+    assert up["idle"] == 0 and up["busy"] == 0, up
+
+
+def test_status_shows_the_pool_per_server(server, backends):
+    a, b = backends("unix", "a"), backends("tcp", "b")
+    srv = server("--workers", "1", "--upstream", f"g={a.address}", "--upstream",
+                 f"h={b.address}", "--proxy", "/a/=g", "--proxy", "/b/=h", "--status-path", "/st")
+    with srv.connect() as c:
+        c.send(build_request("GET", "/a/slow?s=1"))
+        wait_for(lambda: a.requests, what="the slow request upstream")
+        echo(srv.get("/b/x"))
+        ups = {u["server"]: u for u in json.loads(srv.get("/st?format=json").body)["upstreams"]}
+        assert ups[f"g {a.address}"]["busy"] == 1 and ups[f"g {a.address}"]["idle"] == 0, ups
+        assert ups[f"h {b.address}"]["busy"] == 0 and ups[f"h {b.address}"]["idle"] == 1, ups
+        assert ups[f"g {a.address}"]["stalls"] == 0, "a slow answer is not a stall"
+        assert echo(c.read_response())["target"] == "/a/slow?s=1"
+    ups = {u["server"]: u for u in json.loads(srv.get("/st?format=json").body)["upstreams"]}
+    assert ups[f"g {a.address}"]["idle"] == 1 and ups[f"g {a.address}"]["busy"] == 0, ups
 
 
 # ------------------------------------------------------------ balancing and failure
