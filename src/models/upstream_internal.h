@@ -144,6 +144,8 @@ int up_connect(struct proxy *px, struct xfer *x);
 void up_idle_closed(struct proxy *px, struct up_conn *uc);
 /* Closes every pooled connection to srv. */
 void up_close_idle(struct proxy *px, struct up_server *srv);
+/* Runs the stall checks that are due (upstream_stall.c judges). */
+void up_stall_expire(struct proxy *px);
 /* The scoreboard's pool counters of srv, after a change. */
 void up_publish(struct proxy *px, struct up_server *srv);
 
@@ -160,8 +162,14 @@ void stall_forget(struct proxy *px, struct xfer *x);
 /* uc was pooled: it is checked every stall time for a server that another
  * worker waits on. */
 void stall_watch_idle(struct proxy *px, struct up_conn *uc);
-/* Judges the stalls that are due. */
-void stall_expire(struct proxy *px);
+/* x's request got no byte within the stall time: is the pool to blame?
+ * 1 when its server serves one connection at a time (the caller closes
+ * its idle connections), else 0. */
+int stall_judge(struct proxy *px, struct xfer *x);
+/* A pooled connection's check came: 1 when it is to close (a request to
+ * its server is stalled in some worker, or the server has no pool now: it
+ * may be waiting on this one), else 0 (watch it again). */
+int stall_idle_suspect(struct proxy *px, struct up_conn *uc);
 /* How many idle connections srv may keep now. */
 uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv);
 

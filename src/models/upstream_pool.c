@@ -341,13 +341,29 @@ void up_close_idle(struct proxy *px, struct up_server *srv)
     up_publish(px, srv);
 }
 
+void up_stall_expire(struct proxy *px)
+{
+    struct tq_node *n;
+    while ((n = tq_pop_expired(&px->q_stall, clock_now_ms())) != NULL) {
+        struct up_conn *uc = container_of(n, struct up_conn, stall);
+        if (!uc->xfer) {
+            if (stall_idle_suspect(px, uc))
+                up_idle_closed(px, uc);
+            else
+                stall_watch_idle(px, uc);
+        } else if (!uc->xfer->got_bytes && stall_judge(px, uc->xfer)) {
+            up_close_idle(px, server_of(px, uc->xfer));
+        }
+    }
+}
+
 
 /* A pooled connection has nothing to say: anything readable (the close
  * above all) ends it, as its event does in the event loop. The stall
  * checks that are due run here too (upstream_stall.c). */
 void upstream_sweep_idle(struct proxy *px)
 {
-    stall_expire(px);
+    up_stall_expire(px);
     for (int g = 0; g < px->ngroups; g++) {
         for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
             struct up_server *srv = &px->groups[g].servers[s];

@@ -701,7 +701,7 @@ void upstream_expire(struct proxy *px)
     expire(px, &px->q_connect);
     expire(px, &px->q_read);
     expire(px, &px->q_send);
-    stall_expire(px);
+    up_stall_expire(px);
 }
 
 int64_t upstream_next_deadline(const struct proxy *px)
@@ -737,7 +737,7 @@ void upstream_timeout(struct proxy *px, struct xfer *x)
     int64_t now = clock_now_ms();
     /* this thread's stall checks that are due, x's among them (or run
      * already by another exchange's wake-up) */
-    stall_expire(px);
+    up_stall_expire(px);
     if (uc->queue == QU_NONE || uc->timer.deadline_ms > now)
         return;
     int q = uc->queue;

@@ -32,6 +32,13 @@
 /* How long a convicted server goes without a pool before a new try. */
 #define STALL_RELEARN_MS 30000
 
+/* Below the pool (upstream_pool.c calls in, never the other way): it
+ * judges, the pool closes connections. */
+static struct up_server *server_of_x(struct proxy *px, const struct xfer *x)
+{
+    return &px->groups[x->group].servers[x->server];
+}
+
 static struct up_server *pooled_server(struct proxy *px, const struct up_conn *uc)
 {
     return &px->groups[uc->up_id / CONFIG_MAX_UPSTREAM_SERVERS]
@@ -75,7 +82,7 @@ void stall_forget(struct proxy *px, struct xfer *x)
     if (!x->stall_counted)
         return;
     x->stall_counted = 0;
-    __atomic_fetch_sub(&px->sb->upstream_stalled[server_of(px, x)->index], 1,
+    __atomic_fetch_sub(&px->sb->upstream_stalled[server_of_x(px, x)->index], 1,
                        __ATOMIC_RELAXED);
 }
 
@@ -87,7 +94,7 @@ void stall_watch_idle(struct proxy *px, struct up_conn *uc)
 
 void stall_answered(struct proxy *px, struct xfer *x)
 {
-    struct up_server *srv = server_of(px, x);
+    struct up_server *srv = server_of_x(px, x);
     stall_disarm(&px->ups[x->up_fd]);
     stall_forget(px, x);
     if (srv->last_answer_fd == x->up_fd && srv->answer_run) {
@@ -112,10 +119,9 @@ uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv)
     return srv->idle_cap;
 }
 
-/* x's request got no byte within the stall time: is the pool to blame? */
-static void judge(struct proxy *px, struct xfer *x)
+int stall_judge(struct proxy *px, struct xfer *x)
 {
-    struct up_server *srv = server_of(px, x);
+    struct up_server *srv = server_of_x(px, x);
     int answered_since = srv->last_answer_ms >= x->sent_ms;
     int one_conn = answered_since && srv->answer_run >= STALL_RUN &&
                    srv->last_answer_fd != x->up_fd;
@@ -126,7 +132,7 @@ static void judge(struct proxy *px, struct xfer *x)
         __atomic_fetch_add(&px->sb->upstream_stalled[srv->index], 1, __ATOMIC_RELAXED);
     }
     if (!one_conn && !idle_holds)
-        return; /* slow, not starved */
+        return 0; /* slow, not starved */
     SB_ADD(px->step->slot->up[srv->index].stalls, 1);
     if (srv->idle_cap) {
         const struct upstream_group *g = px->groups[x->group].cfg;
@@ -142,34 +148,12 @@ static void judge(struct proxy *px, struct xfer *x)
     if (shared(px, srv))
         __atomic_store_n(&px->sb->upstream_nopool_until[srv->index], srv->relearn_at,
                          __ATOMIC_RELAXED);
-    up_close_idle(px, srv);
+    return 1;
 }
 
-/* A pooled connection's check: a request to its server is stalled in
- * some worker, or the server has no pool now: close it (the server may be
- * waiting on it). Else look again in a stall time. */
-static void idle_due(struct proxy *px, struct up_conn *uc)
+int stall_idle_suspect(struct proxy *px, struct up_conn *uc)
 {
     struct up_server *srv = pooled_server(px, uc);
-    if (__atomic_load_n(&px->sb->upstream_stalled[srv->index], __ATOMIC_RELAXED) ||
-        stall_idle_cap(px, srv) == 0)
-        up_idle_closed(px, uc);
-    else
-        tq_arm(&px->q_stall, &uc->stall, clock_now_ms());
-}
-
-static void due(struct proxy *px, struct up_conn *uc)
-{
-    tq_unlink(&uc->stall);
-    if (!uc->xfer)
-        idle_due(px, uc);
-    else if (!uc->xfer->got_bytes)
-        judge(px, uc->xfer);
-}
-
-void stall_expire(struct proxy *px)
-{
-    struct tq_node *n;
-    while ((n = tq_pop_expired(&px->q_stall, clock_now_ms())) != NULL)
-        due(px, container_of(n, struct up_conn, stall));
+    return __atomic_load_n(&px->sb->upstream_stalled[srv->index], __ATOMIC_RELAXED) ||
+           stall_idle_cap(px, srv) == 0;
 }
