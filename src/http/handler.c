@@ -82,7 +82,8 @@ static int route_slash(struct http_ctx *ctx, const struct http_request *req, int
                        struct http_out *out, struct http_plan *plan)
 {
     char path[PROXY_PREFIX_MAX];
-    if (!req->path.len || req->path.p[0] != '/')
+    /* a prefix is shorter than PROXY_PREFIX_MAX; "%XX" is 3 bytes for 1 */
+    if (!req->path.len || req->path.p[0] != '/' || req->path.len > 3 * PROXY_PREFIX_MAX)
         return 0;
     int plen = path_normalize(req->path.p, req->path.len, path, sizeof path);
     if (plen < 0 || !proxy_route_slash(ctx->routes, ctx->nroutes, path, (size_t)plen))
