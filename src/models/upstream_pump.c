@@ -578,8 +578,8 @@ void upstream_kick(struct proxy *px, struct xfer *x)
 
 void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events)
 {
-    /* Both directions gone (a half-close alone still gets its answer):
-     * free the upstream now rather than at its read timeout. */
+    /* The client left (reset, or closed while its request is upstream:
+     * client_left): free the upstream now, not when its answer comes. */
     if (events & (EPOLLHUP | EPOLLERR)) {
         client_gone(px, x);
         return;
