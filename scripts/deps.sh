@@ -17,6 +17,8 @@ if [ "$what" = test ]; then
     need libclang-rt-14-dev
     have_cmd timeout || need coreutils
     python3 -m pip --version >/dev/null 2>&1 || need python3-pip
+    # the status page's browser test drives it through Playwright
+    have_cmd chromium || need chromium
 fi
 if [ -n "$pkgs" ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -40,4 +42,22 @@ if [ "$what" = test ]; then
         python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
             --no-deps --upgrade --target build/pydeps "h11==$h11"
     fi
+fi
+
+# Other test-only Python packages, pinned, the same way: prometheus-client
+# (its text parser reads the status page's Prometheus output) and
+# Playwright with its one dependency (drives the system chromium for the
+# status page's test; it never downloads a browser of its own).
+pydep() { # DIST VERSION
+    if ! PYTHONPATH=build/pydeps python3 -c \
+        "import sys, importlib.metadata as m; sys.exit(m.version('$1') != '$2')" >/dev/null 2>&1; then
+        echo "deps: $1 $2 into build/pydeps"
+        python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+            --no-deps --upgrade --target build/pydeps "$1==$2"
+    fi
+}
+if [ "$what" = test ]; then
+    pydep prometheus-client 0.21.1
+    pydep greenlet 3.5.6
+    pydep playwright 1.65.2
 fi

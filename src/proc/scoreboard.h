@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/latency.h"
+
 #define SB_MAX_SLOTS 512
 
 enum sb_state { SB_FREE, SB_RUNNING, SB_DRAINING };
@@ -27,6 +29,7 @@ struct sb_slot {
     uint32_t generation;
     uint32_t index;           /* worker number within its generation */
     uint32_t state;           /* enum sb_state */
+    struct sb_latency latency; /* request durations (models/step.c says which) */
 } __attribute__((aligned(64)));
 
 struct scoreboard {
