@@ -66,10 +66,21 @@ static void json_latency(struct bw *w, const struct sb_latency *lat)
 {
     uint64_t n = lat_count(lat);
     bw_printf(w, "\"latency_us\":{\"count\":%llu,\"mean\":%llu,\"p50\":%llu,\"p90\":%llu,"
-        "\"p99\":%llu,\"p999\":%llu},",
+        "\"p99\":%llu,\"p999\":%llu,\"buckets\":[",
         (unsigned long long)n, (unsigned long long)(n ? lat->sum_us / n : 0),
         (unsigned long long)lat_quantile(lat, 500), (unsigned long long)lat_quantile(lat, 900),
         (unsigned long long)lat_quantile(lat, 990), (unsigned long long)lat_quantile(lat, 999));
+    /* the non-empty buckets as [high end, count]: the live page takes the
+     * difference of two reads for the percentiles of the last second */
+    const char *sep = "";
+    for (unsigned i = 0; i < LAT_BUCKETS; i++) {
+        if (!lat->log[i])
+            continue;
+        bw_printf(w, "%s[%llu,%llu]", sep, (unsigned long long)lat_bucket_high(i),
+            (unsigned long long)lat->log[i]);
+        sep = ",";
+    }
+    bw_printf(w, "]},");
 }
 
 static void render_json(const struct scoreboard *sb, struct bw *w)
