@@ -581,6 +581,10 @@ static int write_reports(struct lab *lab)
     rc |= lab_write_svg(lab, CHART_RPS, path);
     snprintf(path, sizeof path, "%s/p99.svg", out);
     rc |= lab_write_svg(lab, CHART_P99, path);
+    snprintf(path, sizeof path, "%s/errors.svg", out);
+    rc |= lab_write_svg(lab, CHART_ERRORS, path);
+    snprintf(path, sizeof path, "%s/cpu.svg", out);
+    rc |= lab_write_svg(lab, CHART_CPU, path);
     return rc ? -1 : 0;
 }
 
@@ -752,7 +756,7 @@ static int finish_lab(struct lab *lab)
     if (wrc < 0)
         fprintf(stderr, "herd lab: cannot write the report in %s\n", cfg->out_dir);
     else
-        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg)\n",
+        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg, errors.svg, cpu.svg)\n",
                 cfg->out_dir);
     if (lab->interrupted)
         fprintf(stderr, "lab: interrupted; every server the lab started is stopped\n");

@@ -82,6 +82,18 @@ struct lab {
     int docroot_private;      /* run as root, and others cannot reach the docroot */
 };
 
+/* Little's law for a closed-loop run: requests in flight = req/s x mean
+ * latency, which should come out at the connection count (each connection
+ * always has one request out). Returns that over the connections; a run
+ * past LAB_LITTLE_FLAG either way measured something other than it meant
+ * (a client that could not keep its connections busy, time lost outside
+ * the latency it timed). */
+#define LAB_LITTLE_FLAG 0.10
+static inline double lab_little_ratio(const struct lab_point *p, int conc)
+{
+    return conc > 0 ? p->rps * p->lat_us[LAT_MEAN] / 1e6 / conc : 0;
+}
+
 static inline struct lab_point *lab_point(const struct lab *lab, const struct lab_server *s,
                                           int ka_index, int conc_index)
 {
@@ -136,8 +148,9 @@ void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);
 int lab_write_md(const struct lab *lab, const char *path);
 int lab_write_json(const struct lab *lab, const char *path);
 
-/* lab_svg.c: metric 0 is req/s (linear), 1 is p99 in us (log scale). */
-enum lab_chart { CHART_RPS, CHART_P99 };
+/* lab_svg.c: req/s (linear), p99 in us (log scale), errors as % of the
+ * requests tried and server CPU us per request (both linear). */
+enum lab_chart { CHART_RPS, CHART_P99, CHART_ERRORS, CHART_CPU, CHART_N };
 int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path);
 
 /* Formats for tables and charts. */

@@ -37,7 +37,7 @@ TABLES = ["Requests per second", "Latency p50", "Latency p90", "Latency p99",
           "Latency p99.9", "Latency max", "Errors", "Server CPU, % of one core",
           "Server CPU per request", "Voluntary context switches",
           "Involuntary context switches", "ListenOverflows / ListenDrops",
-          "Empty accept wakeups"]
+          "Empty accept wakeups", "Little's law"]
 
 
 def require_binary():
@@ -173,7 +173,7 @@ def test_short_lab_report_json(short_lab):
             assert run["connects"] >= run["requests"], run
 
 
-@pytest.mark.parametrize("name", ["reqs.svg", "p99.svg"])
+@pytest.mark.parametrize("name", ["reqs.svg", "p99.svg", "errors.svg", "cpu.svg"])
 def test_short_lab_svg(short_lab, name):
     out, _, _ = short_lab
     root = ET.parse(out / name).getroot()
@@ -376,3 +376,25 @@ def test_port_range_with_no_free_port(tmp_path):
                     "--duration", "200ms", "--warmup", "0", "--port-range", f"{port}-{port}")
     assert r.returncode == 1, r.stderr
     assert f"no free port on 127.0.0.1 in {port}-{port}" in (out / "report.md").read_text()
+
+
+def test_short_lab_littles_law(short_lab):
+    """Each run checks itself: req/s x mean latency against the connections,
+    flagged past 10% in the JSON and in its own table."""
+    out, _, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    checked = 0
+    for run in rep["runs"]:
+        if not run["ok"]:
+            continue
+        want = run["requests_per_sec"] * run["latency_us"]["mean"] / 1e6 / run["concurrency"]
+        assert run["little_ratio"] == pytest.approx(want, rel=1e-3), run
+        assert run["little_off"] == (abs(run["little_ratio"] - 1) > 0.10), run
+        checked += 1
+    assert checked >= 4
+    md = (out / "report.md").read_text()
+    head, rows = md_table(md, "Keep-alive on", "Little's law")
+    cells = rows["herd/reuseport"]
+    assert len(cells) == len(CONCURRENCY)
+    for c in cells:
+        assert re.fullmatch(r"\d+\.\d\d( off)?", c), cells
