@@ -585,6 +585,10 @@ static int write_reports(struct lab *lab)
     rc |= lab_write_svg(lab, CHART_ERRORS, path);
     snprintf(path, sizeof path, "%s/cpu.svg", out);
     rc |= lab_write_svg(lab, CHART_CPU, path);
+    if (lab_balance_count(lab->cfg)) {
+        snprintf(path, sizeof path, "%s/balance.svg", out);
+        rc |= lab_write_balance_svg(lab, path);
+    }
     return rc ? -1 : 0;
 }
 
@@ -699,7 +703,8 @@ static int add_servers(struct lab *lab)
 int64_t lab_estimate_ms(const struct lab_config *cfg, int nservers)
 {
     int64_t per_run = cfg->warmup_ms + cfg->duration_ms + QUIET_STEP_MS;
-    return nservers * (cfg->nka * cfg->nconc * per_run + SERVER_START_STOP_MS);
+    int64_t balance = lab_balance_count(cfg) * (cfg->duration_ms + SERVER_START_STOP_MS);
+    return nservers * (cfg->nka * cfg->nconc * per_run + SERVER_START_STOP_MS) + balance;
 }
 
 /* Runs each pending server in turn, rewriting the report after each. */
@@ -731,6 +736,10 @@ static void run_servers(struct lab *lab)
         stamp(lab->man.finished, sizeof lab->man.finished);
         write_reports(lab);
     }
+    if (!lab->interrupted && !lproc_stop_requested()) {
+        lab_balance_run(lab);
+        write_reports(lab);
+    }
     int64_t took = (now_ms() - began) / 1000;
     fprintf(stderr, "lab: the runs took %lldm%02llds (estimated at least %lldm%02llds)\n",
             (long long)(took / 60), (long long)(took % 60), (long long)(est / 60),
@@ -756,8 +765,8 @@ static int finish_lab(struct lab *lab)
     if (wrc < 0)
         fprintf(stderr, "herd lab: cannot write the report in %s\n", cfg->out_dir);
     else
-        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg, errors.svg, cpu.svg)\n",
-                cfg->out_dir);
+        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg, errors.svg, cpu.svg%s)\n",
+                cfg->out_dir, lab->nbalance ? ", balance.svg" : "");
     if (lab->interrupted)
         fprintf(stderr, "lab: interrupted; every server the lab started is stopped\n");
     else if (!runs)

@@ -69,6 +69,16 @@ struct lab_manifest {
     long nofile_soft, nofile_hard;
 };
 
+/* One accept-balance run (lab_balance.c). */
+#define LAB_BALANCE_MAX 16
+struct lab_balance {
+    char label[48];           /* "prefork --accept-herd" */
+    int ok;
+    char reason[256];
+    int workers;
+    uint64_t accepted[LAB_BALANCE_MAX]; /* by worker index, during the run */
+};
+
 struct lab {
     const struct lab_config *cfg;
     struct lab_manifest man;
@@ -80,6 +90,8 @@ struct lab {
     char docroot[600];
     int body_bytes;           /* size of the file at cfg->path, -1 if not ours */
     int docroot_private;      /* run as root, and others cannot reach the docroot */
+    struct lab_balance balance[4];
+    int nbalance;
 };
 
 /* Little's law for a closed-loop run: requests in flight = req/s x mean
@@ -142,6 +154,12 @@ int lab_herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *mast
 /* A port nobody listens on right now, or -1. With lo > 0, one in lo..hi,
  * taken in turn so successive servers get different ports. */
 int lab_pick_port(int lo, int hi);
+
+/* lab_balance.c: the multi-worker runs (none when balance_workers < 2),
+ * how many the config asks for, and their chart. */
+void lab_balance_run(struct lab *lab);
+int lab_balance_count(const struct lab_config *cfg);
+int lab_write_balance_svg(const struct lab *lab, const char *path);
 
 /* lab_report.c */
 void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);

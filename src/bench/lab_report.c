@@ -328,6 +328,42 @@ static void table(FILE *f, const struct lab *lab, int ki, enum metric m)
     fprintf(f, "\n");
 }
 
+/* The accept-balance runs: each worker's share of the connections. */
+static void balance_md(FILE *f, const struct lab *lab)
+{
+    if (!lab->nbalance)
+        return;
+    int n = lab->cfg->balance_workers;
+    fprintf(f, "## Accept balance\n\n%d workers on the server's CPU, a connection per request "
+               "for the run's duration; the share of connections each worker accepted "
+               "(herd's status page). Even is %.0f%% each (balance.svg).\n\n| run |", n,
+            100.0 / n);
+    for (int w = 0; w < n; w++)
+        fprintf(f, " worker %d |", w);
+    fprintf(f, " connections | busiest / even |\n| --- |");
+    for (int w = 0; w <= n; w++)
+        fprintf(f, " ---: |");
+    fprintf(f, " ---: |\n");
+    for (int i = 0; i < lab->nbalance; i++) {
+        const struct lab_balance *b = &lab->balance[i];
+        uint64_t total = 0, most = 0;
+        for (int w = 0; w < b->workers; w++) {
+            total += b->accepted[w];
+            most = b->accepted[w] > most ? b->accepted[w] : most;
+        }
+        fprintf(f, "| %s |", b->label);
+        if (!b->ok || !total) {
+            fprintf(f, " failed: %s |\n", b->ok ? "no connections" : b->reason);
+            continue;
+        }
+        for (int w = 0; w < b->workers; w++)
+            fprintf(f, " %.1f%% |", 100.0 * (double)b->accepted[w] / (double)total);
+        fprintf(f, " %llu | %.2f |\n", (unsigned long long)total,
+                (double)most * b->workers / (double)total);
+    }
+    fprintf(f, "\n");
+}
+
 static const char *state_word(enum lab_srv_state st)
 {
     switch (st) {
@@ -440,6 +476,7 @@ int lab_write_md(const struct lab *lab, const char *path)
     }
     if (failed)
         fprintf(f, "\n");
+    balance_md(f, lab);
 
     fprintf(f, "## Servers\n\n| server | state | version | command | pids |\n"
                "| --- | --- | --- | --- | --- |\n");
@@ -646,6 +683,22 @@ int lab_write_json(const struct lab *lab, const char *path)
                 first = 0;
                 jpoint(f, lab, s, ki, c);
             }
+    }
+    fprintf(f, "\n  ],\n  \"balance\": [");
+    for (int i = 0; i < lab->nbalance; i++) {
+        const struct lab_balance *b = &lab->balance[i];
+        fprintf(f, "%s\n    {\"run\": ", i ? "," : "");
+        json_write_str(f, b->label);
+        fprintf(f, ", \"workers\": %d, \"ok\": %s, \"accepted\": [", b->workers,
+                b->ok ? "true" : "false");
+        for (int w = 0; w < b->workers; w++)
+            fprintf(f, "%s%llu", w ? ", " : "", (unsigned long long)b->accepted[w]);
+        fprintf(f, "]");
+        if (!b->ok) {
+            fprintf(f, ", \"reason\": ");
+            json_write_str(f, b->reason);
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");
     int bad = ferror(f);

@@ -398,3 +398,32 @@ def test_short_lab_littles_law(short_lab):
     assert len(cells) == len(CONCURRENCY)
     for c in cells:
         assert re.fullmatch(r"\d+\.\d\d( off)?", c), cells
+
+
+def test_short_lab_accept_balance(short_lab):
+    """reuseport runs once more with 4 workers, a connection per request: the
+    accepted counts per worker come from its status page into the JSON, the
+    report's table and balance.svg (a bar per worker)."""
+    out, r, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    runs = {b["run"]: b for b in rep["balance"]}
+    assert list(runs) == ["reuseport"], rep["balance"]      # iterative has one worker
+    b = runs["reuseport"]
+    assert b["ok"] and b["workers"] == 4 and len(b["accepted"]) == 4, b
+    assert sum(b["accepted"]) > 50, b
+    assert "lab: balance reuseport" in r.stderr
+    md = (out / "report.md").read_text()
+    assert "## Accept balance" in md
+    root = ET.parse(out / "balance.svg").getroot()
+    assert root.tag == SVG_NS + "svg"
+    bars = [e for e in root.iter(SVG_NS + "rect") if e.get("class") == "bar"]
+    assert len(bars) == 4
+    heights = [float(e.get("height")) for e in bars]
+    assert abs(sum(heights) - 300) < 1, heights             # shares add up to the plot height
+
+
+def test_balance_workers_flag_checked(tmp_path):
+    r = run_lab(tmp_path / "out", "--balance-workers", "1")
+    assert r.returncode == 2 and "--balance-workers" in r.stderr, r.stderr
+    r = run_lab(tmp_path / "out", "--balance-workers", "17")
+    assert r.returncode == 2, r.stderr
