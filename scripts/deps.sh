@@ -19,6 +19,8 @@ if [ "$what" = test ]; then
     python3 -m pip --version >/dev/null 2>&1 || need python3-pip
     # the status page's browser test drives it through Playwright
     have_cmd chromium || need chromium
+    # herd lab --profile's test records with perf
+    have_cmd perf || need linux-perf
 fi
 if [ -n "$pkgs" ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -184,9 +184,9 @@ static void take_sample(const struct lab *lab, const struct lab_server *s, pid_t
 /* Runs herd load once. Returns 0 when it finished (exit status in
  * *status, usage in ru), 1 when it overran its deadline (and was
  * stopped), 2 when a stop signal came (and it was stopped). */
-static int run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
-                    int64_t dur_ms, const char *json, const char *log, int *status,
-                    struct rusage *ru, char *err, size_t errlen)
+int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                 int64_t dur_ms, const char *json, const char *log, int *status,
+                 struct rusage *ru, char *err, size_t errlen)
 {
     const struct lab_config *cfg = lab->cfg;
     char url[700], c[16], d[32], t[32], cpu[16];
@@ -387,7 +387,7 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
     struct sample a, b;
     take_sample(lab, s, pid, &a, 1);
     memset(&ru, 0, sizeof ru);
-    int rc = run_load(lab, s, ka, conc, cfg->duration_ms, json, log, &status, &ru, err,
+    int rc = lab_run_load(lab, s, ka, conc, cfg->duration_ms, json, log, &status, &ru, err,
                       sizeof err);
     take_sample(lab, s, pid, &b, 0);
     if (rc == 2)
@@ -447,7 +447,7 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
         struct rusage ru;
         snprintf(wlog, sizeof wlog, "%s/raw/%.100s-%s-c%d.warmup.txt", cfg->out_dir, name,
                  ka ? "keepalive" : "close", conc);
-        if (run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
+        if (lab_run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
                      sizeof err) == 2)
             return RUN_INTERRUPTED;
     }
@@ -560,6 +560,9 @@ static int run_server(struct lab *lab, struct lab_server *s)
                 result = measure(lab, s, pid, ki, ci);
             }
     }
+    if (cfg->profile && s->state == SRV_OK && !strcmp(s->kind, "herd") && result == RUN_DONE &&
+        !lproc_exited(pid, &(int){0}))
+        lab_profile(lab, s, pid, dir);
     int killed = lproc_stop(pid, STOP_GRACE_MS);
     fprintf(stderr, "lab: %s: stopped pid %d%s\n", s->label, (int)pid,
             killed ? " (some processes needed SIGKILL)" : "");

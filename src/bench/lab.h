@@ -27,6 +27,7 @@ struct lab_config {
     const char *path;                      /* request target, e.g. /index.html */
     int port_lo, port_hi;                  /* servers' ports; 0: any free port */
     int balance_workers;                   /* accept-balance runs' workers; < 2: none */
+    int profile;                           /* perf record each herd model: flame graphs */
 };
 
 /* herd's concurrency models, in report order: "all" means these. This

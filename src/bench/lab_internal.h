@@ -51,6 +51,7 @@ struct lab_server {
     pid_t pids[16];           /* the process tree as first seen */
     int npids;
     struct lab_point *points; /* [ka index * nconc + concurrency index] */
+    char flame[300];          /* --profile: its flame graph's file, or why there is none */
 };
 
 struct lab_manifest {
@@ -160,6 +161,18 @@ int lab_pick_port(int lo, int hi);
 void lab_balance_run(struct lab *lab);
 int lab_balance_count(const struct lab_config *cfg);
 int lab_write_balance_svg(const struct lab *lab, const char *path);
+
+/* lab.c: herd load against s for dur_ms (ka: keep-alive), its JSON to json
+ * (may be NULL), its output to log. Returns 0, 1 (failed, err says why) or
+ * 2 (interrupted). */
+struct rusage;
+int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                 int64_t dur_ms, const char *json, const char *log, int *status,
+                 struct rusage *ru, char *err, size_t errlen);
+
+/* lab_profile.c: --profile, one more run of herd server s (pid, its files
+ * in dir) under perf record; fills s->flame. */
+void lab_profile(struct lab *lab, struct lab_server *s, pid_t pid, const char *dir);
 
 /* lab_report.c */
 void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);

@@ -477,6 +477,16 @@ int lab_write_md(const struct lab *lab, const char *path)
     if (failed)
         fprintf(f, "\n");
     balance_md(f, lab);
+    if (lab->cfg->profile) {
+        fprintf(f, "## Profiles\n\nperf record -e cpu-clock -g on the server's processes "
+                   "during one more run per herd model (keep-alive, c=%d); flame graphs drawn "
+                   "by herd itself (src/bench/flame.c).\n\n",
+                lab->cfg->conc[lab->cfg->nconc - 1]);
+        for (int i = 0; i < lab->nservers; i++)
+            if (lab->servers[i].flame[0])
+                fprintf(f, "- %s: %s\n", lab->servers[i].label, lab->servers[i].flame);
+        fprintf(f, "\n");
+    }
 
     fprintf(f, "## Servers\n\n| server | state | version | command | pids |\n"
                "| --- | --- | --- | --- | --- |\n");
@@ -669,7 +679,9 @@ int lab_write_json(const struct lab *lab, const char *path)
         fprintf(f, ", \"port\": %d, \"pids\": [", s->port);
         for (int k = 0; k < s->npids; k++)
             fprintf(f, "%s%d", k ? ", " : "", (int)s->pids[k]);
-        fprintf(f, "]}%s\n", i + 1 < lab->nservers ? "," : "");
+        fprintf(f, "], \"profile\": ");
+        json_write_str(f, s->flame);
+        fprintf(f, "}%s\n", i + 1 < lab->nservers ? "," : "");
     }
     fprintf(f, "  ],\n  \"runs\": [\n");
     int first = 1;

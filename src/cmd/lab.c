@@ -45,6 +45,9 @@ static const char lab_usage[] =
     "                             docroot also has /4k.bin and /1m.bin)\n"
     "  --balance-workers N        workers of the accept-balance runs (default 4; 0: no\n"
     "                             such runs; at most 16)\n"
+    "  --profile                  after each herd model's runs, one more (keep-alive, the\n"
+    "                             highest concurrency) under perf record -g: a flame\n"
+    "                             graph DIR/flame-herd-MODEL.svg (needs linux-perf)\n"
     "  -h, --help                 this text\n"
     "\n"
     "Before the first run it prints an estimate of the whole run time (servers x\n"
@@ -196,7 +199,7 @@ static int valid_path(const char *p)
 }
 
 enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_RETRIES, O_KEEPALIVE,
-           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_BALANCE, O_HELP };
+           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_BALANCE, O_PROFILE, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"--models", O_MODELS, 1},        {"--concurrency", O_CONC, 1},
@@ -206,7 +209,7 @@ static const struct flag_opt opts[] = {
     {"--compare", O_COMPARE, 1},      {"--out", O_OUT, 1},
     {"--server-cpu", O_SCPU, 1},      {"--load-cpu", O_LCPU, 1},
     {"--path", O_PATH, 1},            {"--port-range", O_PORTS, 1},
-    {"--balance-workers", O_BALANCE, 1},
+    {"--balance-workers", O_BALANCE, 1}, {"--profile", O_PROFILE, 0},
     {"-h", O_HELP, 0},
     {"--help", O_HELP, 0},
 };
@@ -292,6 +295,9 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
             cfg->balance_workers = (int)n;
             break;
         }
+        case O_PROFILE:
+            cfg->profile = 1;
+            break;
         case O_HELP:
             *help = 1;
             break;

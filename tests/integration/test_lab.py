@@ -427,3 +427,44 @@ def test_balance_workers_flag_checked(tmp_path):
     assert r.returncode == 2 and "--balance-workers" in r.stderr, r.stderr
     r = run_lab(tmp_path / "out", "--balance-workers", "17")
     assert r.returncode == 2, r.stderr
+
+
+def perf_usable():
+    """None when perf can record here, else why not (for the skip)."""
+    perf = shutil.which("perf")
+    if not perf:
+        return "perf is not installed: apt-get install linux-perf"
+    r = subprocess.run([perf, "record", "-e", "cpu-clock", "-g", "-o", "/dev/null", "--", "true"],
+                       capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        return ("perf record is not permitted here (kernel.perf_event_paranoid?): "
+                + r.stderr.strip()[-200:])
+    return None
+
+
+@pytest.mark.slow
+def test_profile_writes_flame_graphs(tmp_path):
+    why = perf_usable()
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "out"
+    r = run_lab(out, "--models", "reuseport,coro", "--concurrency", "4", "--duration", "1s",
+                "--warmup", "0", "--retries", "0", "--compare", "none",
+                "--balance-workers", "0", "--profile", "--port-range", f"{PORTS[0]}-{PORTS[1]}",
+                timeout=180)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((out / "report.json").read_text())
+    for model in ("reuseport", "coro"):
+        svg = out / f"flame-herd-{model}.svg"
+        root = ET.parse(svg).getroot()                  # well-formed XML
+        assert root.tag == SVG_NS + "svg" and root.get("version") == "1.1"
+        boxes = root.findall(f".//{SVG_NS}rect")
+        assert len(boxes) > 5, len(boxes)
+        titles = [g.find(SVG_NS + "title").text for g in root.iter(SVG_NS + "g")]
+        assert any("samples" in t for t in titles), titles[:5]
+        # the root box spans the whole width: every sample passed through it
+        widths = [float(b.get("width")) for b in boxes[1:]]
+        assert max(widths) == pytest.approx(1180, abs=1)
+        server = next(s for s in rep["servers"] if s["label"] == f"herd/{model}")
+        assert server["profile"].startswith(f"flame-herd-{model}.svg"), server
+    assert "## Profiles" in (out / "report.md").read_text()
