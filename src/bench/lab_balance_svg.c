@@ -67,8 +67,8 @@ int lab_write_balance_svg(const struct lab *lab, const char *path)
     int width = LEFT + 20;
     for (int i = 0; i < lab->nbalance; i++)
         width += lab->balance[i].workers * BAR_W + GAP;
-    if (width < 420)
-        width = 420;
+    if (width < 480)
+        width = 480;
     int height = TOP + PLOT_H + BOTTOM;
     double y0 = TOP + PLOT_H;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
@@ -77,9 +77,12 @@ int lab_write_balance_svg(const struct lab *lab, const char *path)
                "font-size=\"12\">\n  <title>herd lab: accept balance</title>\n"
                "  <rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
             width, height, width, height, width, height);
+    /* two lines: one would be wider than a chart of a few runs */
     fprintf(f, "  <text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\" "
-               "font-weight=\"bold\">Connections accepted per worker (%d workers, a connection "
-               "per request)</text>\n", width / 2, lab->cfg->balance_workers);
+               "font-weight=\"bold\">Connections accepted per worker</text>\n"
+               "  <text x=\"%d\" y=\"40\" text-anchor=\"middle\">%d workers, a connection "
+               "per request; dashed: the even share</text>\n",
+            width / 2, width / 2, lab->cfg->balance_workers);
     for (int pct = 0; pct <= 100; pct += 25) {
         double y = y0 - PLOT_H * pct / 100.0;
         fprintf(f, "  <line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n"
