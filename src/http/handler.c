@@ -7,6 +7,7 @@
 #include "http/autoindex.h"
 #include "http/path.h"
 #include "http/static_file.h"
+#include "http/status_html.h"
 
 #define PUT_LIT(out, lit) resp_header_raw(out, lit, sizeof lit - 1)
 
@@ -92,6 +93,29 @@ static int route_slash(struct http_ctx *ctx, const struct http_request *req, int
     return 1;
 }
 
+/* The live page: constant bytes, sent from where they are (no copy). */
+static void status_html_page(const struct http_request *req, int keepalive,
+                             struct http_out *out, struct http_plan *plan)
+{
+    size_t len;
+    const char *page = status_html(&len);
+    plan->head_off = (uint32_t)out->len;
+    resp_status(out, 200);
+    PUT_LIT(out, "Content-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n"
+                 "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+                 "Content-Security-Policy: ");
+    resp_header_raw(out, status_html_csp, strlen(status_html_csp));
+    PUT_LIT(out, "\r\n");
+    resp_content_length(out, len);
+    resp_finish(out, req->minor, keepalive);
+    plan->head_len = (uint32_t)(out->len - plan->head_off);
+    if (req->method != HTTP_HEAD) {
+        plan->body = page;
+        plan->body_len = (uint32_t)len;
+    }
+    plan->status = 200;
+}
+
 /* Live counters; never cached by anyone. */
 static void status_page(struct http_ctx *ctx, const struct http_request *req, int keepalive,
                         struct http_out *out, struct http_plan *plan)
@@ -102,6 +126,9 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
         "text/plain; charset=utf-8",
     };
     int fmt = query_has(req, "format=prometheus") ? 1 : query_has(req, "format=table") ? 2 : 0;
+    if (fmt == 0 && !query_has(req, "format=json") &&
+        status_wants_html(req, query_has(req, "format=html")))
+        return status_html_page(req, keepalive, out, plan);
     /* The body is rendered into the free tail of the head buffer, not a
      * 32 KiB local: coroutine stacks are small (models/coro.c), and the
      * head written below stays clear of it (it fits in HTTP_HEAD_RESERVE). */

@@ -133,7 +133,7 @@ enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3 };
 
 /* A connection, alive across its coroutines: between requests it has no
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
-/* 96 bytes per connection (72 of them the request step's state); the
+/* 104 bytes per connection (80 of them the request step's state); the
  * buffers come from the thread's pools only while a request is in progress. */
 struct conn_state {
     int fd;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/latency.h"
+
 #define SB_MAX_SLOTS 512
 /* Upstream servers whose pools the status page shows (config order over
  * all groups); the rest are proxied as well, just not shown. */
@@ -39,6 +41,7 @@ struct sb_slot {
     uint32_t index;           /* worker number within its generation */
     uint32_t state;           /* enum sb_state */
     struct sb_upstream up[SB_UPSTREAMS];
+    struct sb_latency latency; /* request durations (models/step.c says which) */
 } __attribute__((aligned(64)));
 
 struct scoreboard {

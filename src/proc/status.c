@@ -1,5 +1,6 @@
 #include "proc/status.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -8,6 +9,7 @@
 struct totals {
     uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
     uint32_t workers;
+    struct sb_latency lat;      /* merged over every slot, like the counters */
 };
 
 static void snapshot(const struct sb_slot *s, struct sb_slot *o)
@@ -45,6 +47,7 @@ static void sum(const struct scoreboard *sb, struct totals *t)
         t->accepted += s.accepted;
         t->empty += s.empty_wakeups;
         t->dropped += s.log_dropped;
+        lat_merge(&t->lat, &sb->slots[i].latency);
         if (s.state != SB_FREE) {
             t->active += s.active;
             t->idle += s.idle;
@@ -90,6 +93,28 @@ static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
     bw_printf(w, "]");
 }
 
+/* Percentiles (each the high end of its log bucket) and the mean, in us. */
+static void json_latency(struct bw *w, const struct sb_latency *lat)
+{
+    uint64_t n = lat_count(lat);
+    bw_printf(w, "\"latency_us\":{\"count\":%llu,\"mean\":%llu,\"p50\":%llu,\"p90\":%llu,"
+        "\"p99\":%llu,\"p999\":%llu,\"buckets\":[",
+        (unsigned long long)n, (unsigned long long)(n ? lat->sum_us / n : 0),
+        (unsigned long long)lat_quantile(lat, 500), (unsigned long long)lat_quantile(lat, 900),
+        (unsigned long long)lat_quantile(lat, 990), (unsigned long long)lat_quantile(lat, 999));
+    /* the non-empty buckets as [high end, count]: the live page takes the
+     * difference of two reads for the percentiles of the last second */
+    const char *sep = "";
+    for (unsigned i = 0; i < LAT_BUCKETS; i++) {
+        if (!lat->log[i])
+            continue;
+        bw_printf(w, "%s[%llu,%llu]", sep, (unsigned long long)lat_bucket_high(i),
+            (unsigned long long)lat->log[i]);
+        sep = ",";
+    }
+    bw_printf(w, "]},");
+}
+
 static void render_json(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
@@ -101,7 +126,7 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,"
         "\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu},"
         "\"accepted\":%llu,\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,"
-        "\"log_dropped\":%llu,\"slots\":[",
+        "\"log_dropped\":%llu,",
         SB_GET(sb->master_pid), SB_GET(sb->logger_pid), sb->model, SB_GET(sb->generation),
         (long long)(now - sb->started), t.workers,
         (unsigned long long)SB_GET(sb->worker_restarts),
@@ -112,6 +137,8 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.status[5], (unsigned long long)t.accepted,
         (unsigned long long)t.active, (unsigned long long)t.idle, (unsigned long long)t.empty,
         (unsigned long long)t.dropped);
+    json_latency(w, &t.lat);
+    bw_printf(w, "\"slots\":[");
     int first = 1;
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
@@ -143,6 +170,39 @@ static void prom(struct bw *w, const char *name, const char *type, const char *h
         v);
 }
 
+/* A histogram with fixed bounds (the same on every server, so scrapes
+ * aggregate); buckets are cumulative, as the format wants. */
+static void prom_latency(struct bw *w, const struct sb_latency *lat)
+{
+    const char *name = "herd_request_duration_seconds";
+    bw_printf(w, "# HELP %s Time from the first bytes of a request to its answer.\n"
+        "# TYPE %s histogram\n", name, name);
+    uint64_t cum = 0;
+    for (unsigned p = 0; p < LAT_PROM_BOUNDS; p++) {
+        cum += lat->prom[p];
+        bw_printf(w, "%s_bucket{le=\"%g\"} %llu\n", name, lat_prom_bounds_us[p] / 1e6,
+            (unsigned long long)cum);
+    }
+    cum += lat->prom[LAT_PROM_BOUNDS];
+    bw_printf(w, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+        (unsigned long long)cum, name, lat->sum_us / 1e6, name, (unsigned long long)cum);
+}
+
+/* One series per live slot: labels are bounded by --workers. */
+static void prom_per_worker(const struct scoreboard *sb, struct bw *w, const char *name,
+                            const char *help, size_t field)
+{
+    bw_printf(w, "# HELP herd_worker_%s %s\n# TYPE herd_worker_%s counter\n", name, help, name);
+    for (uint32_t i = 0; i < sb->nslots; i++) {
+        const struct sb_slot *s = &sb->slots[i];
+        if (SB_GET(s->state) == SB_FREE)
+            continue;
+        const uint64_t *v = (const uint64_t *)((const char *)s + field);
+        bw_printf(w, "herd_worker_%s{slot=\"%u\",worker=\"%u\"} %llu\n", name, i,
+            SB_GET(s->index), (unsigned long long)SB_GET(*v));
+    }
+}
+
 static void render_prometheus(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
@@ -164,6 +224,11 @@ static void render_prometheus(const struct scoreboard *sb, struct bw *w)
     prom(w, "worker_restarts_total", "counter", "Workers respawned after dying.",
          SB_GET(sb->worker_restarts));
     prom(w, "generation", "gauge", "Reload generation.", SB_GET(sb->generation));
+    prom_latency(w, &t.lat);
+    prom_per_worker(sb, w, "accepted_connections_total", "Connections accepted, per worker.",
+                    offsetof(struct sb_slot, accepted));
+    prom_per_worker(sb, w, "requests_total", "HTTP requests answered, per worker.",
+                    offsetof(struct sb_slot, requests));
 }
 
 static void render_table(const struct scoreboard *sb, struct bw *w)
