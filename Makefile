@@ -45,6 +45,9 @@ build/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -c -o $@ $<
 
+# The live status page is assembled into this object (.incbin).
+build/obj/http/status_html.o build-asan/obj/http/status_html.o: src/http/status_page.html
+
 build-asan/herd: $(ASAN_OBJS)
 	$(CC) -O1 -g $(SAN) -o $@ $^ $(LDLIBS)
 

@@ -209,7 +209,7 @@ static int client_head(const struct upstream_response *r, int head_request, int 
         ub = UB_CLOSE;
     }
     int keep = h->keepalive && ub != UB_CLOSE;
-    long hl = proxy_build_response(r, ub, client_minor, keep, out, cap);
+    long hl = proxy_build_response(r, ub, client_minor, keep, h->pass_server, out, cap);
     if (hl < 0)
         return -1;
     h->status = r->status;

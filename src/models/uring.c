@@ -254,12 +254,16 @@ static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
         else if (flags & IORING_CQE_F_BUFFER) /* for a connection closed meanwhile */
             uring_buf_return(&u->bufs, flags >> IORING_CQE_BUFFER_SHIFT);
         break;
-    case UK_SEND:
-        uout_on_send(u, tag, res);
+    case UK_SEND: {
+        struct uconn *sc = NULL;
+        enum uout_next next = uout_on_send(u, tag, res, &sc);
+        if (sc)
+            uconn_after_output(u, sc, next);
         break;
+    }
     case UK_POLLOUT:
         if (live && c->polling)
-            uout_on_pollout(u, c, res);
+            uconn_after_output(u, c, uout_on_pollout(u, c, res));
         break;
     case UK_SIGNAL:
         if (!(flags & IORING_CQE_F_MORE))

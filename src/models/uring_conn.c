@@ -120,14 +120,16 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
 }
 
 /* Answers the requests in data[0..len) through the request step, all in
- * one send; returns the bytes used. Stops at an incomplete request, a full
- * batch, a file to sendfile or a close. */
-static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, size_t len,
-                    int *served)
+ * one send; returns the bytes used and says in *next how the send went.
+ * Stops at an incomplete request, a full batch, a file to sendfile or a
+ * close. */
+static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *data, size_t len,
+                          int *served, enum uout_next *next)
 {
+    *next = UOUT_NONE;
     struct uout *o = uout_get(u, c);
     if (!o) {
-        uconn_close(u, c);
+        *next = UOUT_CLOSE;
         return len;
     }
     size_t pos = 0;
@@ -154,11 +156,29 @@ static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, siz
     }
     if (o->bytes || o->file) {
         c->out = o;
-        uout_start(u, c);
+        *next = uout_start(u, c);
     } else {
         uout_free(u, o);
     }
     return pos;
+}
+
+/* Batch after batch while each goes out at once (a file sendfile took
+ * whole): the next batch is served here, not from inside the send, so
+ * the caller's input is never served twice. */
+static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, size_t len,
+                    int *served)
+{
+    size_t pos = 0;
+    for (;;) {
+        enum uout_next next;
+        pos += serve_batch(u, c, data + pos, len - pos, served, &next);
+        if (next == UOUT_DONE && pos < len && !c->st.closing)
+            continue;
+        if (next == UOUT_WAIT || next == UOUT_CLOSE)
+            uconn_after_output(u, c, next);
+        return pos;
+    }
 }
 
 static void finish_closing(struct uring_loop *u, struct uconn *c)
@@ -248,7 +268,7 @@ static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
         }
         skip = 0;
         if (c->out)
-            return; /* on its way: uconn_output_done goes on */
+            return; /* on its way: uconn_after_output goes on */
         if (c->st.closing) {
             finish_closing(u, c);
             return;
@@ -263,9 +283,14 @@ static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
     settle(u, c, served);
 }
 
-void uconn_output_done(struct uring_loop *u, struct uconn *c)
+void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next next)
 {
-    pump(u, c, 1, 0);
+    if (next == UOUT_WAIT)
+        uconn_arm(u, c, UQ_SEND); /* progress restarts the send timeout */
+    else if (next == UOUT_CLOSE)
+        uconn_close(u, c);
+    else if (next == UOUT_DONE)
+        pump(u, c, 1, 0); /* close, or serve what waits */
 }
 
 /* Input while an answer is on its way: buffered, up to c->in's room and

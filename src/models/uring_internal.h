@@ -97,8 +97,18 @@ void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
 void uconn_close(struct uring_loop *u, struct uconn *c);
 void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags);
 void uconn_timeout(struct uring_loop *u, struct uconn *c);
-/* The connection's answers are all out: close, or serve what waits. */
-void uconn_output_done(struct uring_loop *u, struct uconn *c);
+/* What the connection does after a step of its output. The send side
+ * says it and the connection side (uconn_after_output) does it, so calls
+ * go one way only: uring_conn -> uring_send. */
+enum uout_next {
+    UOUT_NONE,      /* a send of a connection closed meanwhile: nothing */
+    UOUT_WAIT,      /* on its way: (re)arm the send timeout */
+    UOUT_DONE,      /* all out: close, or serve what waits */
+    UOUT_CLOSE,     /* the peer is gone */
+};
+
+/* Does what the send side said (enum uout_next). */
+void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next next);
 void uconn_arm(struct uring_loop *u, struct uconn *c, enum uq q);
 void uconn_disarm(struct uring_loop *u, struct uconn *c);
 
@@ -109,10 +119,11 @@ struct uout *uout_get(struct uring_loop *u, struct uconn *c);
 int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan);
 /* Whether o has room for one more answer. */
 int uout_room(const struct uring_loop *u, const struct uout *o);
-/* Sends c->out (queues a sendmsg), or frees it when it holds nothing. */
-void uout_start(struct uring_loop *u, struct uconn *c);
-void uout_on_send(struct uring_loop *u, uint64_t tag, int res);
-void uout_on_pollout(struct uring_loop *u, struct uconn *c, int res);
+/* Sends c->out (queues a sendmsg, or sendfiles a file that follows). */
+enum uout_next uout_start(struct uring_loop *u, struct uconn *c);
+/* A sendmsg completed; *cp is set to its connection unless UOUT_NONE. */
+enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp);
+enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res);
 /* Gives back o's references and buffer. */
 void uout_free(struct uring_loop *u, struct uout *o);
 /* c closes: its output is dropped (kept as an orphan while the kernel

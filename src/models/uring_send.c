@@ -91,40 +91,37 @@ static void queue_sendmsg(struct uring_loop *u, struct uconn *c)
     SB_ADD(u->slot->bytes_out, o->bytes);
 }
 
-static void output_finished(struct uring_loop *u, struct uconn *c)
+static enum uout_next output_finished(struct uring_loop *u, struct uconn *c)
 {
     uout_free(u, c->out);
     c->out = NULL;
-    uconn_output_done(u, c);
+    return UOUT_DONE;
 }
 
 /* sendfile until done; a full socket waits for room through the ring. */
-static void send_file(struct uring_loop *u, struct uconn *c)
+static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
 {
     struct uout *o = c->out;
     uint64_t sent = 0;
     int rc = plan_sendfile(o->fd, o->file->fd, &o->off, o->end, &sent);
     SB_ADD(u->slot->bytes_out, sent);
-    if (rc == 0) {
-        output_finished(u, c);
-    } else if (rc == -EAGAIN) {
-        struct io_uring_sqe *sqe = uring_sqe(&u->ring);
-        io_uring_prep_poll_add(sqe, o->fd, POLLOUT);
-        io_uring_sqe_set_data64(sqe, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
-        c->polling = 1;
-        uconn_arm(u, c, UQ_SEND); /* progress restarts the send timeout */
-    } else {
-        uconn_close(u, c);
-    }
+    if (rc == 0)
+        return output_finished(u, c);
+    if (rc != -EAGAIN)
+        return UOUT_CLOSE;
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_poll_add(sqe, o->fd, POLLOUT);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
+    c->polling = 1;
+    return UOUT_WAIT; /* progress restarts the send timeout */
 }
 
-void uout_start(struct uring_loop *u, struct uconn *c)
+enum uout_next uout_start(struct uring_loop *u, struct uconn *c)
 {
-    uconn_arm(u, c, UQ_SEND);
-    if (c->out->bytes)
-        queue_sendmsg(u, c);
-    else
-        send_file(u, c);
+    if (!c->out->bytes)
+        return send_file(u, c);
+    queue_sendmsg(u, c);
+    return UOUT_WAIT;
 }
 
 /* Drops iov's first n bytes after a short send. */
@@ -157,45 +154,39 @@ static void free_orphan(struct uring_loop *u, int fd, uint32_t gen, int res)
     }
 }
 
-void uout_on_send(struct uring_loop *u, uint64_t tag, int res)
+enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)
 {
     int fd = (int)uring_tag_id(tag);
     uint32_t gen = uring_tag_gen(tag);
     struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
     if (!c || !c->open || c->gen != gen || !c->sending) {
         free_orphan(u, fd, gen, res);
-        return;
+        return UOUT_NONE;
     }
+    *cp = c;
     c->sending = 0;
     struct uout *o = c->out;
     if (res < 0) {
         SB_ADD(u->slot->bytes_out, -(uint64_t)o->bytes);
-        uconn_close(u, c); /* EPIPE, ECONNRESET: quietly */
-        return;
+        return UOUT_CLOSE; /* EPIPE, ECONNRESET: quietly */
     }
     if ((size_t)res < o->bytes) {
         SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (size_t)res));
         o->bytes -= (size_t)res;
         advance(o, (size_t)res);
-        uconn_arm(u, c, UQ_SEND);
         queue_sendmsg(u, c);
-        return;
+        return UOUT_WAIT;
     }
     o->bytes = 0;
-    if (o->file)
-        send_file(u, c);
-    else
-        output_finished(u, c);
+    return o->file ? send_file(u, c) : output_finished(u, c);
 }
 
-void uout_on_pollout(struct uring_loop *u, struct uconn *c, int res)
+enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res)
 {
     c->polling = 0;
-    if (res < 0 || (res & (POLLERR | POLLHUP))) {
-        uconn_close(u, c);
-        return;
-    }
-    send_file(u, c);
+    if (res < 0 || (res & (POLLERR | POLLHUP)))
+        return UOUT_CLOSE;
+    return send_file(u, c);
 }
 
 static void cancel(struct uring_loop *u, uint64_t tag)

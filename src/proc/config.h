@@ -87,6 +87,7 @@ struct serve_config {
     uint8_t upstream_least;     /* least connections, else round-robin */
     uint32_t upstream_keepalive; /* idle connections kept per worker and server */
     int64_t upstream_fail_timeout_ms;
+    int64_t upstream_stall_ms;  /* no first byte this long: is the pool starving it? 0: off */
     int64_t proxy_connect_timeout_ms;
     int64_t proxy_read_timeout_ms;
     int64_t proxy_send_timeout_ms;
@@ -96,6 +97,7 @@ struct serve_config {
     char fastcgi_fallback[1024]; /* the front controller for missing files, or "" */
     char fastcgi_params[CONFIG_MAX_FASTCGI_PARAMS][FASTCGI_PARAM_MAX]; /* NAME=VALUE */
     int nfastcgi_params;
+    uint8_t proxy_pass_server;  /* the upstream's Server and Date reach clients */
 };
 
 /* Fills in the defaults. */

@@ -226,7 +226,10 @@ def parse_prometheus(text):
         else:
             m = PROM_SAMPLE.match(line)
             assert m, f"bad Prometheus sample line: {line!r}"
-            assert m.group(1) in types, f"sample before its TYPE line: {line!r}"
+            name = m.group(1)
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            assert name in types or types.get(base) == "histogram", \
+                f"sample before its TYPE line: {line!r}"
             samples.append((m.group(1), m.group(2) or "", float(m.group(3))))
     return helps, types, samples
 
