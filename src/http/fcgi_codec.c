@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "core/bwriter.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "http/cgi_response.h"
@@ -156,8 +157,19 @@ static void log_stderr_line(const struct upstream_framing *b, const char *p, siz
         dropped++;
         return;
     }
-    int n = len > 2048 ? 2048 : (int)len;
-    log_msg(LOG_WARN, "FastCGI stderr from %s: %.*s", b->tag ? b->tag : "?", n, p);
+    /* The script's bytes (and its path) escaped as in the access log: no
+     * control byte or escape sequence reaches the log or a terminal, no NUL
+     * cuts the line short; bounded by the buffer whatever the line's size. */
+    char text[2048 + 4], path[512 + 4];
+    struct bw w;
+    bw_init(&w, text, sizeof text);
+    bw_escaped(&w, p, len, BW_ESC_LOG, sizeof text - 1);
+    text[w.len] = '\0';
+    const char *tag = b->tag ? b->tag : "?";
+    bw_init(&w, path, sizeof path);
+    bw_escaped(&w, tag, strlen(tag), BW_ESC_LOG, sizeof path - 1);
+    path[w.len] = '\0';
+    log_msg(LOG_WARN, "FastCGI stderr from %s: %s", path, text);
 }
 
 /* A run of STDERR, line by line: each line of the log is one of herd's,

@@ -72,6 +72,10 @@ posix_kill(posix_getpid(), 9);
 for ($i = 0; $i < 100; $i++) error_log("boom $i from php");
 echo 'ok';
 """,
+    "stderr_escape.php": r"""<?php
+error_log("paint \x1b[31mred\x1b[0m bell \x07 tail");
+echo 'ok';
+""",
     "uploads/x.php": r"""<?php
 echo 'x.php ran';
 """,
@@ -358,6 +362,20 @@ def test_stderr_to_the_error_log_rate_limited(herd, php_cgi):
     assert "FastCGI stderr from /stderr.php" in text
     # at most 20 lines a second (the burst may straddle two seconds)
     assert text.count(" from php") <= 40, text.count(" from php")
+
+
+def test_stderr_control_bytes_are_escaped(herd, php_cgi):
+    """A script's STDERR is a writer of untrusted bytes into the error log:
+    no escape sequence or control byte reaches it raw."""
+    sock, _ = php_cgi()
+    srv = herd(sock)
+    r = get(srv, "/stderr_escape.php")
+    assert r.status == 200 and r.body == b"ok"
+    wait_for(lambda: "paint " in srv.stderr_text(), timeout=5,
+             what="the script's STDERR in the error log")
+    line = next(l for l in srv.stderr_text().splitlines() if "paint " in l)
+    assert "\x1b" not in line and "\x07" not in line, repr(line)
+    assert "\\x1b[31mred" in line and "\\x07 tail" in line, repr(line)
 
 
 def test_read_timeout_504(herd, php_cgi):
