@@ -13,6 +13,7 @@ void alog_init(struct alog *a, int fd, enum log_format fmt, struct sb_slot *slot
     a->slot = slot;
     a->len = 0;
     a->records = 0;
+    a->first_ms = 0;
 }
 
 /* The value of a header, by its lowercase name; NULL when absent. */
@@ -68,6 +69,8 @@ static int append(struct alog *a, const struct rec *r)
 {
     if (r->h.len > sizeof a->buf - a->len)
         return 0;
+    if (a->len == 0)
+        a->first_ms = clock_now_ms();
     char *p = a->buf + a->len;
     memcpy(p, &r->h, sizeof r->h);
     p += sizeof r->h;
@@ -137,4 +140,10 @@ void alog_flush(struct alog *a)
     /* The logger is gone for good (or the datagram is refused): count the loss. */
     SB_ADD(a->slot->log_dropped, a->records);
     a->len = a->records = 0;
+}
+
+void alog_tick(struct alog *a)
+{
+    if (a->len >= ALOG_SEND_AT || (a->len && clock_now_ms() >= a->first_ms + ALOG_DELAY_MS))
+        alog_flush(a);
 }
