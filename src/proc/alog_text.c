@@ -69,12 +69,13 @@ void alog_text_keep(size_t len[ALOG_NFIELDS])
     }
 }
 
-void alog_stamps_init(struct alog_stamps *s)
+void alog_cache_init(struct alog_cache *s)
 {
     s->sec[0] = s->sec[1] = -1;
+    s->family = 0;
 }
 
-static const char *stamp(struct alog_stamps *s, int json, int64_t sec)
+static const char *stamp(struct alog_cache *s, int json, int64_t sec)
 {
     if (s->sec[json] == sec)
         return s->text[json];
@@ -88,12 +89,17 @@ static const char *stamp(struct alog_stamps *s, int json, int64_t sec)
     return s->text[json];
 }
 
-static void peer_text(const struct alog_wire *h, char *out, size_t n)
+static const char *peer_text(struct alog_cache *s, const struct alog_wire *h)
 {
-    if (h->family == AF_INET || h->family == AF_INET6)
-        inet_ntop(h->family, h->addr, out, (socklen_t)n);
-    else
-        strcpy(out, "-");
+    if (h->family != AF_INET && h->family != AF_INET6)
+        return "-";
+    if (s->family != h->family || memcmp(s->addr, h->addr, sizeof s->addr)) {
+        if (!inet_ntop(h->family, h->addr, s->addr_text, sizeof s->addr_text))
+            strcpy(s->addr_text, "-");
+        s->family = h->family;
+        memcpy(s->addr, h->addr, sizeof s->addr);
+    }
+    return s->addr_text;
 }
 
 /* A field's share of the record written so far into w. */
@@ -126,14 +132,13 @@ static void put_header(struct bw *w, const struct alog_entry *e, int k, unsigned
         bw_escaped(w, "-", 1, esc, share(w, promised));
 }
 
-size_t alog_text(struct alog_stamps *s, const struct alog_entry *e, char *out)
+size_t alog_text(struct alog_cache *s, const struct alog_entry *e, char *out)
 {
     struct bw b, *w = &b;
     bw_init(w, out, ALOG_RECORD_MAX);
     int json = e->h.fmt == ACCESS_LOG_JSON;
     enum bw_esc esc = json ? BW_ESC_JSON : BW_ESC_LOG;
-    char addr[64];
-    peer_text(&e->h, addr, sizeof addr);
+    const char *addr = peer_text(s, &e->h);
     const char *when = stamp(s, json, e->h.sec);
     if (json) {
         bw_puts(w, "{\"time\":\"");

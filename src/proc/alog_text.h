@@ -27,18 +27,22 @@
  * that is cut whatever its bytes, and at the same place as when whole. */
 void alog_text_keep(size_t len[ALOG_NFIELDS]);
 
-/* The time stamps already formatted, one per format, reused while the
- * second is the same. */
-struct alog_stamps {
+/* Text already made, reused while it stays the same: the time stamp of
+ * each format (per second), and the last client address (inet_ntop
+ * formats through printf: a quarter of the logger's time before). */
+struct alog_cache {
     int64_t sec[2];
     char text[2][40]; /* "22/Nov/2026:01:58:48 +0000" or ISO 8601 */
+    uint8_t family;   /* of addr_text; 0: none yet */
+    uint8_t addr[16];
+    char addr_text[64];
 };
 
-void alog_stamps_init(struct alog_stamps *s);
+void alog_cache_init(struct alog_cache *s);
 
 /* Writes the record's line, newline included, to out (room for
  * ALOG_RECORD_MAX bytes); returns its length (0 would be a bug: nothing
  * is written then). */
-size_t alog_text(struct alog_stamps *s, const struct alog_entry *e, char *out);
+size_t alog_text(struct alog_cache *s, const struct alog_entry *e, char *out);
 
 #endif

@@ -38,12 +38,12 @@ static void write_all(int fd, const char *p, size_t n)
 }
 
 /* The logger's state: the datagram being read, the text being gathered
- * for one write, and the time stamps already formatted. */
+ * for one write, and the text it reuses (time stamps, the last address). */
 struct lg {
     int rx, out;
     size_t len;          /* text in buf */
     int warned;          /* a bad record was reported */
-    struct alog_stamps stamps;
+    struct alog_cache cache;
     char in[ALOG_BUF];   /* a worker sends at most one batch per datagram */
     char buf[BATCH + ALOG_RECORD_MAX];
 };
@@ -64,7 +64,7 @@ static void format_datagram(struct lg *g, size_t n)
             return;
         }
         at += (size_t)k;
-        g->len += alog_text(&g->stamps, &e, g->buf + g->len);
+        g->len += alog_text(&g->cache, &e, g->buf + g->len);
         if (g->len >= BATCH) {
             write_all(g->out, g->buf, g->len);
             g->len = 0;
@@ -102,7 +102,7 @@ int logger_main(int rx, const char *path)
     struct loop l;
     if (g) {
         *g = (struct lg){.rx = rx, .out = out};
-        alog_stamps_init(&g->stamps);
+        alog_cache_init(&g->cache);
     }
     if (!g || loop_init(&l) < 0 || loop_add(&l, rx, LOOP_IN, 1) < 0 ||
         loop_add(&l, sfd, LOOP_IN, 2) < 0) {

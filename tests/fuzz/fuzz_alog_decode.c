@@ -69,12 +69,12 @@ static void check_line(const struct alog_entry *e, const char *line, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static char *out;
-    static struct alog_stamps stamps;
+    static struct alog_cache stamps;
     if (!out) {
         out = malloc(ALOG_RECORD_MAX + GUARD);
         ENSURE(out);
         memset(out + ALOG_RECORD_MAX, '#', GUARD);
-        alog_stamps_init(&stamps);
+        alog_cache_init(&stamps);
     }
     if (size == 0 || size > ALOG_BUF + 1)
         return 0;

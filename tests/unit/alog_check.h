@@ -47,10 +47,10 @@ static size_t text_len;
  * returns the record's length on the wire, or -1 when it does not decode. */
 static long text_of(const char *bin, size_t n)
 {
-    static struct alog_stamps stamps;
+    static struct alog_cache stamps;
     static int ready;
     if (!ready++)
-        alog_stamps_init(&stamps);
+        alog_cache_init(&stamps);
     struct alog_entry e;
     long k = alog_decode(bin, n, &e);
     text_len = k < 0 ? 0 : alog_text(&stamps, &e, text);
