@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "proc/accesslog.h"
 
 #define GUARD 4096
@@ -291,4 +292,47 @@ TEST(requests_the_parser_accepts_at_1m_head)
               record_ok(text, text_len, (enum log_format)fmt, &f));
     }
     free(head);
+}
+
+/* Datagrams waiting at the logger's end of the socket. */
+static int queued_datagrams(void)
+{
+    static char got[ALOG_BUF + 1];
+    int n = 0;
+    while (recv(sp[1], got, sizeof got, MSG_DONTWAIT) > 0)
+        n++;
+    return n;
+}
+
+TEST(batch_waits_until_half_full_or_20_ms_old)
+{
+    setup(ACCESS_LOG_COMBINED);
+    discard_logger();
+    clock_cache.now_ms = 1000;
+    CHECK_EQ_INT(alog_due_ms(A), -1); /* nothing waits: no wakeup needed */
+    alog_record(A, NULL, make_req(&plain), 200, 1);
+    CHECK_EQ_INT(alog_due_ms(A), 1000 + ALOG_DELAY_MS);
+    clock_cache.now_ms = 1000 + ALOG_DELAY_MS - 1;
+    alog_record(A, NULL, make_req(&plain), 200, 1);
+    alog_tick(A); /* young and small: kept */
+    CHECK_EQ_INT(queued_datagrams(), 0);
+    CHECK_EQ_INT(A->records, 2);
+    clock_cache.now_ms = 1000 + ALOG_DELAY_MS; /* the oldest is due: both go */
+    alog_tick(A);
+    CHECK_EQ_INT(queued_datagrams(), 1);
+    CHECK(A->len == 0 && alog_due_ms(A) == -1);
+    /* a busy worker: sent as soon as half the batch is used, not later */
+    long records = 0, sends = 0;
+    while (sends == 0 && records < 100000) {
+        alog_record(A, NULL, make_req(&plain), 200, 1);
+        records++;
+        CHECK(A->len < ALOG_SEND_AT + 200);
+        alog_tick(A);
+        sends += queued_datagrams();
+    }
+    CHECK_EQ_INT(sends, 1);
+    /* sent by the record that reached half the batch: 85 bytes each (the
+     * head and GET, /index.html, http://r/, curl/8) */
+    size_t wire = sizeof(struct alog_wire) + 3 + 11 + 9 + 6;
+    CHECK_EQ_INT(records, (ALOG_SEND_AT + wire - 1) / wire);
 }
