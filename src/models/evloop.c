@@ -294,6 +294,9 @@ static int next_timeout(struct server *s)
         next = s->stop_deadline;
     if (s->accept_retry_at && !ev->stopping && (next < 0 || s->accept_retry_at < next))
         next = s->accept_retry_at;
+    int64_t log_due = alog_due_ms(&s->alog);
+    if (log_due >= 0 && (next < 0 || log_due < next))
+        next = log_due;
     if (next < 0)
         return -1;
     int64_t wait = next - clock_now_ms();
@@ -446,7 +449,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         expire(ev, &ev->q_linger);
         expire(ev, &ev->q_body);
         proxy_after_events(ev);
-        alog_flush(&s->alog);
+        alog_tick(&s->alog);
         if (ev->stopping) {
             if (ev->nconns == 0)
                 break;

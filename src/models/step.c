@@ -58,11 +58,8 @@ void step_account(struct step_ctx *x, const struct step_conn *c,
     lat_record(&x->slot->latency, elapsed_us(c));
     SB_ADD(x->slot->requests, 1);
     SB_ADD(x->slot->status[status / 100 % 6], 1);
-    if (!x->alog || !alog_on(x->alog))
-        return;
-    struct sockaddr_storage ss;
-    step_peer(c, &ss);
-    alog_record(x->alog, c->peer_family ? &ss : NULL, req, status, bytes);
+    if (x->alog && alog_on(x->alog))
+        alog_record_addr(x->alog, c->peer_family, c->peer, req, status, bytes);
 }
 
 /* A listener behind a load balancer: the connection starts with a PROXY

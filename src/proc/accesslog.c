@@ -1,37 +1,10 @@
 #include "proc/accesslog.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "core/bwriter.h"
 #include "core/clock.h"
-
-/* A record's shares: whatever the request (the parser takes heads up to the
- * largest --max-header-size, 1 MiB), a record is one line of at most
- * ALOG_RECORD_MAX bytes. The method keeps at most METHOD_MAX bytes; the
- * target, Referer and User-Agent, in that order, may each take what the
- * fields before them left, less what the fields after them are promised
- * (their FLOOR) and the fixed tail. A field past its share is cut, ending
- * in BW_CUT_MARK. HEAD_MAX bounds what comes before the method (time under
- * 40 bytes, address under 64, literals), TAIL_MAX the fixed text after it
- * (about 100 bytes of literals and numbers in JSON). Shares are counted from
- * the record's start, not from the batch, so a record's text never depends
- * on how full the batch is. */
-enum {
-    HEAD_MAX = 256,
-    METHOD_MAX = 256,
-    TARGET_FLOOR = 2048,
-    REFERER_FLOOR = 1024,
-    UA_FLOOR = 1024,
-    TAIL_MAX = 192,
-};
-_Static_assert(HEAD_MAX + METHOD_MAX + TARGET_FLOOR + REFERER_FLOOR + UA_FLOOR + TAIL_MAX <=
-                   ALOG_RECORD_MAX,
-               "the shares of a record must add up to at most ALOG_RECORD_MAX");
-_Static_assert(ALOG_RECORD_MAX <= ALOG_BUF, "a batch must hold a record");
 
 void alog_init(struct alog *a, int fd, enum log_format fmt, struct sb_slot *slot)
 {
@@ -39,31 +12,19 @@ void alog_init(struct alog *a, int fd, enum log_format fmt, struct sb_slot *slot
     a->fmt = fmt;
     a->slot = slot;
     a->len = 0;
-    a->stamp_sec = -1; /* no stamp formatted yet */
+    a->records = 0;
+    a->first_ms = 0;
 }
 
-static void update_stamp(struct alog *a)
-{
-    time_t now = clock_wall();
-    if (now == a->stamp_sec)
-        return;
-    a->stamp_sec = now;
-    struct tm tm;
-    localtime_r(&now, &tm);
-    if (!strftime(a->stamp, sizeof a->stamp,
-                  a->fmt == ACCESS_LOG_JSON ? "%Y-%m-%dT%H:%M:%S%z" : "%d/%b/%Y:%H:%M:%S %z",
-                  &tm))
-        strcpy(a->stamp, "-");
-}
-
+/* The value of a header, by its lowercase name; NULL when absent. */
 static const struct http_str *header(const struct http_request *req, const char *lower,
                                      size_t n)
 {
     for (unsigned i = 0; i < req->nheaders; i++) {
         const struct http_str *name = &req->headers[i].name;
-        if (name->len != n)
+        if (name->len != n || (name->p[0] | 0x20) != lower[0])
             continue;
-        size_t k = 0;
+        size_t k = 1;
         while (k < n && (name->p[k] | 0x20) == lower[k])
             k++;
         if (k == n)
@@ -72,99 +33,97 @@ static const struct http_str *header(const struct http_request *req, const char 
     return NULL;
 }
 
-static void peer_text(const struct sockaddr_storage *peer, char *out, size_t n)
-{
-    if (peer && peer->ss_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, out, (socklen_t)n);
-    else if (peer && peer->ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, out, (socklen_t)n);
-    else
-        snprintf(out, n, "-");
-}
+/* The record's head and fields, as alog_wire.h lays them out. */
+struct rec {
+    struct alog_wire h;
+    const char *field[ALOG_NFIELDS];
+};
 
-/* A field's share of the record written so far into w: what is left of
- * ALOG_RECORD_MAX, less the fixed tail and what later fields are promised. */
-static size_t share(const struct bw *w, size_t promised)
+static void fill_fields(struct rec *r, const struct http_request *req)
 {
-    size_t reserved = w->len + TAIL_MAX + promised;
-    return reserved < ALOG_RECORD_MAX ? ALOG_RECORD_MAX - reserved : 0;
-}
-
-/* The request line as logged: "-" for a request that failed to parse. */
-static void put_request(struct bw *w, const struct http_request *req, enum bw_esc esc)
-{
-    if (!req) {
-        bw_put(w, "-", 1);
-        return;
+    size_t len[ALOG_NFIELDS] = {0};
+    if (req) {
+        const struct http_str *ref = header(req, "referer", 7);
+        const struct http_str *ua = header(req, "user-agent", 10);
+        r->h.flags = ALOG_W_REQ | (ref ? ALOG_W_REFERER : 0) | (ua ? ALOG_W_UA : 0);
+        r->h.minor = req->minor;
+        r->field[ALOG_F_METHOD] = req->method_str.p;
+        r->field[ALOG_F_TARGET] = req->target.p;
+        r->field[ALOG_F_REFERER] = ref ? ref->p : NULL;
+        r->field[ALOG_F_UA] = ua ? ua->p : NULL;
+        len[ALOG_F_METHOD] = req->method_str.len;
+        len[ALOG_F_TARGET] = req->target.len;
+        len[ALOG_F_REFERER] = ref ? ref->len : 0;
+        len[ALOG_F_UA] = ua ? ua->len : 0;
+        alog_text_keep(len);
     }
-    size_t later = REFERER_FLOOR + UA_FLOOR;
-    size_t m = share(w, TARGET_FLOOR + later);
-    bw_escaped(w, req->method_str.p, req->method_str.len, esc, m < METHOD_MAX ? m : METHOD_MAX);
-    bw_put(w, " ", 1);
-    bw_escaped(w, req->target.p, req->target.len, esc, share(w, later));
-    bw_puts(w, " HTTP/1.");
-    bw_u64(w, req->minor);
+    r->h.len = sizeof r->h;
+    for (int k = 0; k < ALOG_NFIELDS; k++) {
+        r->h.flen[k] = (uint16_t)len[k];
+        r->h.len = (uint16_t)(r->h.len + len[k]);
+    }
 }
 
-/* One record in Combined Log Format or JSON, newline included. */
-static void put_record(struct bw *w, const struct alog *a, const char *addr,
-                       const struct http_request *req, unsigned status, uint64_t body_bytes)
+/* Appends the record to the batch; 0 (nothing appended) when it does not fit. */
+static int append(struct alog *a, const struct rec *r)
 {
-    static const struct http_str none = {"-", 1};
-    const struct http_str *ref = req ? header(req, "referer", 7) : NULL;
-    const struct http_str *ua = req ? header(req, "user-agent", 10) : NULL;
-    int json = a->fmt == ACCESS_LOG_JSON;
-    enum bw_esc esc = json ? BW_ESC_JSON : BW_ESC_LOG;
-    if (json)
-        bw_printf(w, "{\"time\":\"%s\",\"remote_addr\":\"%s\",\"request\":\"", a->stamp, addr);
-    else
-        bw_printf(w, "%s - - [%s] \"", addr, a->stamp);
-    put_request(w, req, esc);
-    bw_puts(w, json ? "\",\"status\":" : "\" ");
-    bw_u64(w, status);
-    bw_puts(w, json ? ",\"body_bytes_sent\":" : " ");
-    bw_u64(w, body_bytes);
-    bw_puts(w, json ? ",\"referer\":\"" : " \"");
-    ref = ref ? ref : &none;
-    bw_escaped(w, ref->p, ref->len, esc, share(w, UA_FLOOR));
-    bw_puts(w, json ? "\",\"user_agent\":\"" : "\" \"");
-    ua = ua ? ua : &none;
-    bw_escaped(w, ua->p, ua->len, esc, share(w, 0));
-    bw_puts(w, json ? "\"}\n" : "\"\n");
-}
-
-/* Appends one record to the batch, bounded by what is left of it; returns
- * 0 (and appends nothing) when the record does not fit whole. */
-static int append(struct alog *a, const char *addr, const struct http_request *req,
-                  unsigned status, uint64_t body_bytes)
-{
-    size_t left = sizeof a->buf - a->len;
-    struct bw w;
-    bw_init(&w, a->buf + a->len, left < ALOG_RECORD_MAX ? left : ALOG_RECORD_MAX);
-    put_record(&w, a, addr, req, status, body_bytes);
-    if (w.full)
+    if (r->h.len > sizeof a->buf - a->len)
         return 0;
-    a->len += w.len;
+    if (a->len == 0)
+        a->first_ms = clock_now_ms();
+    char *p = a->buf + a->len;
+    memcpy(p, &r->h, sizeof r->h);
+    p += sizeof r->h;
+    for (int k = 0; k < ALOG_NFIELDS; k++) {
+        if (r->h.flen[k])
+            memcpy(p, r->field[k], r->h.flen[k]);
+        p += r->h.flen[k];
+    }
+    a->len += r->h.len;
+    a->records++;
     return 1;
 }
 
-void alog_record(struct alog *a, const struct sockaddr_storage *peer,
-                 const struct http_request *req, unsigned status, uint64_t body_bytes)
+void alog_record_addr(struct alog *a, int family, const uint8_t *addr,
+                      const struct http_request *req, unsigned status, uint64_t body_bytes)
 {
     if (a->fd < 0)
         return;
-    update_stamp(a);
-    char addr[64];
-    peer_text(peer, addr, sizeof addr);
-    if (append(a, addr, req, status, body_bytes))
+    struct rec r;
+    memset(&r.h, 0, sizeof r.h);
+    r.h.sec = clock_wall();
+    r.h.bytes = body_bytes;
+    r.h.status = status;
+    r.h.fmt = (uint8_t)a->fmt;
+    if (family == AF_INET || family == AF_INET6) {
+        r.h.family = (uint8_t)family;
+        memcpy(r.h.addr, addr, family == AF_INET ? 4 : 16);
+    }
+    fill_fields(&r, req);
+    if (append(a, &r))
         return;
     /* The batch is full: send it now rather than drop the record (a burst
      * of long records fills it within one loop iteration). Only when the
      * logger cannot take it either is the record dropped, whole. */
     alog_flush(a);
-    if (a->len == 0 && append(a, addr, req, status, body_bytes))
+    if (a->len == 0 && append(a, &r))
         return;
     SB_ADD(a->slot->log_dropped, 1);
+}
+
+void alog_record(struct alog *a, const struct sockaddr_storage *peer,
+                 const struct http_request *req, unsigned status, uint64_t body_bytes)
+{
+    if (peer && peer->ss_family == AF_INET)
+        alog_record_addr(a, AF_INET,
+                         (const uint8_t *)&((const struct sockaddr_in *)peer)->sin_addr, req,
+                         status, body_bytes);
+    else if (peer && peer->ss_family == AF_INET6)
+        alog_record_addr(a, AF_INET6,
+                         ((const struct sockaddr_in6 *)peer)->sin6_addr.s6_addr, req, status,
+                         body_bytes);
+    else
+        alog_record_addr(a, 0, NULL, req, status, body_bytes);
 }
 
 void alog_flush(struct alog *a)
@@ -173,15 +132,18 @@ void alog_flush(struct alog *a)
         return;
     ssize_t n = send(a->fd, a->buf, a->len, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n == (ssize_t)a->len) {
-        a->len = 0;
+        a->len = a->records = 0;
         return;
     }
     if (n < 0 && (errno == EAGAIN || errno == ENOBUFS))
         return; /* the logger is behind: keep the batch, drop when full */
     /* The logger is gone for good (or the datagram is refused): count the loss. */
-    size_t lines = 0;
-    for (size_t i = 0; i < a->len; i++)
-        lines += a->buf[i] == '\n';
-    SB_ADD(a->slot->log_dropped, lines);
-    a->len = 0;
+    SB_ADD(a->slot->log_dropped, a->records);
+    a->len = a->records = 0;
+}
+
+void alog_tick(struct alog *a)
+{
+    if (a->len >= ALOG_SEND_AT || (a->len && clock_now_ms() >= a->first_ms + ALOG_DELAY_MS))
+        alog_flush(a);
 }

@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/signals.h"
+#include "proc/accesslog.h"
+#include "proc/alog_text.h"
 
 #define BATCH (256 * 1024)
 
@@ -35,24 +37,57 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Reads every queued datagram, writing in batches of about BATCH bytes. */
-static void drain(int rx, int out, char *buf)
+/* The logger's state: the datagram being read, the text being gathered
+ * for one write, and the text it reuses (time stamps, the last address). */
+struct lg {
+    int rx, out;
+    size_t len;          /* text in buf */
+    int warned;          /* a bad record was reported */
+    struct alog_cache cache;
+    char in[ALOG_BUF];   /* a worker sends at most one batch per datagram */
+    char buf[BATCH + ALOG_RECORD_MAX];
+};
+
+/* Formats the records of one datagram in[0..n) into the pending text,
+ * writing it out whenever BATCH bytes are gathered. A datagram that does
+ * not decode is the end of what can be trusted in it: the rest is dropped,
+ * and reported once. */
+static void format_datagram(struct lg *g, size_t n)
 {
-    size_t len = 0;
+    for (size_t at = 0; at < n;) {
+        struct alog_entry e;
+        long k = alog_decode(g->in + at, n - at, &e);
+        if (k < 0) {
+            if (!g->warned++)
+                log_msg(LOG_ERROR, "access log: a malformed record (%zu bytes left of a "
+                        "datagram): dropped it and the rest of the datagram", n - at);
+            return;
+        }
+        at += (size_t)k;
+        g->len += alog_text(&g->cache, &e, g->buf + g->len);
+        if (g->len >= BATCH) {
+            write_all(g->out, g->buf, g->len);
+            g->len = 0;
+        }
+    }
+}
+
+/* Reads every queued datagram, writing in batches of about BATCH bytes. */
+static void drain(struct lg *g)
+{
     for (;;) {
-        ssize_t n = recv(rx, buf + len, BATCH + 65536 - len, MSG_DONTWAIT);
+        ssize_t n = recv(g->rx, g->in, sizeof g->in, MSG_DONTWAIT | MSG_TRUNC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
-        len += (size_t)n;
-        if (len >= BATCH) {
-            write_all(out, buf, len);
-            len = 0;
-        }
+        /* MSG_TRUNC: n is the datagram's real length; a longer one than a
+         * batch is not from a worker, and its cut end is not decoded. */
+        format_datagram(g, (size_t)n <= sizeof g->in ? (size_t)n : 0);
     }
-    if (len)
-        write_all(out, buf, len);
+    if (g->len)
+        write_all(g->out, g->buf, g->len);
+    g->len = 0;
 }
 
 int logger_main(int rx, const char *path)
@@ -63,9 +98,13 @@ int logger_main(int rx, const char *path)
         log_msg(LOG_CRIT, "access log %s: %s", path, strerror(out < 0 ? -out : -sfd));
         return 1;
     }
-    char *buf = malloc(BATCH + 65536);
+    struct lg *g = malloc(sizeof *g);
     struct loop l;
-    if (!buf || loop_init(&l) < 0 || loop_add(&l, rx, LOOP_IN, 1) < 0 ||
+    if (g) {
+        *g = (struct lg){.rx = rx, .out = out};
+        alog_cache_init(&g->cache);
+    }
+    if (!g || loop_init(&l) < 0 || loop_add(&l, rx, LOOP_IN, 1) < 0 ||
         loop_add(&l, sfd, LOOP_IN, 2) < 0) {
         log_msg(LOG_CRIT, "logger: cannot start: %s", strerror(errno));
         return 1;
@@ -75,24 +114,25 @@ int logger_main(int rx, const char *path)
         int n = loop_wait(&l, ev, 4, -1);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u64 == 1) {
-                drain(rx, out, buf);
+                drain(g);
                 continue;
             }
             int sig;
             while ((sig = signals_read(sfd)) > 0) {
                 if (sig == SIGUSR1) {
-                    drain(rx, out, buf);
+                    drain(g);
                     int fd = logger_open_file(path);
                     if (fd < 0) {
                         log_msg(LOG_ERROR, "access log: reopen %s: %s (keeping the old file)",
                                 path, strerror(-fd));
                     } else {
-                        close(out);
-                        out = fd;
+                        close(g->out);
+                        g->out = fd;
                     }
                 } else if (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT) {
-                    drain(rx, out, buf);
-                    close(out);
+                    drain(g);
+                    close(g->out);
+                    free(g);
                     return 0;
                 }
             }

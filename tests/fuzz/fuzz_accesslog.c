@@ -1,11 +1,12 @@
-/* libFuzzer target: access-log records of hostile requests. The input
+/* libFuzzer target: access-log records of hostile requests, from the
+ * worker's binary record to the logger's line. The input
  * chooses the format, which headers are present, the client address, the
  * status, the byte count, how many records go into one batch, and four
  * field lengths (method, target, Referer, User-Agent) up to the largest
  * --max-header-size (1 MiB); the rest of the input is the fields' bytes,
- * repeated. Every record must be one well-formed line of at most
- * ALOG_RECORD_MAX bytes carrying its fields whole or cut with the mark
- * (tests/unit/alog_check.h); a full batch is sent at once, or when the
+ * repeated. Every record must be at most ALOG_WIRE_MAX bytes and decode
+ * (alog_decode) to one well-formed line of at most ALOG_RECORD_MAX bytes
+ * carrying its fields whole or cut with the mark (tests/unit/alog_check.h); a full batch is sent at once, or when the
  * logger's socket is full (the input chooses whether the fake logger
  * reads), records are dropped whole and counted; and nothing is written
  * past the batch (a guard region after it). */
@@ -103,11 +104,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         alog_record(A, peer, req, status, bytes);
         ENSURE(A->len <= ALOG_BUF);
         if (slot.log_dropped != dropped) { /* only when nothing could be sent */
-            ENSURE(A->len == before && ALOG_BUF - before < ALOG_RECORD_MAX);
+            ENSURE(A->len == before && ALOG_BUF - before < ALOG_WIRE_MAX);
             continue;
         }
         size_t at = A->len > before ? before : 0; /* 0: the full batch went out first */
-        ENSURE(record_ok(A->buf + at, A->len - at, fmt, unparsed ? NULL : &f));
+        size_t wire = A->len - at;
+        ENSURE(wire <= ALOG_WIRE_MAX && text_of(A->buf + at, wire) == (long)wire);
+        ENSURE(record_ok(text, text_len, fmt, unparsed ? NULL : &f));
         while (flags & 0x1000 && recv(logger, sink, sizeof sink, MSG_DONTWAIT) > 0)
             ;
     }

@@ -146,6 +146,22 @@ def test_combined_format_exact(model, server, site, tmp_path):
 
 
 @own_model
+@pytest.mark.parametrize("model", ["reuseport", "threads", "coro"])
+def test_line_arrives_while_the_worker_is_idle(model, server, tmp_path):
+    """Workers batch records and send a batch once it is 20 ms old: a worker
+    with nothing else to do (its one connection idle in keep-alive, no other
+    timer due for a minute) must still wake up to send it."""
+    log = tmp_path / "access.log"
+    srv = server("--model", model, "--workers", "1", "--access-log", log,
+                 "--keepalive-timeout", "60s", "--header-timeout", "60s")
+    m = marker()
+    with srv.connect() as c:
+        c.send(build_request("GET", f"/index.html?m={m}"))
+        assert c.read_response().status == 200
+        wait_lines(log, lambda l: m in l, 1, timeout=1.0)
+
+
+@own_model
 def test_json_format_exact(server, site, tmp_path):
     log = tmp_path / "access.json"
     srv = server("--workers", "2", "--access-log", log, "--access-log-format", "json")

@@ -1,5 +1,6 @@
-/* Reading access-log records back, for the unit test and the fuzz target:
- * a request made from four fields of any bytes, and record_ok(), which
+/* Reading access-log records back, for the unit tests and the fuzz targets:
+ * a request made from four fields of any bytes; text_of(), which decodes a
+ * binary record as the logger does and makes its line; and record_ok(), which
  * checks that a record is one line of at most ALOG_RECORD_MAX bytes, well
  * formed (Combined Log Format with only \xHH escapes, or valid JSON with
  * the keys in order) and carrying those fields, each whole or cut with the
@@ -35,6 +36,25 @@ static const struct http_request *make_req(const struct fields *f)
         req.headers[req.nheaders++] =
             (struct http_header){{"user-AGENT", 10}, {f->ua, (uint32_t)f->ulen}};
     return &req;
+}
+
+/* ---- a binary record as the logger turns it into text ---- */
+
+static char text[ALOG_RECORD_MAX];
+static size_t text_len;
+
+/* Decodes the record at bin[0..n) into its line (text[0..text_len));
+ * returns the record's length on the wire, or -1 when it does not decode. */
+static long text_of(const char *bin, size_t n)
+{
+    static struct alog_cache stamps;
+    static int ready;
+    if (!ready++)
+        alog_cache_init(&stamps);
+    struct alog_entry e;
+    long k = alog_decode(bin, n, &e);
+    text_len = k < 0 ? 0 : alog_text(&stamps, &e, text);
+    return k;
 }
 
 /* ---- reading a record back ---- */

@@ -1,6 +1,7 @@
-/* proc/accesslog.c: whatever the request (fields of 0 to 70000 bytes of
- * any value, a head at the largest --max-header-size), a record is one well-formed
- * line of at most ALOG_RECORD_MAX bytes: it ends with its only newline, the
+/* proc/accesslog.c, proc/alog_text.c: whatever the request (fields of 0 to
+ * 70000 bytes of any value, a head at the largest --max-header-size), a
+ * worker's binary record is at most ALOG_WIRE_MAX bytes, and the logger
+ * makes it one well-formed line of at most ALOG_RECORD_MAX bytes: it ends with its only newline, the
  * Combined Log Format fields are quoted and escaped, JSON records are valid
  * JSON, and a field is either logged whole or cut with the "..." mark.
  * The batch never exceeds ALOG_BUF: records past it are dropped and counted.
@@ -14,6 +15,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "proc/accesslog.h"
 
 #define GUARD 4096
@@ -54,11 +56,12 @@ static int log_one(enum log_format fmt, const struct fields *f, const struct soc
     uint64_t dropped = slot.log_dropped;
     alog_record(A, peer, f ? make_req(f) : NULL, status, bytes);
     int ok = guard_intact() && slot.log_dropped == dropped && A->len > 0 &&
-             record_ok(A->buf, A->len, fmt, f);
+             A->len <= ALOG_WIRE_MAX && text_of(A->buf, A->len) == (long)A->len &&
+             record_ok(text, text_len, fmt, f);
     if (!ok)
-        UNIT_NOTE("%s record of %zu bytes, fields %zu/%zu/%zu/%zu: %.200s",
-                  fmt == ACCESS_LOG_JSON ? "json" : "combined", A->len, f ? f->mlen : 0,
-                  f ? f->tlen : 0, f ? f->rlen : 0, f ? f->ulen : 0, A->buf);
+        UNIT_NOTE("%s record of %zu bytes (%zu of text), fields %zu/%zu/%zu/%zu: %.200s",
+                  fmt == ACCESS_LOG_JSON ? "json" : "combined", A->len, text_len,
+                  f ? f->mlen : 0, f ? f->tlen : 0, f ? f->rlen : 0, f ? f->ulen : 0, text);
     return ok;
 }
 
@@ -122,9 +125,9 @@ TEST(longest_fixed_parts_still_fit)
     struct fields f = {big, big, big, big, FIELD_MAX, FIELD_MAX, FIELD_MAX, FIELD_MAX};
     for (int fmt = 0; fmt < 2; fmt++) {
         CHECK(log_one((enum log_format)fmt, &f, &ss, UINT32_MAX, UINT64_MAX));
-        CHECK(memmem(A->buf, A->len, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 39) != NULL);
-        CHECK(memmem(A->buf, A->len, " 18446744073709551615", 21) != NULL ||
-              memmem(A->buf, A->len, ":18446744073709551615", 21) != NULL);
+        CHECK(memmem(text, text_len, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 39) != NULL);
+        CHECK(memmem(text, text_len, " 18446744073709551615", 21) != NULL ||
+              memmem(text, text_len, ":18446744073709551615", 21) != NULL);
     }
 }
 
@@ -135,11 +138,11 @@ TEST(fields_within_their_floor_are_never_cut)
     fill_big();
     struct fields f = {big, big, big, big, 256 / 6, 2048 / 6 - 8, 1024 / 6 - 8, 1024 / 6 - 8};
     CHECK(log_one(ACCESS_LOG_JSON, &f, NULL, 200, 0));
-    CHECK(memmem(A->buf, A->len, "...", 3) == NULL);
+    CHECK(memmem(text, text_len, "...", 3) == NULL);
     struct fields g = {"PROPFIND", big, big, big, 8, 2000, 1000, 1000};
     memset(big, 'a', 2000);
     CHECK(log_one(ACCESS_LOG_COMBINED, &g, NULL, 200, 0));
-    CHECK(memmem(A->buf, A->len, "...", 3) == NULL);
+    CHECK(memmem(text, text_len, "...", 3) == NULL);
 }
 
 TEST(cut_fields_carry_the_mark)
@@ -147,11 +150,11 @@ TEST(cut_fields_carry_the_mark)
     memset(big, 'a', sizeof big);
     struct fields f = with_field(2, 20000); /* a 20 KB Referer */
     CHECK(log_one(ACCESS_LOG_COMBINED, &f, NULL, 200, 0));
-    CHECK(memmem(A->buf, A->len, "a...\" \"curl/8\"\n", 15) != NULL);
-    CHECK(A->len > 6500); /* it took what the others left, less User-Agent's floor */
+    CHECK(memmem(text, text_len, "a...\" \"curl/8\"\n", 15) != NULL);
+    CHECK(text_len > 6500); /* it took what the others left, less User-Agent's floor */
     f = with_field(0, 300); /* a 300-byte method */
     CHECK(log_one(ACCESS_LOG_JSON, &f, NULL, 501, 0));
-    CHECK(memmem(A->buf, A->len, "a... /index.html HTTP/1.1\"", 26) != NULL);
+    CHECK(memmem(text, text_len, "a... /index.html HTTP/1.1\"", 26) != NULL);
 }
 
 TEST(unparsed_request_logs_a_dash)
@@ -164,11 +167,11 @@ TEST(unparsed_request_logs_a_dash)
 static long records_in(const char *buf, size_t len, enum log_format fmt, const struct fields *f)
 {
     long n = 0;
-    for (const char *p = buf, *end = buf + len; p < end; n++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl || !record_ok(p, (size_t)(nl + 1 - p), fmt, f))
+    for (size_t at = 0; at < len; n++) {
+        long k = text_of(buf + at, len - at);
+        if (k < 0 || (size_t)k > ALOG_WIRE_MAX || !record_ok(text, text_len, fmt, f))
             return -1;
-        p = nl + 1;
+        at += (size_t)k;
     }
     return n;
 }
@@ -204,15 +207,18 @@ TEST(full_batch_is_sent_at_once_instead_of_dropping)
         discard_logger();
         uint64_t dropped0 = slot.log_dropped;
         long sent = 0;
-        for (int i = 0; i < 20; i++) { /* 20 records of about 7 KiB: two batches and more */
+        size_t wire = 0; /* about 8 KiB each: 20 are two batches and more */
+        for (int i = 0; i < 20; i++) {
+            size_t before = A->len;
             alog_record(A, NULL, make_req(&huge), 200, 1);
+            wire = A->len > before ? A->len - before : A->len;
             long got = drain_logger((enum log_format)fmt, &huge); /* a logger that keeps up */
             sent = got < 0 || sent < 0 ? -1 : sent + got;
         }
         CHECK(slot.log_dropped == dropped0);
         CHECK(A->len <= ALOG_BUF && guard_intact());
         long kept = records_in(A->buf, A->len, (enum log_format)fmt, &huge);
-        CHECK(sent >= 16 && kept > 0 && sent + kept == 20);
+        CHECK(wire > 0 && sent >= 2 * (long)(ALOG_BUF / wire) && kept > 0 && sent + kept == 20);
         alog_flush(A);
         CHECK(drain_logger((enum log_format)fmt, &huge) == kept);
     }
@@ -232,7 +238,7 @@ TEST(logger_behind_drops_whole_records_and_counts)
         }
         CHECK(slot.log_dropped == dropped0 + 1);
         CHECK(A->len <= ALOG_BUF && guard_intact());
-        CHECK(ALOG_BUF - A->len < ALOG_RECORD_MAX); /* dropped only when it was full */
+        CHECK(ALOG_BUF - A->len < ALOG_WIRE_MAX); /* dropped only when it was full */
         long batched = records_in(A->buf, A->len, (enum log_format)fmt, &huge);
         CHECK_EQ_INT(drain_logger((enum log_format)fmt, &huge) + batched, calls - 1);
         /* the socket has room again, but a small record that fits the rest
@@ -282,7 +288,51 @@ TEST(requests_the_parser_accepts_at_1m_head)
         alog_record(A, NULL, &r, 404, 0);
         struct fields f = {r.method_str.p, r.target.p, r.headers[1].value.p, "ua",
                            r.method_str.len, r.target.len, r.headers[1].value.len, 2};
-        CHECK(guard_intact() && record_ok(A->buf, A->len, (enum log_format)fmt, &f));
+        CHECK(guard_intact() && text_of(A->buf, A->len) == (long)A->len &&
+              record_ok(text, text_len, (enum log_format)fmt, &f));
     }
     free(head);
+}
+
+/* Datagrams waiting at the logger's end of the socket. */
+static int queued_datagrams(void)
+{
+    static char got[ALOG_BUF + 1];
+    int n = 0;
+    while (recv(sp[1], got, sizeof got, MSG_DONTWAIT) > 0)
+        n++;
+    return n;
+}
+
+TEST(batch_waits_until_half_full_or_20_ms_old)
+{
+    setup(ACCESS_LOG_COMBINED);
+    discard_logger();
+    clock_cache.now_ms = 1000;
+    CHECK_EQ_INT(alog_due_ms(A), -1); /* nothing waits: no wakeup needed */
+    alog_record(A, NULL, make_req(&plain), 200, 1);
+    CHECK_EQ_INT(alog_due_ms(A), 1000 + ALOG_DELAY_MS);
+    clock_cache.now_ms = 1000 + ALOG_DELAY_MS - 1;
+    alog_record(A, NULL, make_req(&plain), 200, 1);
+    alog_tick(A); /* young and small: kept */
+    CHECK_EQ_INT(queued_datagrams(), 0);
+    CHECK_EQ_INT(A->records, 2);
+    clock_cache.now_ms = 1000 + ALOG_DELAY_MS; /* the oldest is due: both go */
+    alog_tick(A);
+    CHECK_EQ_INT(queued_datagrams(), 1);
+    CHECK(A->len == 0 && alog_due_ms(A) == -1);
+    /* a busy worker: sent as soon as half the batch is used, not later */
+    long records = 0, sends = 0;
+    while (sends == 0 && records < 100000) {
+        alog_record(A, NULL, make_req(&plain), 200, 1);
+        records++;
+        CHECK(A->len < ALOG_SEND_AT + 200);
+        alog_tick(A);
+        sends += queued_datagrams();
+    }
+    CHECK_EQ_INT(sends, 1);
+    /* sent by the record that reached half the batch: 85 bytes each (the
+     * head and GET, /index.html, http://r/, curl/8) */
+    size_t wire = sizeof(struct alog_wire) + 3 + 11 + 9 + 6;
+    CHECK_EQ_INT(records, (ALOG_SEND_AT + wire - 1) / wire);
 }
