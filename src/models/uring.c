@@ -203,6 +203,9 @@ static int64_t next_deadline(struct server *s)
         next = s->stop_deadline;
     if (s->accept_retry_at && (next < 0 || s->accept_retry_at < next))
         next = s->accept_retry_at;
+    int64_t log_due = alog_due_ms(&s->alog); /* a batch of log records waits */
+    if (log_due >= 0 && (next < 0 || log_due < next))
+        next = log_due;
     return next;
 }
 
@@ -411,7 +414,7 @@ static int round_end(struct server *s)
     expire(u, &u->q_send);
     expire(u, &u->q_linger);
     expire(u, &u->q_body);
-    alog_flush(&s->alog);
+    alog_tick(&s->alog);
     if (u->stopping) {
         if (u->nconns == 0)
             return 1;

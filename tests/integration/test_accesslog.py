@@ -146,7 +146,7 @@ def test_combined_format_exact(model, server, site, tmp_path):
 
 
 @own_model
-@pytest.mark.parametrize("model", ["reuseport", "threads", "coro"])
+@pytest.mark.parametrize("model", ["reuseport", "threads", "coro", "uring"])
 def test_line_arrives_while_the_worker_is_idle(model, server, tmp_path):
     """Workers batch records and send a batch once it is 20 ms old: a worker
     with nothing else to do (its one connection idle in keep-alive, no other
