@@ -17,7 +17,7 @@
  * (their FLOOR) and the fixed tail. A field past its share is cut, ending
  * in BW_CUT_MARK. HEAD_MAX bounds what comes before the method (time under
  * 40 bytes, address under 64, literals), TAIL_MAX the fixed text after it
- * (about 100 bytes of literals and numbers in JSON). Shares are counted from
+ * (about 130 bytes of literals and numbers in JSON). Shares are counted from
  * the record's start, not from the batch, so a record's text never depends
  * on how full the batch is. */
 enum {
@@ -130,7 +130,15 @@ static void put_record(struct bw *w, const struct alog *a, const char *addr,
     bw_puts(w, json ? "\",\"user_agent\":\"" : "\" \"");
     ua = ua ? ua : &none;
     bw_escaped(w, ua->p, ua->len, esc, share(w, 0));
-    bw_puts(w, json ? "\"}\n" : "\"\n");
+    if (!json) {
+        bw_puts(w, "\"\n");
+        return;
+    }
+    /* which reload generation answered: a connection handed over on HUP
+     * shows it moved (docs/SPEC-serve.md) */
+    bw_puts(w, "\",\"generation\":");
+    bw_u64(w, a->slot ? SB_GET(a->slot->generation) : 0);
+    bw_puts(w, "}\n");
 }
 
 /* Appends one record to the batch, bounded by what is left of it; returns
