@@ -33,6 +33,7 @@ static void child_setup(struct master *m)
     if (getppid() != m->pid)
         _exit(0);
     close(m->sfd);
+    master_handover_close_in_child(m);
     if (m->up.fd >= 0)
         close(m->up.fd);
     if (m->ready_fd >= 0)
@@ -76,7 +77,7 @@ static int free_slots(const struct master *m, int n)
 
 /* In a new worker: keep the sockets its layout gives it, drop privileges
  * and run the model's worker. Never returns. */
-static void worker_child(struct master *m, int index, int slot, int channel)
+static void worker_child(struct master *m, int index, int slot, int channel, int handover)
 {
     child_setup(m);
     loop_close(&m->loop);
@@ -115,6 +116,7 @@ static void worker_child(struct master *m, int index, int slot, int channel)
         /* harmless on a socket of its own, needed on a shared one */
         .exclusive = !m->cfg->accept_herd,
         .channel_fd = channel,
+        .handover_fd = handover,
         .slot = &m->sb->slots[slot],
         .sb = m->sb,
         .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
@@ -137,17 +139,29 @@ static pid_t spawn_worker(struct master *m, int index)
             return -1;
         }
     }
+    int handover = -1;
+    if (m->model->hands_over) {
+        handover = master_handover_open(m, slot);
+        if (handover < 0) /* it serves; on a reload it just drains */
+            log_msg(LOG_ERROR, "worker %d: handover channel: %s", index, strerror(-handover));
+    }
     pid_t pid = fork();
     if (pid < 0) {
         log_msg(LOG_ERROR, "fork worker: %s", strerror(errno));
         if (channel >= 0)
             close(channel);
+        if (handover >= 0) {
+            close(handover);
+            master_handover_close(m, slot);
+        }
         return -1;
     }
     if (pid == 0)
-        worker_child(m, index, slot, channel);
+        worker_child(m, index, slot, channel, handover);
     if (channel >= 0)
         close(channel);
+    if (handover >= 0)
+        close(handover);
     for (int k = 0; k < m->nthreads; k++) {
         struct sb_slot *sl = &m->sb->slots[slot + k];
         SB_SET(sl->pid, pid);
@@ -222,6 +236,10 @@ static void reap(struct master *m)
         if (s == nslots(m))
             continue;
         struct wproc w = m->w[s];
+        /* What it handed over before it left is placed first. */
+        for (int i = 0; i < 64 && m->ho[s] >= 0; i++)
+            master_handover_event(m, s);
+        master_handover_close(m, s);
         for (int k = s; k < nslots(m) && m->w[k].pid == pid; k++) {
             m->w[k].pid = 0;
             SB_SET(m->sb->slots[k].pid, 0);
@@ -373,7 +391,9 @@ static int reload(struct master *m)
         m->rs[i].at_ms = 0;
         spawn_worker(m, i);
     }
-    signal_generation(m, SIGTERM, 1);
+    /* HUP tells old workers to hand their idle connections over to the
+     * new ones (proc/handover.h); TERM just drains. */
+    signal_generation(m, m->model->hands_over ? SIGHUP : SIGTERM, 1);
     reload_say(m, LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
     return 1;
 }
@@ -640,6 +660,8 @@ static void wait_events(struct master *m)
                 on_signal(m, sig);
         } else if (ev[i].data.u64 == TAG_UPGRADE) {
             master_upgrade_event(m);
+        } else if (ev[i].data.u64 & TAG_HANDOVER) {
+            master_handover_event(m, (int)(ev[i].data.u64 & 0xffff));
         } else if (m->dispatch && !m->stopping) {
             dispatch_event(m->dispatch, ev[i].data.u64, ev[i].events);
         }
@@ -710,6 +732,8 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     m->argc = hooks->argc;
     m->up.fd = -1;
     m->ready_fd = -1;
+    for (int s = 0; s < SB_MAX_SLOTS; s++)
+        m->ho[s] = -1;
     if (open_master(m) < 0 || start_children(m) < 0)
         return 1;
     for (;;) {

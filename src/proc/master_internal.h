@@ -10,6 +10,7 @@
 
 #include "core/loop.h"
 #include "proc/dispatch.h"
+#include "proc/handover.h"
 #include "proc/listeners.h"
 #include "proc/master.h"
 #include "proc/reload_answer.h"
@@ -23,6 +24,7 @@
  * they serve by then, and one that fails at start has died. */
 #define UPGRADE_SETTLE_MS 300
 #define TAG_UPGRADE (1ULL << 60) /* the ready pipe's epoll tag; 0 is the signalfd */
+#define TAG_HANDOVER (1ULL << 59) /* | slot: a worker's handover channel */
 
 struct wproc {
     pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
@@ -47,6 +49,7 @@ struct master {
     int nthreads;       /* threads per worker process */
     struct loop loop;
     struct dispatch *dispatch;
+    int ho[SB_MAX_SLOTS];   /* handover channels, on a process's first slot, or -1 */
     struct listeners ls;
     struct scoreboard *sb;
     struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
@@ -78,6 +81,14 @@ static inline int nslots(const struct master *m) { return (int)m->sb->nslots; }
 
 /* master.c */
 void master_begin_stop(struct master *m, int fast);
+
+/* master_handover.c: a channel for the worker about to start in slot
+ * (returns the worker's end or -errno); its events; closing it once the
+ * worker has gone (what it sent is handled first); in a new child. */
+int master_handover_open(struct master *m, int slot);
+void master_handover_event(struct master *m, int slot);
+void master_handover_close(struct master *m, int slot);
+void master_handover_close_in_child(struct master *m);
 
 /* master_upgrade.c, old master: USR2 starts one; the ready pipe's events,
  * the deadline and the new master's death (from reap) end it. */
