@@ -36,6 +36,7 @@ static const struct model_desc models[] = {
     },
     {
         .name = "coro",
+        .hands_over = 1,
         .worker_main = coro_model_run,
         .layout = LAYOUT_SHARED,
         .one_process = 1,
