@@ -379,7 +379,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
         loop_add(&ev->loop, env->channel_fd, EPOLLIN | LOOP_EDGE, TAG_CHANNEL) < 0)
         log_fatal("epoll_ctl: %s", strerror(errno));
     ev->ho_fd = env->handover_fd;
-    if (ev->ho_fd >= 0 && loop_add(&ev->loop, ev->ho_fd, EPOLLIN | LOOP_EDGE, TAG_HANDOVER) < 0)
+    /* Level-triggered: rare, and every loop of a process reads it. */
+    if (ev->ho_fd >= 0 && loop_add(&ev->loop, ev->ho_fd, EPOLLIN, TAG_HANDOVER) < 0)
         log_fatal("epoll_ctl: %s", strerror(errno));
     int sfd = env->signal_fd;
     if (sfd >= 0 && loop_add(&ev->loop, sfd, LOOP_IN, TAG_SIGNAL) < 0)

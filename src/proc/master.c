@@ -139,6 +139,9 @@ static pid_t spawn_worker(struct master *m, int index)
             return -1;
         }
     }
+    /* Before the fork: the worker's first access-log record names it. */
+    for (int k = 0; k < m->nthreads; k++)
+        SB_SET(m->sb->slots[slot + k].generation, m->gen);
     int handover = -1;
     if (m->model->hands_over) {
         handover = master_handover_open(m, slot);
@@ -165,7 +168,6 @@ static pid_t spawn_worker(struct master *m, int index)
     for (int k = 0; k < m->nthreads; k++) {
         struct sb_slot *sl = &m->sb->slots[slot + k];
         SB_SET(sl->pid, pid);
-        SB_SET(sl->generation, m->gen);
         SB_SET(sl->index, (uint32_t)(m->nthreads > 1 ? k : index));
         SB_SET(sl->started, (int64_t)time(NULL));
         SB_SET(sl->active, 0);
