@@ -598,6 +598,8 @@ int coro_model_run(const struct serve_config *cfg, const struct worker_env *env)
         teardown();
         return 1;
     }
+    for (int i = 0; i < M.n; i++)
+        SB_SET(M.ct[i].slot->ready, 1); /* a binary upgrade waits for every worker's */
     int64_t deadline = -1;
     for (;;) {
         struct pollfd p[2] = {{.fd = env->signal_fd, .events = POLLIN},

@@ -182,7 +182,9 @@ static void receive_connections(struct server *s)
             return;
         }
         for (int i = 0; i < n; i++) {
-            if (ev->stopping) {
+            /* Passed to us just before a reload: it moves on with the idle
+             * ones (its request may be on the wire). On a stop it closes. */
+            if (ev->stopping && !ev->handing_over) {
                 close(fds[i]);
                 continue;
             }
@@ -191,7 +193,10 @@ static void receive_connections(struct server *s)
             socklen_t plen = sizeof peer;
             int have_peer = want_peer(s) &&
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
-            conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]), have_peer ? &peer : NULL);
+            if (conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]),
+                          have_peer ? &peer : NULL) == 0 && ev->stopping &&
+                conn_hand_over(ev, &ev->conns[fds[i]]) < 0)
+                ev->conns[fds[i]].drain = DRAIN_RETRY;
         }
         if (n < 64 && (uint32_t)n < room)
             return;
@@ -424,6 +429,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         return 1;
     }
     struct evloop *ev = &s->ev;
+    SB_SET(ev->slot->ready, 1); /* a binary upgrade waits for every worker's */
     struct epoll_event events[MAX_EVENTS];
     for (;;) {
         int n = loop_wait(&ev->loop, events, MAX_EVENTS, next_timeout(s));

@@ -140,8 +140,10 @@ static pid_t spawn_worker(struct master *m, int index)
         }
     }
     /* Before the fork: the worker's first access-log record names it. */
-    for (int k = 0; k < m->nthreads; k++)
+    for (int k = 0; k < m->nthreads; k++) {
         SB_SET(m->sb->slots[slot + k].generation, m->gen);
+        SB_SET(m->sb->slots[slot + k].ready, 0);
+    }
     int handover = -1;
     if (m->model->hands_over) {
         handover = master_handover_open(m, slot);
@@ -634,7 +636,7 @@ static int start_children(struct master *m)
         start_dispatch(m);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
-    m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS;
+    m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;
     log_msg(LOG_NOTICE, "master %d: %d workers x %d threads, model %s, serving %s", m->pid,
             m->nworkers, m->nthreads, cfg->model, cfg->docroot);
     if (m->ready_fd >= 0)

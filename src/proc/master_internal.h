@@ -18,10 +18,8 @@
 #include "proc/upgrade.h"
 
 #define MAX_WORKERS CONFIG_MAX_WORKERS
-#define UPGRADE_READY_MS 30000 /* a new master must report ready within this */
 #define UPGRADE_EXIT_MS 3000   /* after its ready pipe closed, it must have exited */
-/* A new master reports ready once all its workers have lived this long:
- * they serve by then, and one that fails at start has died. */
+/* A new master checks this often (/3) whether every worker reported ready. */
 #define UPGRADE_SETTLE_MS 300
 #define TAG_UPGRADE (1ULL << 60) /* the ready pipe's epoll tag; 0 is the signalfd */
 #define TAG_HANDOVER (1ULL << 59) /* | slot: a worker's handover channel */

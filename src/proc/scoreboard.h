@@ -27,6 +27,7 @@ struct sb_slot {
     uint32_t generation;
     uint32_t index;           /* worker number within its generation */
     uint32_t state;           /* enum sb_state */
+    uint32_t ready;           /* its loop is set up and serves (an upgrade waits for it) */
 } __attribute__((aligned(64)));
 
 struct scoreboard {

@@ -264,3 +264,21 @@ def test_upgrade_binary_flag(upgradable, tmp_path):
     new = upgrade(srv, pidfile)
     assert os.readlink(f"/proc/{new}/exe") == str(copy)
     assert fetch_ok(srv)
+
+
+def test_upgrade_timeout_abandons_a_binary_that_never_gets_ready(upgradable, tmp_path):
+    """--upgrade-timeout: a new binary that starts but never reports ready
+    is killed at the deadline, and the old master keeps serving."""
+    hang = script(tmp_path / "hang-herd", "#!/bin/sh\nexec sleep 30\n")
+    srv, pidfile = upgradable("--workers", "1", "--upgrade-timeout", "1s",
+                              "--upgrade-binary", hang)
+    first = srv.pid
+    wait_for(lambda: read_pid(pidfile) == first, timeout=5, what="pid file written")
+    mark = srv.stderr_mark()
+    t0 = time.monotonic()
+    os.kill(first, signal.SIGUSR2)
+    lines = wait_for(lambda: failure_lines(srv, mark), timeout=10, what="a failure line")
+    took = time.monotonic() - t0
+    assert "was not ready within 1000 ms (--upgrade-timeout; killed)" in lines[0], lines
+    assert 0.9 < took < 5, took
+    still_serving(srv, pidfile, first)
