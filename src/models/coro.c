@@ -397,8 +397,10 @@ static void *handover_main(void *arg)
                 break;
             /* stopped: poll for the acknowledgements, not interruptibly */
             int64_t deadline = coro_stopping() ? clock_now_ms() + 20 : -1;
-            rc = coro_wait_fd(ch, EPOLLIN, deadline, coro_stopping() ? 0 : CORO_INTERRUPTIBLE);
-            if (rc < 0 && rc != -ETIMEDOUT && rc != -ECANCELED)
+            int flags = coro_stopping() ? 0 : CORO_INTERRUPTIBLE;
+            rc = coro_wait_fd(ch, EPOLLIN, deadline, flags);
+            /* a cancelled uninterruptible wait: the stop is at once now */
+            if (rc < 0 && rc != -ETIMEDOUT && (rc != -ECANCELED || !flags))
                 break;
             continue;
         }

@@ -229,6 +229,11 @@ static void close_idle(struct evloop *ev, struct timerq *q)
 static void begin_stop(struct server *s, int hand_over)
 {
     struct evloop *ev = &s->ev;
+    if (ev->stopping && ev->handing_over && !hand_over) {
+        /* TERM after a HUP: the server stops, nothing is handed over now */
+        ev->handing_over = 0;
+        close_idle(ev, &ev->q_keepalive);
+    }
     if (ev->stopping)
         return;
     ev->stopping = 1;
