@@ -319,6 +319,10 @@ static int next_timeout(struct server *s)
     if (s->accept_retry_at && !ev->stopping && (next < 0 || s->accept_retry_at < next))
         next = s->accept_retry_at;
     int retry = conn_handover_retry(ev);
+    /* Done but for acknowledgements: another thread of the process may be
+     * the one that reads them, and nothing would wake us. */
+    if (ev->stopping && ev->nconns == 0 && !conn_handover_settled())
+        retry = retry >= 0 && retry < 10 ? retry : 10;
     if (retry >= 0 && (next < 0 || clock_now_ms() + retry < next))
         next = clock_now_ms() + retry;
     if (next < 0)
