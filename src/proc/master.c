@@ -327,6 +327,8 @@ static int same_listeners(const struct serve_config *a, const struct serve_confi
 }
 
 static int open_log_channel(struct master *m);
+static void tree_size(const struct master *m, const struct serve_config *cfg, int *nworkers,
+                      int *nthreads);
 
 /* A line about a reload: logged, and kept for its answer. */
 static void reload_say(struct master *m, enum log_level level, const char *fmt, ...)
@@ -355,19 +357,33 @@ static int reload(struct master *m)
                    m->hooks->reload ? err : "no way to re-read the settings");
         return 0;
     }
+    int nworkers, nthreads;
+    tree_size(m, &next, &nworkers, &nthreads);
+    /* With a socket per worker or thread, the count is the socket set's. */
+    int per_socket = m->model->layout == LAYOUT_PER_WORKER ||
+                     m->model->layout == LAYOUT_PER_THREAD;
+    if (per_socket && (nworkers != m->nworkers || nthreads != m->nthreads)) {
+        reload_say(m, LOG_WARN, "reload: with --model %s the worker count changes only on "
+                   "restart", m->cfg->model);
+        nworkers = m->nworkers;
+        nthreads = m->nthreads;
+    }
     int free = 0;
     for (int s = 0; s < nslots(m); s++)
         free += m->w[s].pid == 0;
-    if (free < m->nworkers * m->nthreads) {
-        reload_say(m, LOG_ERROR, "reload refused: an earlier generation is still draining");
+    if (free < nworkers * nthreads) {
+        reload_say(m, LOG_ERROR, "reload refused: %s", nworkers * nthreads > m->nworkers *
+                   m->nthreads ? "no room in the scoreboard for that many more workers "
+                   "while the old ones drain (restart)" : "an earlier generation is still "
+                   "draining");
         return 0;
     }
     /* With no listen address given, the passed sockets were the set. */
     if (!(next.listen_default && m->ls.passed) && !same_listeners(m->cfg, &next))
         reload_say(m, LOG_WARN, "reload: listen addresses changed; that needs a restart "
                                 "(keeping the current sockets)");
-    if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
-        reload_say(m, LOG_WARN, "reload: the model and worker count change only on restart");
+    if (strcmp(next.model, m->cfg->model))
+        reload_say(m, LOG_WARN, "reload: the model changes only on restart");
     if (strcmp(next.error_log, m->cfg->error_log) || strcmp(next.pid_file, m->cfg->pid_file))
         reload_say(m, LOG_WARN, "reload: the error log and pid file change only on restart");
     memcpy(next.error_log, m->cfg->error_log, sizeof next.error_log);
@@ -376,7 +392,10 @@ static int reload(struct master *m)
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
     memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
     next.nlisten = m->cfg->nlisten;
-    next.workers = m->cfg->workers;
+    if (per_socket) {
+        next.workers = m->cfg->workers;
+        next.threads = m->cfg->threads;
+    }
     memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
@@ -391,10 +410,12 @@ static int reload(struct master *m)
     }
     m->gen++;
     SB_SET(m->sb->generation, m->gen);
-    for (int i = 0; i < m->nworkers; i++) {
-        m->rs[i].at_ms = 0;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        m->rs[i].at_ms = 0; /* old indexes beyond a smaller count too */
+    m->nworkers = nworkers;
+    m->nthreads = nthreads;
+    for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
-    }
     /* HUP tells old workers to hand their idle connections over to the
      * new ones (proc/handover.h); TERM just drains. */
     signal_generation(m, m->model->hands_over ? SIGHUP : SIGTERM, 1);
@@ -508,11 +529,10 @@ static int open_log_channel(struct master *m)
     return 0;
 }
 
-/* How many worker processes, threads per process and sockets per listen
- * address the model asks for. */
-static void size_tree(struct master *m)
+/* How many worker processes and threads per process cfg asks of the model. */
+static void tree_size(const struct master *m, const struct serve_config *cfg, int *nworkers,
+                      int *nthreads)
 {
-    const struct serve_config *cfg = m->cfg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
     if (m->model->one_process && cfg->threads)
@@ -522,8 +542,16 @@ static void size_tree(struct master *m)
         n = MAX_WORKERS;
     if (m->model->single_worker)
         n = 1;
-    m->nworkers = m->model->one_process ? 1 : n;
-    m->nthreads = m->model->one_process ? n : 1;
+    *nworkers = m->model->one_process ? 1 : n;
+    *nthreads = m->model->one_process ? n : 1;
+}
+
+/* How many worker processes, threads per process and sockets per listen
+ * address the model asks for. */
+static void size_tree(struct master *m)
+{
+    tree_size(m, m->cfg, &m->nworkers, &m->nthreads);
+    int n = m->nworkers * m->nthreads;
     m->ls.nsockets =
         m->model->layout == LAYOUT_PER_WORKER || m->model->layout == LAYOUT_PER_THREAD ? n : 1;
 }

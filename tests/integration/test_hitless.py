@@ -262,3 +262,39 @@ def test_idle_connection_moves_to_the_new_generation(server, tmp_path, model):
                     what="both access-log records")
     assert recs[TARGET + "?before"]["generation"] == 1
     assert recs[TARGET + "?after"]["generation"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.concurrency
+@pytest.mark.parametrize("model", ["prefork", "dispatch", "coro"])
+def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
+    """HUP applies a changed worker count (models whose sockets do not
+    depend on it): 4 -> 2 -> 4 under a non-retrying load, no error."""
+    cfg = tmp_path / "herd.conf"
+    key = "threads" if model == "coro" else "workers"
+    cfg.write_text(f"{key} = 4\n")
+    srv = server("--config", cfg, "--model", model, "--shutdown-timeout", "5s",
+                 "--keepalive-timeout", "30s", "--status-path", "/herd-status")
+
+    def running():
+        r = srv.get("/herd-status")
+        return sum(1 for s in json.loads(r.body)["slots"] if s["state"] == "running")
+    wait_for(lambda: running() == 4, timeout=5, what="4 workers")
+    load = Load(("127.0.0.1", srv.port), 100)
+    load.start()
+    for n in (2, 4):
+        cfg.write_text(f"{key} = {n}\n")
+        old = worker_pids(srv)
+        srv.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 8
+        while time.monotonic() < end and (old & worker_pids(srv)):
+            load.step(time.monotonic())
+        assert not old & worker_pids(srv), "the old generation did not leave"
+        assert running() == n
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        load.step(time.monotonic())
+    load.finish()
+    assert load.ok > 100, (load.ok, load.errors[:5])
+    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
+                             f"requests: {load.errors[:8]}")
