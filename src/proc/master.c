@@ -453,7 +453,10 @@ void master_begin_stop(struct master *m, int fast)
         m->rs[i].at_ms = 0;
     if (m->dispatch)
         dispatch_stop(m->dispatch);
-    signal_generation(m, fast ? SIGQUIT : SIGTERM, 0);
+    /* Upgraded: HUP, so the workers hand their idle connections over (to
+     * the new master, through us); else TERM, and they close them. */
+    int hand_over = m->succ_fd >= 0 && m->model->hands_over;
+    signal_generation(m, fast ? SIGQUIT : hand_over ? SIGHUP : SIGTERM, 0);
     /* The workers hold the sockets now; closing ours refuses nothing yet. */
     listeners_close(&m->ls);
     log_msg(LOG_NOTICE, "%s stop: %d workers", fast ? "fast" : "graceful", live_workers(m));
@@ -586,6 +589,7 @@ static int open_master(struct master *m)
         inherit_free(&in);
         return -1;
     }
+    m->pred_fd = upgrade_handover_fd(m->ready_fd);
     size_tree(m);
     clock_update();
     if (check_access_log(cfg) < 0) {
@@ -660,6 +664,10 @@ static int start_children(struct master *m)
     }
     if (loop_init(&m->loop) < 0 || loop_add(&m->loop, m->sfd, LOOP_IN, 0) < 0)
         log_fatal("epoll: %s", strerror(errno));
+    if (m->pred_fd >= 0 && loop_add(&m->loop, m->pred_fd, EPOLLIN, TAG_HANDOVER_PRED) < 0) {
+        close(m->pred_fd);
+        m->pred_fd = -1;
+    }
     if (m->model->layout == LAYOUT_DISPATCH)
         start_dispatch(m);
     for (int i = 0; i < m->nworkers; i++)
@@ -692,6 +700,10 @@ static void wait_events(struct master *m)
                 on_signal(m, sig);
         } else if (ev[i].data.u64 == TAG_UPGRADE) {
             master_upgrade_event(m);
+        } else if (ev[i].data.u64 == TAG_HANDOVER_PRED) {
+            master_handover_pred_event(m);
+        } else if (ev[i].data.u64 == TAG_HANDOVER_SUCC) {
+            master_handover_succ_event(m);
         } else if (ev[i].data.u64 & TAG_HANDOVER) {
             master_handover_event(m, (int)(ev[i].data.u64 & 0xffff));
         } else if (m->dispatch && !m->stopping) {
@@ -762,8 +774,8 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     m->loop.epfd = -1;
     m->argv = hooks->argv;
     m->argc = hooks->argc;
-    m->up.fd = -1;
-    m->ready_fd = -1;
+    m->up.fd = m->up.ho_fd = -1;
+    m->ready_fd = m->pred_fd = m->succ_fd = -1;
     for (int s = 0; s < SB_MAX_SLOTS; s++)
         m->ho[s] = -1;
     if (open_master(m) < 0 || start_children(m) < 0)

@@ -54,6 +54,10 @@ static int forward(struct master *m, int slot, struct handover_msg *h, const voi
 {
     if (h->kind == HO_CONN && !m->stopping && place(m, m->w[slot].index, h, in, fd) == 0)
         return 1;
+    /* upgraded: the new master takes it (and bounces it back if it cannot) */
+    h->pad = (uint32_t)slot;
+    if (h->kind == HO_CONN && m->succ_fd >= 0 && handover_send(m->succ_fd, h, in, fd) == 0)
+        return 1;
     h->kind = HO_BOUNCE;
     int rc = handover_send(m->ho[slot], h, in, fd);
     if (rc < 0)
@@ -104,8 +108,76 @@ void master_handover_close(struct master *m, int slot)
     m->ho[slot] = -1;
 }
 
+/* New master: a connection from the old master's workers goes to one of
+ * ours, or back (its pad names the old worker's slot). */
+void master_handover_pred_event(struct master *m)
+{
+    static char in[HANDOVER_IN_MAX];
+    struct handover_msg h;
+    for (int i = 0; i < BATCH && m->pred_fd >= 0; i++) {
+        int fd;
+        int rc = handover_recv(m->pred_fd, &h, in, sizeof in, &fd);
+        if (rc == -EAGAIN)
+            break;
+        if (rc == 0) { /* the old master has gone */
+            loop_del(&m->loop, m->pred_fd);
+            close(m->pred_fd);
+            m->pred_fd = -1;
+            break;
+        }
+        if (rc < 0 || h.kind != HO_CONN || fd < 0) {
+            log_msg(LOG_ERROR, "handover from the old master: %s",
+                    rc < 0 ? strerror(-rc) : "not a connection");
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        if (m->stopping || place(m, -1, &h, in, fd) < 0) {
+            h.kind = HO_BOUNCE;
+            if (handover_send(m->pred_fd, &h, in, fd) < 0)
+                log_msg(LOG_ERROR, "handover: a connection from the old master could not "
+                        "be placed nor sent back: closing it");
+        }
+        close(fd);
+    }
+}
+
+/* Old master: the new one could not place a connection; its worker keeps it. */
+void master_handover_succ_event(struct master *m)
+{
+    static char in[HANDOVER_IN_MAX];
+    struct handover_msg h;
+    for (int i = 0; i < BATCH && m->succ_fd >= 0; i++) {
+        int fd;
+        int rc = handover_recv(m->succ_fd, &h, in, sizeof in, &fd);
+        if (rc == -EAGAIN)
+            break;
+        if (rc == 0) {
+            loop_del(&m->loop, m->succ_fd);
+            close(m->succ_fd);
+            m->succ_fd = -1;
+            break;
+        }
+        if (rc == 1 && fd >= 0 && h.pad < SB_MAX_SLOTS && m->ho[h.pad] >= 0 &&
+            handover_send(m->ho[h.pad], &h, in, fd) == 0) {
+            close(fd);
+            continue;
+        }
+        log_msg(LOG_ERROR, "handover: a connection the new master sent back has no worker "
+                "here to go to: closing it");
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
 void master_handover_close_in_child(struct master *m)
 {
+    if (m->pred_fd >= 0)
+        close(m->pred_fd);
+    if (m->succ_fd >= 0)
+        close(m->succ_fd);
+    if (m->up.ho_fd >= 0)
+        close(m->up.ho_fd);
     for (int s = 0; s < SB_MAX_SLOTS; s++)
         if (m->ho[s] >= 0)
             close(m->ho[s]);

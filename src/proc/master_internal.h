@@ -23,6 +23,8 @@
 #define UPGRADE_SETTLE_MS 300
 #define TAG_UPGRADE (1ULL << 60) /* the ready pipe's epoll tag; 0 is the signalfd */
 #define TAG_HANDOVER (1ULL << 59) /* | slot: a worker's handover channel */
+#define TAG_HANDOVER_PRED (TAG_HANDOVER | 0x10000) /* from the master we upgraded */
+#define TAG_HANDOVER_SUCC (TAG_HANDOVER | 0x20000) /* to the master that upgraded us */
 
 struct wproc {
     pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
@@ -48,6 +50,8 @@ struct master {
     struct loop loop;
     struct dispatch *dispatch;
     int ho[SB_MAX_SLOTS];   /* handover channels, on a process's first slot, or -1 */
+    int pred_fd;            /* upgrade: connections from the old master come here, or -1 */
+    int succ_fd;            /* upgraded: ours go to the new master here, or -1 */
     struct listeners ls;
     struct scoreboard *sb;
     struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
@@ -87,6 +91,10 @@ int master_handover_open(struct master *m, int slot);
 void master_handover_event(struct master *m, int slot);
 void master_handover_close(struct master *m, int slot);
 void master_handover_close_in_child(struct master *m);
+/* Upgrade: what the old master sends us (pred), what the new one bounces
+ * back (succ). */
+void master_handover_pred_event(struct master *m);
+void master_handover_succ_event(struct master *m);
 
 /* master_upgrade.c, old master: USR2 starts one; the ready pipe's events,
  * the deadline and the new master's death (from reap) end it. */

@@ -111,6 +111,12 @@ void master_upgrade_event(struct master *m)
     log_msg(LOG_NOTICE, "upgrade: the new master (pid %d) serves; the old master (pid %d) "
                         "drains its workers and exits", m->up.pid, m->pid);
     loop_del(&m->loop, m->up.fd);
+    /* Keep the handover channel: our idle connections go that way. */
+    if (m->up.ho_fd >= 0 &&
+        loop_add(&m->loop, m->up.ho_fd, EPOLLIN, TAG_HANDOVER_SUCC) == 0) {
+        m->succ_fd = m->up.ho_fd;
+        m->up.ho_fd = -1;
+    }
     upgrade_clear(&m->up);
     m->handed_over = 1;
     master_begin_stop(m, 0);
