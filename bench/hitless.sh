@@ -1,10 +1,12 @@
 #!/bin/sh
-# Errors a non-retrying client (wrk) sees across HUPs (issue 13): for each
-# model and concurrency, herd serve --workers 2 on CPU 0, wrk -t1 on CPU 1
-# for DURATION seconds, HUP to the master every INTERVAL seconds (HUPS of
-# them). Prints one line per run: binary model connections requests errors.
+# Errors a non-retrying client (wrk) sees across reloads (issue 13): for
+# each model and concurrency, herd serve --workers 2 on CPU 0, wrk -t1 on
+# CPU 1 for DURATION seconds, SIGNAL (HUP, or USR2 for a binary upgrade) to
+# the master the pid file names every INTERVAL seconds (HUPS of them).
+# Prints one line per run: binary model connections requests errors.
 #   bench/hitless.sh BIN [MODELS] [CONNS]
-# env: DURATION (20), HUPS (5), INTERVAL (3), PORT (18731), DOCROOT (www)
+# env: DURATION (20), HUPS (5), INTERVAL (3), SIGNAL (HUP), PORT (18731),
+# DOCROOT (www)
 set -eu
 BIN=$1
 MODELS=${2:-"reuseport prefork dispatch threads coro"}
@@ -13,13 +15,14 @@ DURATION=${DURATION:-20}
 HUPS=${HUPS:-5}
 INTERVAL=${INTERVAL:-3}
 PORT=${PORT:-18731}
+SIGNAL=${SIGNAL:-HUP}
 DOCROOT=${DOCROOT:-www}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for model in $MODELS; do
     for c in $CONNS; do
         taskset -c 0 "$BIN" serve "$DOCROOT" --listen 127.0.0.1:$PORT --model "$model" \
-            --workers 2 --keepalive-timeout 60s 2>"$out/err" &
+            --workers 2 --keepalive-timeout 60s --pid-file "$out/pid" 2>"$out/err" &
         pid=$!
         i=0
         until grep -q "listening on" "$out/err" 2>/dev/null; do
@@ -32,13 +35,15 @@ for model in $MODELS; do
         sleep 2
         h=0
         while [ $h -lt "$HUPS" ]; do
-            kill -HUP $pid
+            kill -"$SIGNAL" "$(cat "$out/pid")"
             h=$((h + 1))
             sleep "$INTERVAL"
         done
         wait $wpid
-        kill -TERM $pid
+        last=$(cat "$out/pid")
+        kill -TERM "$last"
         wait $pid || true
+        while kill -0 "$last" 2>/dev/null; do sleep 0.1; done
         reqs=$(awk '/requests in/ {print $1}' "$out/wrk")
         errs=$(awk '/Socket errors/ {print}' "$out/wrk")
         non2xx=$(awk '/Non-2xx/ {print $NF}' "$out/wrk")
