@@ -17,7 +17,7 @@ BINDIR     ?= $(PREFIX)/bin
 DOCDIR     ?= $(PREFIX)/share/doc/herd
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
-LDLIBS  := -pthread -lm
+LDLIBS  := -pthread -lm -luring
 FUZZ_SECONDS ?= 20
 
 SRCS      := $(wildcard src/*/*.c)
@@ -44,6 +44,9 @@ build/herd: $(OBJS)
 build/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -c -o $@ $<
+
+# The live status page is assembled into this object (.incbin).
+build/obj/http/status_html.o build-asan/obj/http/status_html.o: src/http/status_page.html
 
 build-asan/herd: $(ASAN_OBJS)
 	$(CC) -O1 -g $(SAN) -o $@ $^ $(LDLIBS)
@@ -128,7 +131,7 @@ PART1 := $(addprefix tests/integration/,test_cli.py test_static.py \
 	test_keepalive_pipeline.py test_conditional_range.py test_parsing_errors.py \
 	test_paths.py test_timeouts.py test_robustness.py test_proxy_protocol.py \
 	test_redirects.py test_status_access.py)
-OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2
+OTHER_MODELS := prefork dispatch threads iterative single coro1 coro2 uring
 PYTEST := python3 -m pytest -q -p no:cacheprovider
 
 # An allocation counter the hot-path test preloads (tests/tools).

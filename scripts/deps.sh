@@ -9,6 +9,7 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 
 have_cmd gcc || need gcc
 need libc6-dev
+need liburing-dev # --model uring
 if [ "$what" = test ]; then
     have_cmd python3 || need python3
     python3 -c 'import pytest' >/dev/null 2>&1 || need python3-pytest
@@ -17,6 +18,10 @@ if [ "$what" = test ]; then
     need libclang-rt-14-dev
     have_cmd timeout || need coreutils
     python3 -m pip --version >/dev/null 2>&1 || need python3-pip
+    # the status page's browser test drives it through Playwright
+    have_cmd chromium || need chromium
+    # herd lab --profile's test records with perf
+    have_cmd perf || need linux-perf
 fi
 if [ -n "$pkgs" ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -40,4 +45,38 @@ if [ "$what" = test ]; then
         python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
             --no-deps --upgrade --target build/pydeps "h11==$h11"
     fi
+fi
+
+# Other test-only Python packages, pinned, the same way: prometheus-client
+# (its text parser reads the status page's Prometheus output) and
+# Playwright with its one dependency (drives the system chromium for the
+# status page's test; it never downloads a browser of its own).
+pydep() { # DIST VERSION
+    if ! PYTHONPATH=build/pydeps python3 -c \
+        "import sys, importlib.metadata as m; sys.exit(m.version('$1') != '$2')" >/dev/null 2>&1; then
+        echo "deps: $1 $2 into build/pydeps"
+        python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+            --no-deps --upgrade --target build/pydeps "$1==$2"
+    fi
+}
+if [ "$what" = test ]; then
+    pydep prometheus-client 0.21.1
+    pydep greenlet 3.5.6
+    pydep playwright 1.65.2
+fi
+
+# REDbot (tests/integration/test_redbot.py), a linter of HTTP responses,
+# with every dependency pinned and installed in one call (--no-deps: the
+# list is the whole closure pip resolved for redbot 2.7.1).
+redbot=2.7.1
+if [ "$what" = test ] && ! PYTHONPATH=build/pydeps python3 -c \
+    "import sys, importlib.metadata as m; sys.exit(m.version('redbot') != '$redbot')" \
+    >/dev/null 2>&1; then
+    echo "deps: redbot $redbot and its dependencies into build/pydeps"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+        --no-deps --upgrade --target build/pydeps "redbot==$redbot" \
+        babel==2.18.0 brotli==1.2.1 certifi==2026.10.18 cffi==2.1.1 chardet==7.7.0 \
+        cryptography==50.0.2 dnspython==2.9.2 http-sf==1.5.0 httplint==2026.10.4 \
+        idna==3.20 Jinja2==3.1.6 Markdown==3.11.3 MarkupSafe==3.0.4 netaddr==1.3.0 \
+        pycparser==3.12 sniffpy==1.0.0 thor==0.17.0 typing_extensions==4.16.0
 fi

@@ -184,9 +184,9 @@ static void take_sample(const struct lab *lab, const struct lab_server *s, pid_t
 /* Runs herd load once. Returns 0 when it finished (exit status in
  * *status, usage in ru), 1 when it overran its deadline (and was
  * stopped), 2 when a stop signal came (and it was stopped). */
-static int run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
-                    int64_t dur_ms, const char *json, const char *log, int *status,
-                    struct rusage *ru, char *err, size_t errlen)
+int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                 int64_t dur_ms, const char *json, const char *log, int *status,
+                 struct rusage *ru, char *err, size_t errlen)
 {
     const struct lab_config *cfg = lab->cfg;
     char url[700], c[16], d[32], t[32], cpu[16];
@@ -387,7 +387,7 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
     struct sample a, b;
     take_sample(lab, s, pid, &a, 1);
     memset(&ru, 0, sizeof ru);
-    int rc = run_load(lab, s, ka, conc, cfg->duration_ms, json, log, &status, &ru, err,
+    int rc = lab_run_load(lab, s, ka, conc, cfg->duration_ms, json, log, &status, &ru, err,
                       sizeof err);
     take_sample(lab, s, pid, &b, 0);
     if (rc == 2)
@@ -447,7 +447,7 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
         struct rusage ru;
         snprintf(wlog, sizeof wlog, "%s/raw/%.100s-%s-c%d.warmup.txt", cfg->out_dir, name,
                  ka ? "keepalive" : "close", conc);
-        if (run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
+        if (lab_run_load(lab, s, ka, conc, cfg->warmup_ms, NULL, wlog, &status, &ru, err,
                      sizeof err) == 2)
             return RUN_INTERRUPTED;
     }
@@ -560,6 +560,9 @@ static int run_server(struct lab *lab, struct lab_server *s)
                 result = measure(lab, s, pid, ki, ci);
             }
     }
+    if (cfg->profile && s->state == SRV_OK && !strcmp(s->kind, "herd") && result == RUN_DONE &&
+        !lproc_exited(pid, &(int){0}))
+        lab_profile(lab, s, pid, dir);
     int killed = lproc_stop(pid, STOP_GRACE_MS);
     fprintf(stderr, "lab: %s: stopped pid %d%s\n", s->label, (int)pid,
             killed ? " (some processes needed SIGKILL)" : "");
@@ -581,6 +584,14 @@ static int write_reports(struct lab *lab)
     rc |= lab_write_svg(lab, CHART_RPS, path);
     snprintf(path, sizeof path, "%s/p99.svg", out);
     rc |= lab_write_svg(lab, CHART_P99, path);
+    snprintf(path, sizeof path, "%s/errors.svg", out);
+    rc |= lab_write_svg(lab, CHART_ERRORS, path);
+    snprintf(path, sizeof path, "%s/cpu.svg", out);
+    rc |= lab_write_svg(lab, CHART_CPU, path);
+    if (lab_balance_count(lab->cfg)) {
+        snprintf(path, sizeof path, "%s/balance.svg", out);
+        rc |= lab_write_balance_svg(lab, path);
+    }
     return rc ? -1 : 0;
 }
 
@@ -695,7 +706,8 @@ static int add_servers(struct lab *lab)
 int64_t lab_estimate_ms(const struct lab_config *cfg, int nservers)
 {
     int64_t per_run = cfg->warmup_ms + cfg->duration_ms + QUIET_STEP_MS;
-    return nservers * (cfg->nka * cfg->nconc * per_run + SERVER_START_STOP_MS);
+    int64_t balance = lab_balance_count(cfg) * (cfg->duration_ms + SERVER_START_STOP_MS);
+    return nservers * (cfg->nka * cfg->nconc * per_run + SERVER_START_STOP_MS) + balance;
 }
 
 /* Runs each pending server in turn, rewriting the report after each. */
@@ -727,6 +739,10 @@ static void run_servers(struct lab *lab)
         stamp(lab->man.finished, sizeof lab->man.finished);
         write_reports(lab);
     }
+    if (!lab->interrupted && !lproc_stop_requested()) {
+        lab_balance_run(lab);
+        write_reports(lab);
+    }
     int64_t took = (now_ms() - began) / 1000;
     fprintf(stderr, "lab: the runs took %lldm%02llds (estimated at least %lldm%02llds)\n",
             (long long)(took / 60), (long long)(took % 60), (long long)(est / 60),
@@ -752,8 +768,8 @@ static int finish_lab(struct lab *lab)
     if (wrc < 0)
         fprintf(stderr, "herd lab: cannot write the report in %s\n", cfg->out_dir);
     else
-        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg)\n",
-                cfg->out_dir);
+        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg, errors.svg, cpu.svg%s)\n",
+                cfg->out_dir, lab->nbalance ? ", balance.svg" : "");
     if (lab->interrupted)
         fprintf(stderr, "lab: interrupted; every server the lab started is stopped\n");
     else if (!runs)

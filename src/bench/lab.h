@@ -9,6 +9,7 @@
 
 #define LAB_MAX_SERVERS 32
 #define LAB_MAX_CONC 64
+#define LAB_BALANCE_WORKERS_MAX 16
 
 struct lab_config {
     const char *models[LAB_MAX_SERVERS];   /* herd models, report order */
@@ -25,6 +26,8 @@ struct lab_config {
     const char *out_dir;
     const char *path;                      /* request target, e.g. /index.html */
     int port_lo, port_hi;                  /* servers' ports; 0: any free port */
+    int balance_workers;                   /* accept-balance runs' workers; < 2: none */
+    int profile;                           /* perf record each herd model: flame graphs */
 };
 
 /* herd's concurrency models, in report order: "all" means these. This

@@ -51,6 +51,7 @@ struct lab_server {
     pid_t pids[16];           /* the process tree as first seen */
     int npids;
     struct lab_point *points; /* [ka index * nconc + concurrency index] */
+    char flame[300];          /* --profile: its flame graph's file, or why there is none */
 };
 
 struct lab_manifest {
@@ -69,6 +70,16 @@ struct lab_manifest {
     long nofile_soft, nofile_hard;
 };
 
+/* One accept-balance run (lab_balance.c). */
+#define LAB_BALANCE_MAX 16
+struct lab_balance {
+    char label[48];           /* "prefork --accept-herd" */
+    int ok;
+    char reason[256];
+    int workers;
+    uint64_t accepted[LAB_BALANCE_MAX]; /* by worker index, during the run */
+};
+
 struct lab {
     const struct lab_config *cfg;
     struct lab_manifest man;
@@ -80,7 +91,21 @@ struct lab {
     char docroot[600];
     int body_bytes;           /* size of the file at cfg->path, -1 if not ours */
     int docroot_private;      /* run as root, and others cannot reach the docroot */
+    struct lab_balance balance[4];
+    int nbalance;
 };
+
+/* Little's law for a closed-loop run: requests in flight = req/s x mean
+ * latency, which should come out at the connection count (each connection
+ * always has one request out). Returns that over the connections; a run
+ * past LAB_LITTLE_FLAG either way measured something other than it meant
+ * (a client that could not keep its connections busy, time lost outside
+ * the latency it timed). */
+#define LAB_LITTLE_FLAG 0.10
+static inline double lab_little_ratio(const struct lab_point *p, int conc)
+{
+    return conc > 0 ? p->rps * p->lat_us[LAT_MEAN] / 1e6 / conc : 0;
+}
 
 static inline struct lab_point *lab_point(const struct lab *lab, const struct lab_server *s,
                                           int ka_index, int conc_index)
@@ -131,13 +156,32 @@ int lab_herd_status(int port, int64_t *wakeups, int64_t *requests, int64_t *mast
  * taken in turn so successive servers get different ports. */
 int lab_pick_port(int lo, int hi);
 
+/* lab_balance.c: the multi-worker runs (none when balance_workers < 2),
+ * how many the config asks for, and their chart. */
+void lab_balance_run(struct lab *lab);
+int lab_balance_count(const struct lab_config *cfg);
+int lab_write_balance_svg(const struct lab *lab, const char *path);
+
+/* lab.c: herd load against s for dur_ms (ka: keep-alive), its JSON to json
+ * (may be NULL), its output to log. Returns 0, 1 (failed, err says why) or
+ * 2 (interrupted). */
+struct rusage;
+int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                 int64_t dur_ms, const char *json, const char *log, int *status,
+                 struct rusage *ru, char *err, size_t errlen);
+
+/* lab_profile.c: --profile, one more run of herd server s (pid, its files
+ * in dir) under perf record; fills s->flame. */
+void lab_profile(struct lab *lab, struct lab_server *s, pid_t pid, const char *dir);
+
 /* lab_report.c */
 void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);
 int lab_write_md(const struct lab *lab, const char *path);
 int lab_write_json(const struct lab *lab, const char *path);
 
-/* lab_svg.c: metric 0 is req/s (linear), 1 is p99 in us (log scale). */
-enum lab_chart { CHART_RPS, CHART_P99 };
+/* lab_svg.c: req/s (linear), p99 in us (log scale), errors as % of the
+ * requests tried and server CPU us per request (both linear). */
+enum lab_chart { CHART_RPS, CHART_P99, CHART_ERRORS, CHART_CPU, CHART_N };
 int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path);
 
 /* Formats for tables and charts. */

@@ -173,7 +173,7 @@ static int in_tables(const struct lab_server *s)
 
 enum metric {
     M_RPS, M_P50, M_P90, M_P99, M_P999, M_MAX, M_ERRORS, M_CPU, M_CPU_REQ, M_VCSW, M_IVCSW,
-    M_LISTEN, M_WAKEUPS, M_QUALITY, M_N
+    M_LISTEN, M_WAKEUPS, M_LITTLE, M_QUALITY, M_N
 };
 
 static const struct {
@@ -203,6 +203,11 @@ static const struct {
     [M_WAKEUPS] = {"Empty accept wakeups (herd's scoreboard)", "A worker woke for a connection "
                                                                "and found none (the thundering "
                                                                "herd); herd only."},
+    [M_LITTLE] = {"Little's law: req/s × mean latency / connections",
+                  "Should be 1.00: in a closed loop every connection has one request out. "
+                  "Runs more than 10% off are marked \"off\": the load generator could not "
+                  "keep its connections busy, or the latency it timed misses part of each "
+                  "request's time."},
     [M_QUALITY] = {"Load generator CPU % / foreign CPU %", "Load: herd load's CPU on its core "
                                                            "(near 100% = the load generator is "
                                                            "the limit). Foreign: CPU used by "
@@ -210,8 +215,8 @@ static const struct {
                                                            "core. A disturbed run is repeated (--retries) and the least disturbed kept."},
 };
 
-static void cell(const struct lab_server *s, const struct lab_point *p, enum metric m, char *buf,
-                 size_t n)
+static void cell(const struct lab_server *s, const struct lab_point *p, enum metric m, int conc,
+                 char *buf, size_t n)
 {
     if (!p->ok) {
         snprintf(buf, n, "%s", p->done || s->state == SRV_FAILED ? "failed" : "–");
@@ -266,6 +271,11 @@ static void cell(const struct lab_server *s, const struct lab_point *p, enum met
         else
             snprintf(buf, n, "%lld", (long long)p->empty_wakeups);
         break;
+    case M_LITTLE: {
+        double r = lab_little_ratio(p, conc);
+        snprintf(buf, n, fabs(r - 1) > LAB_LITTLE_FLAG ? "%.2f off" : "%.2f", r);
+        break;
+    }
     case M_QUALITY: {
         double load = 100 * (p->load_user_s + p->load_sys_s) / p->wall_s;
         char runs[24] = "";
@@ -310,10 +320,46 @@ static void table(FILE *f, const struct lab *lab, int ki, enum metric m)
         fprintf(f, "| %s |", s->label);
         for (int c = 0; c < cfg->nconc; c++) {
             char buf[160];
-            cell(s, lab_point(lab, s, ki, c), m, buf, sizeof buf);
+            cell(s, lab_point(lab, s, ki, c), m, cfg->conc[c], buf, sizeof buf);
             fprintf(f, " %s |", buf);
         }
         fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
+/* The accept-balance runs: each worker's share of the connections. */
+static void balance_md(FILE *f, const struct lab *lab)
+{
+    if (!lab->nbalance)
+        return;
+    int n = lab->cfg->balance_workers;
+    fprintf(f, "## Accept balance\n\n%d workers on the server's CPU, a connection per request "
+               "for the run's duration; the share of connections each worker accepted "
+               "(herd's status page). Even is %.0f%% each (balance.svg).\n\n| run |", n,
+            100.0 / n);
+    for (int w = 0; w < n; w++)
+        fprintf(f, " worker %d |", w);
+    fprintf(f, " connections | busiest / even |\n| --- |");
+    for (int w = 0; w <= n; w++)
+        fprintf(f, " ---: |");
+    fprintf(f, " ---: |\n");
+    for (int i = 0; i < lab->nbalance; i++) {
+        const struct lab_balance *b = &lab->balance[i];
+        uint64_t total = 0, most = 0;
+        for (int w = 0; w < b->workers; w++) {
+            total += b->accepted[w];
+            most = b->accepted[w] > most ? b->accepted[w] : most;
+        }
+        fprintf(f, "| %s |", b->label);
+        if (!b->ok || !total) {
+            fprintf(f, " failed: %s |\n", b->ok ? "no connections" : b->reason);
+            continue;
+        }
+        for (int w = 0; w < b->workers; w++)
+            fprintf(f, " %.1f%% |", 100.0 * (double)b->accepted[w] / (double)total);
+        fprintf(f, " %llu | %.2f |\n", (unsigned long long)total,
+                (double)most * b->workers / (double)total);
     }
     fprintf(f, "\n");
 }
@@ -405,7 +451,8 @@ int lab_write_md(const struct lab *lab, const char *path)
                "With keep-alive off the latency includes the TCP handshake, and req/s are "
                "connections per second. Context switches count every thread of the "
                "server; listen overflows are machine-wide, so they belong to whatever ran "
-               "then (here, only the lab). Charts: reqs.svg and p99.svg (log scales).\n\n");
+               "then (here, only the lab). Charts: reqs.svg, p99.svg (log scales), errors.svg "
+               "and cpu.svg (CPU per request).\n\n");
 
     for (int ki = 0; ki < cfg->nka; ki++) {
         fprintf(f, "## %s\n\n", ka_title(cfg->ka[ki]));
@@ -429,6 +476,17 @@ int lab_write_md(const struct lab *lab, const char *path)
     }
     if (failed)
         fprintf(f, "\n");
+    balance_md(f, lab);
+    if (lab->cfg->profile) {
+        fprintf(f, "## Profiles\n\nperf record -e cpu-clock -g on the server's processes "
+                   "during one more run per herd model (keep-alive, c=%d); flame graphs drawn "
+                   "by herd itself (src/bench/flame.c).\n\n",
+                lab->cfg->conc[lab->cfg->nconc - 1]);
+        for (int i = 0; i < lab->nservers; i++)
+            if (lab->servers[i].flame[0])
+                fprintf(f, "- %s: %s\n", lab->servers[i].label, lab->servers[i].flame);
+        fprintf(f, "\n");
+    }
 
     fprintf(f, "## Servers\n\n| server | state | version | command | pids |\n"
                "| --- | --- | --- | --- | --- |\n");
@@ -527,6 +585,10 @@ static void jpoint(FILE *f, const struct lab *lab, const struct lab_server *s, i
     jnum(f, p->wall_s > 0 ? 100 * (p->load_user_s + p->load_sys_s) / p->wall_s : NAN);
     fprintf(f, "}, \"foreign_cpu_pct\": ");
     jnum(f, p->foreign_pct >= 0 ? p->foreign_pct : NAN);
+    double little = lab_little_ratio(p, lab->cfg->conc[ci]);
+    fprintf(f, ", \"little_ratio\": ");
+    jnum(f, little);
+    fprintf(f, ", \"little_off\": %s", fabs(little - 1) > LAB_LITTLE_FLAG ? "true" : "false");
     fprintf(f, ", \"attempts\": %d, \"disturbed\": %s", p->attempts,
             p->foreign_pct > FOREIGN_FLAG_PCT ? "true" : "false");
     fprintf(f, ", \"raw\": ");
@@ -617,7 +679,9 @@ int lab_write_json(const struct lab *lab, const char *path)
         fprintf(f, ", \"port\": %d, \"pids\": [", s->port);
         for (int k = 0; k < s->npids; k++)
             fprintf(f, "%s%d", k ? ", " : "", (int)s->pids[k]);
-        fprintf(f, "]}%s\n", i + 1 < lab->nservers ? "," : "");
+        fprintf(f, "], \"profile\": ");
+        json_write_str(f, s->flame);
+        fprintf(f, "}%s\n", i + 1 < lab->nservers ? "," : "");
     }
     fprintf(f, "  ],\n  \"runs\": [\n");
     int first = 1;
@@ -631,6 +695,22 @@ int lab_write_json(const struct lab *lab, const char *path)
                 first = 0;
                 jpoint(f, lab, s, ki, c);
             }
+    }
+    fprintf(f, "\n  ],\n  \"balance\": [");
+    for (int i = 0; i < lab->nbalance; i++) {
+        const struct lab_balance *b = &lab->balance[i];
+        fprintf(f, "%s\n    {\"run\": ", i ? "," : "");
+        json_write_str(f, b->label);
+        fprintf(f, ", \"workers\": %d, \"ok\": %s, \"accepted\": [", b->workers,
+                b->ok ? "true" : "false");
+        for (int w = 0; w < b->workers; w++)
+            fprintf(f, "%s%llu", w ? ", " : "", (unsigned long long)b->accepted[w]);
+        fprintf(f, "]");
+        if (!b->ok) {
+            fprintf(f, ", \"reason\": ");
+            json_write_str(f, b->reason);
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");
     int bad = ferror(f);

@@ -15,7 +15,7 @@
 
 /* A new model of herd serve is added here, and nowhere else in the lab. */
 const char *const lab_herd_models[] = {
-    "reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single",
+    "reuseport", "prefork", "dispatch", "threads", "coro", "uring", "iterative", "single",
 };
 const int lab_nherd_models = (int)(sizeof lab_herd_models / sizeof lab_herd_models[0]);
 

@@ -1,6 +1,7 @@
-/* herd lab's charts: req/s (linear) and p99 (log scale) against
- * concurrency (log scale), one panel per keep-alive mode, one polyline per
- * server/model, standalone SVG 1.1 that a browser opens as it is. */
+/* herd lab's charts: req/s (linear), p99 (log scale), errors and server
+ * CPU per request (linear) against concurrency (log scale), one panel per
+ * keep-alive mode, one polyline per server/model, standalone SVG 1.1 that
+ * a browser opens as it is. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,9 +42,32 @@ static int charted(const struct lab_server *s)
     return s->state == SRV_OK || s->state == SRV_FAILED || s->state == SRV_SKIPPED;
 }
 
+static const struct {
+    const char *title, *axis, *unit;
+} charts[CHART_N] = {
+    [CHART_RPS] = {"Requests per second", "requests per second", " req/s"},
+    [CHART_P99] = {"p99 latency", "p99 latency (log scale)", ""},
+    [CHART_ERRORS] = {"Errors", "errors, % of requests tried", "% errors"},
+    [CHART_CPU] = {"Server CPU per request", "server CPU per request (µs)", " µs"},
+};
+
 static double value(enum lab_chart which, const struct lab_point *p)
 {
-    return which == CHART_RPS ? p->rps : p->lat_us[LAT_P99];
+    double tried = (double)(p->requests + p->errors_total);
+    switch (which) {
+    case CHART_P99: return p->lat_us[LAT_P99];
+    case CHART_ERRORS: return tried > 0 ? 100.0 * (double)p->errors_total / tried : NAN;
+    case CHART_CPU: return p->requests ? 1e6 * (p->user_s + p->sys_s) / (double)p->requests : NAN;
+    default: return p->rps;
+    }
+}
+
+/* A point the chart can place: the log axis takes no zero; a linear one
+ * does (no errors is the figure the errors chart is for). */
+static int plotted(enum lab_chart which, const struct lab_point *p)
+{
+    double v = value(which, p);
+    return p->ok && isfinite(v) && (which == CHART_P99 ? v > 0 : v >= 0);
 }
 
 /* A round step giving about n ticks up to max. */
@@ -96,9 +120,9 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
             continue;
         for (int c = 0; c < cfg->nconc; c++) {
             const struct lab_point *p = lab_point(lab, s, ki, c);
-            double v = p->ok ? value(which, p) : NAN;
-            if (!(v > 0) || !isfinite(v))
+            if (!plotted(which, p))
                 continue;
+            double v = value(which, p);
             vmin = v < vmin ? v : vmin;
             vmax = v > vmax ? v : vmax;
         }
@@ -111,7 +135,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
     double pad = (log10(cmax) - log10(cmin)) * 0.05;
     struct scale xs = {log10(cmin) - pad, log10(cmax) + pad, 1, x0, x1};
     struct scale ys;
-    if (which == CHART_RPS) {
+    if (which != CHART_P99) {
         double top = vmax > 0 ? vmax * 1.08 : 1;
         double step = nice_step(top, 5);
         ys = (struct scale){0, ceil(top / step) * step, 0, y1, y0};
@@ -142,7 +166,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
 
     /* y ticks */
     char lbl[32];
-    if (which == CHART_RPS) {
+    if (which != CHART_P99) {
         double step = nice_step(ys.hi, 5);
         for (double v = 0; v <= ys.hi + step / 2; v += step) {
             double y = map(&ys, v);
@@ -174,10 +198,9 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
     }
     fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 "
                "%.1f %.1f)\">%s</text>\n",
-            ox + 16, (y0 + y1) / 2, ox + 16, (y0 + y1) / 2,
-            which == CHART_RPS ? "requests per second" : "p99 latency (log scale)");
+            ox + 16, (y0 + y1) / 2, ox + 16, (y0 + y1) / 2, charts[which].axis);
 
-    if (vmax <= 0)
+    if (vmin == INFINITY)
         fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999999\">"
                    "no successful runs</text>\n",
                 (x0 + x1) / 2, (y0 + y1) / 2);
@@ -191,13 +214,13 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
         const char *col = palette[color++ % NPALETTE];
         int nok = 0;
         for (int c = 0; c < cfg->nconc; c++)
-            nok += lab_point(lab, s, ki, c)->ok && value(which, lab_point(lab, s, ki, c)) > 0;
+            nok += plotted(which, lab_point(lab, s, ki, c));
         if (nok) {
             fprintf(f, "    <polyline class=\"series\" fill=\"none\" stroke=\"%s\" "
                        "stroke-width=\"2\" points=\"", col);
             for (int c = 0, first = 1; c < cfg->nconc; c++) {
                 const struct lab_point *p = lab_point(lab, s, ki, c);
-                if (!p->ok || !(value(which, p) > 0))
+                if (!plotted(which, p))
                     continue;
                 fprintf(f, "%s%.1f,%.1f", first ? "" : " ", map(&xs, cfg->conc[c]),
                         map(&ys, value(which, p)));
@@ -210,12 +233,14 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
         for (int c = 0; c < cfg->nconc; c++) {
             const struct lab_point *p = lab_point(lab, s, ki, c);
             double x = map(&xs, cfg->conc[c]);
-            if (p->ok && value(which, p) > 0) {
+            if (plotted(which, p)) {
                 char v[32];
                 if (which == CHART_RPS)
                     lab_fmt_num(v, sizeof v, p->rps);
-                else
+                else if (which == CHART_P99)
                     lab_fmt_us(v, sizeof v, p->lat_us[LAT_P99]);
+                else
+                    snprintf(v, sizeof v, "%.2f", value(which, p));
                 /* Requests that never completed are errors, not latency: a
                  * hollow point says the figure leaves them out. */
                 if (p->errors_total)
@@ -226,7 +251,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
                     fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
                             x, map(&ys, value(which, p)), col);
                 esc(f, s->label);
-                fprintf(f, ", c=%d: %s%s", cfg->conc[c], v, which == CHART_RPS ? " req/s" : "");
+                fprintf(f, ", c=%d: %s%s", cfg->conc[c], v, charts[which].unit);
                 if (p->errors_total)
                     fprintf(f, ", %llu errors", (unsigned long long)p->errors_total);
                 fprintf(f, "</title></circle>\n");
@@ -261,16 +286,14 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" "
                "font-size=\"12\">\n", w, h, w, h);
-    fprintf(f, "  <title>herd lab: %s</title>\n",
-            which == CHART_RPS ? "requests per second" : "p99 latency");
+    fprintf(f, "  <title>herd lab: %s</title>\n", charts[which].title);
     fprintf(f, "  <rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
     /* Centred on the whole canvas: the title (with its date) is wider than
      * one panel, and centred over the panels alone it ran off the left. */
     fprintf(f, "  <text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\" "
                "font-weight=\"bold\">",
             w / 2);
-    fprintf(f, "%s against connections, ", which == CHART_RPS ? "Requests per second"
-                                                            : "p99 latency");
+    fprintf(f, "%s against connections, ", charts[which].title);
     esc(f, lab->man.started);
     fprintf(f, "</text>\n");
     for (int ki = 0; ki < cfg->nka; ki++)

@@ -141,7 +141,7 @@ void lconn_fail(struct load_thread *t, struct lconn *c, enum load_err kind, int 
 static int flush(struct load_thread *t, struct lconn *c)
 {
     while (c->wr_off < c->wr_len) {
-        ssize_t n = send(c->fd, t->reqs + c->wr_off, c->wr_len - c->wr_off, MSG_NOSIGNAL);
+        ssize_t n = send(c->fd, t->reqs->buf + c->wr_off, c->wr_len - c->wr_off, MSG_NOSIGNAL);
         if (n > 0) {
             c->wr_off += (uint32_t)n;
             continue;
@@ -194,8 +194,11 @@ static void pump(struct load_thread *t, struct lconn *c, int64_t now)
     }
     if (was_idle)
         c->deadline_ns = now + t->timeout_ns;
-    c->wr_off = 0;
-    c->wr_len = (uint32_t)(k * t->req_len);
+    /* the thread's next k requests, in one run of reqs (load_reqs.h) */
+    uint32_t i = t->next_req;
+    c->wr_off = (uint32_t)t->reqs->offs[i];
+    c->wr_len = (uint32_t)t->reqs->offs[i + k];
+    t->next_req = (i + k) % t->reqs->n;
     flush(t, c);
 }
 

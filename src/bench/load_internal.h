@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "bench/load_reqs.h"
 #include "bench/load_run.h"
 #include "bench/rate.h"
 #include "bench/load_resp.h"
@@ -58,8 +59,8 @@ struct load_thread {
     struct lconn *conns;
     uint32_t nconns;
     int preflight_fd;       /* an already connected socket for conns[0], or -1 */
-    const char *reqs;       /* cfg->pipeline copies of the request */
-    size_t req_len;         /* of one copy */
+    const struct load_reqs *reqs; /* what is sent, in turn (bench/load_reqs.h) */
+    uint32_t next_req;      /* this thread's next request in reqs */
     int head_method;
     int tcp;                /* MSG_TRUNC discards TCP data; unix sockets do not support it */
     char *rbuf;

@@ -19,6 +19,7 @@
 #include "bench/cpus.h"
 #include "bench/hdr.h"
 #include "bench/load_internal.h"
+#include "bench/load_reqs.h"
 
 #define TICK_NS 10000000      /* timeouts, retries and progress counters */
 #define RBUF_SIZE (64 * 1024) /* per thread; bodies are skipped 64 KiB per read */
@@ -258,49 +259,6 @@ double load_rate_shortfall(const struct load_result *r)
 
 /* ---- setup */
 
-static int has_header(const struct load_config *cfg, const char *name)
-{
-    size_t n = strlen(name);
-    for (int i = 0; i < cfg->nheaders; i++)
-        if (!strncasecmp(cfg->headers[i], name, n) && cfg->headers[i][n] == ':')
-            return 1;
-    return 0;
-}
-
-/* cfg->pipeline copies of the request, back to back, so a batch of k is
- * the first k copies and leaves in one send. */
-static char *build_requests(const struct load_config *cfg, size_t *one_len)
-{
-    size_t cap = strlen(cfg->method) + strlen(cfg->target.path) + strlen(cfg->target.host) + 128;
-    for (int i = 0; i < cfg->nheaders; i++)
-        cap += strlen(cfg->headers[i]) + 2;
-    char *head = malloc(cap);
-    if (!head)
-        return NULL;
-    size_t n = (size_t)snprintf(head, cap, "%s %s HTTP/1.1\r\n", cfg->method, cfg->target.path);
-    if (!has_header(cfg, "host"))
-        n += (size_t)snprintf(head + n, cap - n, "Host: %s\r\n", cfg->target.host);
-    for (int i = 0; i < cfg->nheaders; i++)
-        n += (size_t)snprintf(head + n, cap - n, "%s\r\n", cfg->headers[i]);
-    if (!cfg->keepalive && !has_header(cfg, "connection"))
-        n += (size_t)snprintf(head + n, cap - n, "Connection: close\r\n");
-    if (cfg->body && !has_header(cfg, "content-length"))
-        n += (size_t)snprintf(head + n, cap - n, "Content-Length: %zu\r\n", cfg->body_len);
-    n += (size_t)snprintf(head + n, cap - n, "\r\n");
-    size_t one = n + (cfg->body ? cfg->body_len : 0);
-    char *all = malloc(one * cfg->pipeline);
-    if (all) {
-        for (uint32_t i = 0; i < cfg->pipeline; i++) {
-            memcpy(all + i * one, head, n);
-            if (cfg->body)
-                memcpy(all + i * one + n, cfg->body, cfg->body_len);
-        }
-    }
-    free(head);
-    *one_len = one;
-    return all;
-}
-
 static int raise_fd_limit(uint64_t need, char *err, size_t errlen)
 {
     struct rlimit rl;
@@ -373,10 +331,9 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
     memset(res, 0, sizeof *res);
     if (raise_fd_limit((uint64_t)cfg->conns + 32, err, errlen) < 0)
         return -1;
-    size_t req_len;
-    char *reqs = build_requests(cfg, &req_len);
-    if (!reqs) {
-        snprintf(err, errlen, "out of memory");
+    struct load_reqs reqs;
+    if (load_reqs_build(cfg, &reqs) < 0) {
+        snprintf(err, errlen, "out of memory for the requests");
         return -1;
     }
     /* Fail now, with the reason, rather than count connect errors for the
@@ -384,7 +341,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
     int pre = target_connect_wait(&cfg->target, (int)cfg->timeout_ms);
     if (pre < 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", cfg->target.addr, strerror(-pre));
-        free(reqs);
+        load_reqs_free(&reqs);
         return -1;
     }
 
@@ -394,7 +351,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
     if (!th) {
         snprintf(err, errlen, "out of memory");
         close(pre);
-        free(reqs);
+        load_reqs_free(&reqs);
         return -1;
     }
     int64_t start = load_now_ns();
@@ -405,9 +362,8 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         t->id = i;
         t->nconns = cfg->conns / nt + (i < cfg->conns % nt);
         t->preflight_fd = i == 0 ? pre : -1;
-        t->reqs = reqs;
-        t->req_len = req_len;
-        t->head_method = !strcmp(cfg->method, "HEAD");
+        t->reqs = &reqs;
+        t->head_method = !cfg->script && !strcmp(cfg->method, "HEAD");
         t->tcp = cfg->target.family != AF_UNIX;
         t->timeout_ns = cfg->timeout_ms * 1000000;
         t->start_ns = start;
@@ -502,7 +458,7 @@ out:
     if (pre_owned)
         close(pre);
     free(th);
-    free(reqs);
+    load_reqs_free(&reqs);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/load_script.h"
 #include "bench/target.h"
 
 enum load_err {
@@ -46,6 +47,7 @@ struct load_config {
     int nheaders;
     const char *body;
     size_t body_len;
+    const struct load_script *script; /* --requests: sent in turn instead; NULL: none */
     const int *cpus;          /* thread i runs on cpus[i % ncpus] */
     int ncpus;
     int progress;             /* one line on stderr per second */

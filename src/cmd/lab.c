@@ -17,10 +17,14 @@ static const char lab_usage[] =
     "installed, each with one worker) under herd load at each concurrency\n"
     "level, server and load pinned to separate CPUs, and writes a lab notebook:\n"
     "DIR/report.md (machine manifest, one table per metric), DIR/report.json\n"
-    "(every figure), DIR/reqs.svg and DIR/p99.svg (charts against concurrency).\n"
-    "Per run it records req/s, latency p50/p90/p99/p99.9/max, errors, server\n"
-    "CPU user/sys, context switches, ListenOverflows/ListenDrops and herd's empty\n"
-    "accept wakeups. Everything listens on 127.0.0.1 only.\n"
+    "(every figure), DIR/reqs.svg, p99.svg, errors.svg and cpu.svg (charts against\n"
+    "concurrency) and balance.svg. Per run it records req/s, latency\n"
+    "p50/p90/p99/p99.9/max, errors, server CPU user/sys, context switches,\n"
+    "ListenOverflows/ListenDrops, herd's empty accept wakeups and a Little's-law\n"
+    "check. Then prefork (with and without --accept-herd), reuseport and dispatch\n"
+    "run once more with several workers, a connection per request, and the\n"
+    "share of connections each worker accepted goes to balance.svg. Everything\n"
+    "listens on 127.0.0.1 only.\n"
     "\n"
     "  --models all|none|LIST     herd models (default all: %s)\n"
     "  --concurrency LIST         connections per run (default 1,2,5,10,20,50,100,200,500,1000)\n"
@@ -39,6 +43,11 @@ static const char lab_usage[] =
     "                             port the kernel picks)\n"
     "  --path PATH                what to GET (default /index.html, 64 bytes; the lab's\n"
     "                             docroot also has /4k.bin and /1m.bin)\n"
+    "  --balance-workers N        workers of the accept-balance runs (default 4; 0: no\n"
+    "                             such runs; at most 16)\n"
+    "  --profile                  after each herd model's runs, one more (keep-alive, the\n"
+    "                             highest concurrency) under perf record -g: a flame\n"
+    "                             graph DIR/flame-herd-MODEL.svg (needs linux-perf)\n"
     "  -h, --help                 this text\n"
     "\n"
     "Before the first run it prints an estimate of the whole run time (servers x\n"
@@ -190,7 +199,7 @@ static int valid_path(const char *p)
 }
 
 enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_RETRIES, O_KEEPALIVE,
-           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_HELP };
+           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_BALANCE, O_PROFILE, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"--models", O_MODELS, 1},        {"--concurrency", O_CONC, 1},
@@ -200,6 +209,7 @@ static const struct flag_opt opts[] = {
     {"--compare", O_COMPARE, 1},      {"--out", O_OUT, 1},
     {"--server-cpu", O_SCPU, 1},      {"--load-cpu", O_LCPU, 1},
     {"--path", O_PATH, 1},            {"--port-range", O_PORTS, 1},
+    {"--balance-workers", O_BALANCE, 1}, {"--profile", O_PROFILE, 0},
     {"-h", O_HELP, 0},
     {"--help", O_HELP, 0},
 };
@@ -278,6 +288,16 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
         case O_PORTS:
             rc = port_range(v, cfg);
             break;
+        case O_BALANCE: {
+            uint64_t n;
+            if (flag_count(v, 0, LAB_BALANCE_WORKERS_MAX, &n) < 0 || n == 1)
+                return bad("invalid value '%s' for --balance-workers (0, or 2 to 16)", v);
+            cfg->balance_workers = (int)n;
+            break;
+        }
+        case O_PROFILE:
+            cfg->profile = 1;
+            break;
         case O_HELP:
             *help = 1;
             break;
@@ -316,6 +336,7 @@ int cmd_lab(int argc, char **argv)
     cfg.server_cpu = 0;
     cfg.load_cpu = 1;
     cfg.path = "/index.html";
+    cfg.balance_workers = 4;
     int rc = parse(argc, argv, &cfg, &help);
     if (rc >= 0)
         return rc;

@@ -40,6 +40,11 @@ static const char load_usage[] =
     "      --pipeline N      requests in flight per connection (default 1)\n"
     "      --method M        request method (default GET, POST with --body)\n"
     "      --body FILE       send FILE as the request body\n"
+    "      --requests FILE   send the requests of FILE in turn, cycling (each\n"
+    "                        thread from the first): blocks of 'METHOD /TARGET',\n"
+    "                        header lines, an empty line and a body, separated by\n"
+    "                        lines '---' (see the README); -H headers are added\n"
+    "                        to each unless it sets them; not with --method/--body\n"
     "      --timeout DUR     connect and response timeout (default 2s)\n"
     "      --warmup DUR      run this long before measuring (default 0)\n"
     "      --cpus LIST       pin thread i to the i-th CPU of LIST (\"1\", \"0,2-3\")\n"
@@ -54,7 +59,7 @@ static const char load_usage[] =
     "nothing succeeded (then no figures are printed); 2 for bad usage.\n";
 
 enum opt { O_CONNS, O_THREADS, O_DURATION, O_HEADER, O_LATENCY, O_RATE, O_NOKA, O_PIPELINE,
-           O_METHOD, O_BODY, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_MERGE, O_HELP };
+           O_METHOD, O_BODY, O_REQUESTS, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_MERGE, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"-c", O_CONNS, 1},       {"--connections", O_CONNS, 1},
@@ -67,6 +72,7 @@ static const struct flag_opt opts[] = {
     {"--pipeline", O_PIPELINE, 1},
     {"--method", O_METHOD, 1},
     {"--body", O_BODY, 1},
+    {"--requests", O_REQUESTS, 1},
     {"--timeout", O_TIMEOUT, 1},
     {"--warmup", O_WARMUP, 1},
     {"--cpus", O_CPUS, 1},
@@ -77,7 +83,8 @@ static const struct flag_opt opts[] = {
 
 struct load_flags {
     struct load_config cfg;
-    const char *url, *body_path, *json_path;
+    const char *url, *body_path, *json_path, *requests_path;
+    struct load_script script;
     const char *args[256];
     int nargs;
     int latency, merge, help;
@@ -200,6 +207,9 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
         case O_BODY:
             f->body_path = v;
             break;
+        case O_REQUESTS:
+            f->requests_path = v;
+            break;
         case O_TIMEOUT:
             if (flag_duration_ms(v, &cfg->timeout_ms) < 0 || cfg->timeout_ms <= 0 ||
                 cfg->timeout_ms > 3600000)
@@ -241,6 +251,9 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
     f->url = f->args[0];
     if (cfg->conns < cfg->threads)
         return usage_error("fewer connections than threads (-c must be at least -t)%s", "");
+    if (f->requests_path && (f->body_path || cfg->method))
+        return usage_error("--requests sets each request's method and body (drop %s)",
+                           f->body_path ? "--body" : "--method");
     if (!cfg->keepalive && cfg->pipeline > 1)
         return usage_error("--pipeline needs keep-alive (drop --no-keepalive)%s", "");
     if (cfg->ncpus && check_cpus(cfg->cpus, cfg->ncpus))
@@ -363,6 +376,14 @@ int cmd_load(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if (f->requests_path) {
+        if (load_script_read(f->requests_path, &f->script, err, sizeof err) < 0) {
+            fprintf(stderr, "herd load: %s\n", err);
+            rc = 1;
+            goto out;
+        }
+        cfg->script = &f->script;
+    }
     if (!cfg->method)
         cfg->method = cfg->body ? "POST" : "GET";
     cfg->progress = isatty(STDERR_FILENO);
@@ -378,6 +399,9 @@ int cmd_load(int argc, char **argv)
         printf(", a connection per request");
     if (cfg->pipeline > 1)
         printf(", %u pipelined", cfg->pipeline);
+    if (cfg->script)
+        printf(", %u request%s from %s in turn", cfg->script->n,
+               cfg->script->n == 1 ? "" : "s", f->requests_path);
     if (cfg->warmup_ms)
         printf(", after %lld ms warm-up", (long long)cfg->warmup_ms);
     printf("\n");
@@ -405,6 +429,7 @@ int cmd_load(int argc, char **argv)
     load_result_free(&res);
 out:
     free((char *)cfg->body);
+    load_script_free(&f->script);
     free(f);
     return rc;
 }

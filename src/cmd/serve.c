@@ -14,6 +14,7 @@
 #include "core/signals.h"
 #include "models/evloop.h"
 #include "models/models.h"
+#include "models/uring_ring.h"
 #include "net/inherit.h"
 #include "proc/config.h"
 #include "proc/config_paths.h"
@@ -333,6 +334,11 @@ int cmd_serve(int argc, char **argv)
     if (!model) {
         fprintf(stderr, "herd: unknown model '%s'\n", cfg.model);
         return 2;
+    }
+    if (!strcmp(cfg.model, "uring") && uring_probe(err, sizeof err) < 0) {
+        fprintf(stderr, "herd: io_uring is not permitted here (%s); use --model reuseport\n",
+                err);
+        return 1;
     }
     struct master_hooks hooks = {
         .model = model,

@@ -7,6 +7,7 @@
 #include "http/autoindex.h"
 #include "http/path.h"
 #include "http/static_file.h"
+#include "http/status_html.h"
 
 #define PUT_LIT(out, lit) resp_header_raw(out, lit, sizeof lit - 1)
 
@@ -75,6 +76,46 @@ static int query_has(const struct http_request *req, const char *kv)
     return 0;
 }
 
+/* "/api" when a proxy route is "/api/": a 301 to "/api/" for any method,
+ * as nginx answers for a proxied location that ends in '/'. Returns 1
+ * when it answered. */
+static int route_slash(struct http_ctx *ctx, const struct http_request *req, int keepalive,
+                       struct http_out *out, struct http_plan *plan)
+{
+    char path[PROXY_PREFIX_MAX];
+    /* a prefix is shorter than PROXY_PREFIX_MAX; "%XX" is 3 bytes for 1 */
+    if (!req->path.len || req->path.p[0] != '/' || req->path.len > 3 * PROXY_PREFIX_MAX)
+        return 0;
+    int plen = path_normalize(req->path.p, req->path.len, path, sizeof path);
+    if (plen < 0 || !proxy_route_slash(ctx->routes, ctx->nroutes, path, (size_t)plen))
+        return 0;
+    redirect_to_dir(ctx, req, path, (size_t)plen, keepalive, out, plan);
+    return 1;
+}
+
+/* The live page: constant bytes, sent from where they are (no copy). */
+static void status_html_page(const struct http_request *req, int keepalive,
+                             struct http_out *out, struct http_plan *plan)
+{
+    size_t len;
+    const char *page = status_html(&len);
+    plan->head_off = (uint32_t)out->len;
+    resp_status(out, 200);
+    PUT_LIT(out, "Content-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n"
+                 "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+                 "Content-Security-Policy: ");
+    resp_header_raw(out, status_html_csp, strlen(status_html_csp));
+    PUT_LIT(out, "\r\n");
+    resp_content_length(out, len);
+    resp_finish(out, req->minor, keepalive);
+    plan->head_len = (uint32_t)(out->len - plan->head_off);
+    if (req->method != HTTP_HEAD) {
+        plan->body = page;
+        plan->body_len = (uint32_t)len;
+    }
+    plan->status = 200;
+}
+
 /* Live counters; never cached by anyone. */
 static void status_page(struct http_ctx *ctx, const struct http_request *req, int keepalive,
                         struct http_out *out, struct http_plan *plan)
@@ -85,6 +126,9 @@ static void status_page(struct http_ctx *ctx, const struct http_request *req, in
         "text/plain; charset=utf-8",
     };
     int fmt = query_has(req, "format=prometheus") ? 1 : query_has(req, "format=table") ? 2 : 0;
+    if (fmt == 0 && !query_has(req, "format=json") &&
+        status_wants_html(req, query_has(req, "format=html")))
+        return status_html_page(req, keepalive, out, plan);
     /* The body is rendered into the free tail of the head buffer, not a
      * 32 KiB local: coroutine stacks are small (models/coro.c), and the
      * head written below stays clear of it (it fits in HTTP_HEAD_RESERVE). */
@@ -177,6 +221,8 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
 
     if (req->content_length > 0 && (uint64_t)req->content_length > cfg->max_body_size)
         return error_close(ctx, out, plan, 413, req);
+    if (ctx->nroutes && route_slash(ctx, req, keepalive, out, plan))
+        return;
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
         return http_error(ctx, req, req->method == HTTP_OTHER ? 501 : 405, keepalive, NULL, 0,
                           out, plan);

@@ -10,6 +10,7 @@
 #include "http/errorpage.h"
 #include "http/filecache.h"
 #include "http/parser.h"
+#include "http/proxy.h"
 #include "http/response.h"
 
 struct http_config {
@@ -37,6 +38,8 @@ struct http_ctx {
     struct filecache *fc;
     http_status_fn *status;
     void *status_arg;
+    const struct proxy_route *routes; /* proxy routes: "/api" gets a 301 to "/api/" */
+    int nroutes;
 };
 
 /* may_keepalive: the driver allows another request on this connection

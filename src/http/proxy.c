@@ -4,10 +4,29 @@
 #include <string.h>
 
 #include "core/bwriter.h"
+#include "core/clock.h"
+#include "http/path.h"
+#include "http/response.h"
+
+int proxy_route_slash(const struct proxy_route *routes, int n, const char *path, size_t len)
+{
+    int slash = 0;
+    for (int i = 0; len && i < n; i++) {
+        size_t pl = strlen(routes[i].prefix);
+        if (pl == len && memcmp(routes[i].prefix, path, len) == 0)
+            return 0; /* a route of its own */
+        if (pl == len + 1 && routes[i].prefix[len] == '/' &&
+            memcmp(routes[i].prefix, path, len) == 0)
+            slash = 1;
+    }
+    return slash;
+}
 
 int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
                       size_t len)
 {
+    if (proxy_route_slash(routes, n, path, len))
+        return -1;
     int best = -1;
     size_t best_len = 0;
     for (int i = 0; i < n; i++) {
@@ -18,6 +37,23 @@ int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
         }
     }
     return best;
+}
+
+long proxy_strip_prefix(const struct proxy_route *route, const char *path, size_t len,
+                        char *out, size_t cap)
+{
+    size_t pl = strlen(route->prefix);
+    if (pl > len || cap < 1)
+        return -1;
+    const char *rest = path + pl;
+    size_t rlen = len - pl;
+    if (rlen && rest[0] == '/') { /* "/api" + "/x" */
+        rest++;
+        rlen--;
+    }
+    out[0] = '/';
+    int n = path_encode(rest, rlen, out + 1, cap - 1);
+    return n < 0 ? -1 : n + 1;
 }
 
 /* ASCII case-insensitive compare of s with a lowercase word. */
@@ -80,9 +116,9 @@ static int dropped(const struct http_header *hs, int n, const struct http_str *n
     return hop_by_hop(name) || named_in_connection(hs, n, name);
 }
 
-long proxy_build_request(const struct http_request *req, const char *client_addr,
-                         const char *default_host, int pass_underscores, char *buf,
-                         size_t cap)
+long proxy_build_request(const struct http_request *req, const struct http_str *path,
+                         const char *client_addr, const char *default_host,
+                         int pass_underscores, char *buf, size_t cap)
 {
     struct bw w;
     bw_init(&w, buf, cap);
@@ -92,7 +128,13 @@ long proxy_build_request(const struct http_request *req, const char *client_addr
     bw_put(&w, " ", 1);
     /* absolute-form targets become origin-form: the path and query as sent */
     const char *end = req->target.p + req->target.len;
-    if (req->path.p >= req->target.p && req->path.p < end) {
+    if (path) {
+        bw_put(&w, path->p, path->len);
+        if (req->query.len) {
+            bw_put(&w, "?", 1);
+            bw_put(&w, req->query.p, req->query.len);
+        }
+    } else if (req->path.p >= req->target.p && req->path.p < end) {
         bw_put(&w, req->path.p, (size_t)(end - req->path.p));
     } else { /* "http://host" or "http://host?q": the parser's own "/" */
         bw_put(&w, "/", 1);
@@ -292,8 +334,18 @@ enum upstream_body upstream_body_kind(const struct upstream_response *r, int hea
     return UB_CLOSE;
 }
 
+/* Does the upstream's head have a header named lower? */
+static int has_header(const struct upstream_response *r, const char *lower)
+{
+    for (int i = 0; i < r->nheaders; i++)
+        if (is(&r->headers[i].name, lower))
+            return 1;
+    return 0;
+}
+
 long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
-                          int client_minor, int keepalive, char *buf, size_t cap)
+                          int client_minor, int keepalive, int pass_server, char *buf,
+                          size_t cap)
 {
     struct bw w;
     bw_init(&w, buf, cap);
@@ -303,9 +355,20 @@ long proxy_build_response(const struct upstream_response *r, enum upstream_body 
     bw_put(&w, code, 4);
     bw_put(&w, r->reason.p, r->reason.len);
     bw_puts(&w, "\r\n");
+    /* herd's own, as for a static answer: the upstream's software and
+     * version are its business (nginx's proxy_hide_header defaults), and
+     * the Date is the one the client's clock is compared with */
+    if (!pass_server || !has_header(r, "server"))
+        bw_puts(&w, SERVER_HEADER);
+    if (!pass_server || !has_header(r, "date")) {
+        bw_puts(&w, "Date: ");
+        bw_put(&w, clock_date(), HTTPDATE_LEN);
+        bw_puts(&w, "\r\n");
+    }
     for (int i = 0; i < r->nheaders; i++) {
         const struct http_header *h = &r->headers[i];
-        if (dropped(r->headers, r->nheaders, &h->name))
+        if (dropped(r->headers, r->nheaders, &h->name) ||
+            (!pass_server && (is(&h->name, "server") || is(&h->name, "date"))))
             continue;
         bw_put(&w, h->name.p, h->name.len);
         bw_put(&w, ": ", 2);

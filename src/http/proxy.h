@@ -16,16 +16,33 @@
 #define PROXY_PREFIX_MAX 128
 
 struct proxy_route {
-    char prefix[PROXY_PREFIX_MAX]; /* matched against the still-encoded path */
+    char prefix[PROXY_PREFIX_MAX]; /* matched against the normalised path */
     int group;                     /* index of the upstream group */
+    uint8_t strip;                 /* the upstream gets the path without the prefix */
 };
 
-/* Index of the route with the longest prefix of path, or -1. */
+/* Index of the route with the longest prefix of path, or -1. A path that
+ * is a route's prefix without its trailing '/' ("/api" for "/api/")
+ * matches no route, unless a route is that path itself: it is redirected
+ * to the prefix (proxy_route_slash), as nginx does for a location ending
+ * in '/' that proxies. */
 int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
                       size_t len);
 
+/* 1 when path is a route's prefix without its trailing '/' and no route
+ * is path itself: the answer is a 301 to path + "/". */
+int proxy_route_slash(const struct proxy_route *routes, int n, const char *path, size_t len);
+
+/* For a route that strips its prefix: the rest of the normalised path
+ * path[0..len) after the prefix, always starting with '/' ("/api/" and
+ * "/api/x" give "/x"; "/api" and "/apix" give "/x" too), percent-encoded
+ * into out[0..cap). Returns the length, or -1 when it does not fit. */
+long proxy_strip_prefix(const struct proxy_route *route, const char *path, size_t len,
+                        char *out, size_t cap);
+
 /* Builds the request head for the upstream into buf[0..cap): the client's
- * request line as HTTP/1.1, its end-to-end headers, Host (the client's, or
+ * request line as HTTP/1.1 (with the target's path replaced by path when
+ * it is not NULL: a route that strips its prefix; the query is kept), its end-to-end headers, Host (the client's, or
  * default_host when it sent none), X-Forwarded-For (the client's list plus
  * client_addr), X-Forwarded-Proto: http, and the framing of the body herd
  * sends (http/reframe.h): its Content-Length when the client gave one, else
@@ -34,7 +51,8 @@ int proxy_route_match(const struct proxy_route *routes, int n, const char *path,
  * servers map '_' and '-' to the same variable, so "X_Forwarded_For" would
  * stand in for herd's X-Forwarded-For (nginx drops them too). Returns the
  * length, or -1 when it does not fit. */
-long proxy_build_request(const struct http_request *req, const char *client_addr,
+long proxy_build_request(const struct http_request *req, const struct http_str *path,
+                         const char *client_addr,
                          const char *default_host, int pass_underscores, char *buf,
                          size_t cap);
 
@@ -70,11 +88,14 @@ enum upstream_body { UB_NONE, UB_LENGTH, UB_CHUNKED, UB_CLOSE };
 enum upstream_body upstream_body_kind(const struct upstream_response *r, int head_request);
 
 /* Builds the head sent to the client into buf[0..cap): the upstream's
- * status line as HTTP/1.1, its headers without the hop-by-hop ones,
+ * status line as HTTP/1.1, herd's Server and Date, the upstream's headers
+ * without the hop-by-hop ones and without its Server and Date (unless
+ * pass_server: then the upstream's, and herd's only where it sent none),
  * Transfer-Encoding: chunked for a chunked body (herd's own chunks of the
  * upstream's data, http/reframe.h), and the Connection header for
  * keepalive. Returns the length or -1. */
 long proxy_build_response(const struct upstream_response *r, enum upstream_body kind,
-                          int client_minor, int keepalive, char *buf, size_t cap);
+                          int client_minor, int keepalive, int pass_server, char *buf,
+                          size_t cap);
 
 #endif

@@ -21,6 +21,7 @@ struct upstream_req_info {
     const char *client_addr;     /* for X-Forwarded-For (or REMOTE_ADDR) */
     const char *default_host;    /* Host when the client sent none */
     int pass_underscores;        /* keep header names with '_' */
+    const struct http_str *path; /* the path to send (a stripped prefix), or NULL: as sent */
 };
 
 /* A body on its way through, in one direction. */
@@ -35,6 +36,7 @@ struct upstream_framing {
 struct upstream_head {
     uint16_t status;             /* < 200: an interim answer, dropped */
     uint8_t keepalive;           /* in: the client may keep alive; out: it will */
+    uint8_t pass_server;         /* in: the upstream's Server and Date reach the client */
     uint8_t reusable;            /* the upstream connection may carry another request */
     size_t len;                  /* bytes of the client's head written to out */
     const char *err;             /* why the head is refused (logged), or NULL */

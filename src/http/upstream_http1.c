@@ -11,7 +11,7 @@
 static long request_head(const struct http_request *req, const struct upstream_req_info *info,
                          char *buf, size_t cap)
 {
-    return proxy_build_request(req, info->client_addr, info->default_host,
+    return proxy_build_request(req, info->path, info->client_addr, info->default_host,
                                info->pass_underscores, buf, cap);
 }
 
@@ -57,7 +57,7 @@ static int response_head(const char *buf, size_t len, size_t max_head, int head_
         return HTTP_PARSE_ERROR;
     }
     int keep = h->keepalive && kind != UB_CLOSE;
-    long hl = proxy_build_response(&r, kind, client_minor, keep, out, cap);
+    long hl = proxy_build_response(&r, kind, client_minor, keep, h->pass_server, out, cap);
     if (hl < 0)
         return HTTP_PARSE_ERROR;
     h->keepalive = (uint8_t)keep;

@@ -91,14 +91,15 @@ static const struct up_driver coro_driver = {
 };
 
 struct proxy *coro_proxy_create(const struct serve_config *cfg, struct step_ctx *step,
-                                const uint8_t *stopping, size_t in_cap, int max_fds)
+                                const uint8_t *stopping, size_t in_cap, int max_fds,
+                                struct scoreboard *sb)
 {
     char *rbuf = malloc(in_cap);
     if (!rbuf)
         return NULL;
     const struct proxy_env env = {
         .cfg = cfg, .step = step, .stopping = stopping, .rbuf = rbuf, .in_cap = in_cap,
-        .max_fds = max_fds, .drv = &coro_driver, .drv_arg = NULL,
+        .max_fds = max_fds, .drv = &coro_driver, .drv_arg = NULL, .sb = sb,
     };
     struct proxy *px = upstream_create(&env);
     if (!px)
@@ -159,7 +160,10 @@ static int wait_once(struct cx *cx, int fd, const struct serve_config *cfg)
     if (r < 0)
         return -1;
     /* The netpoll does not say which socket: the pump tries both, and a
-     * side with nothing to read says EAGAIN. */
+     * side with nothing to read says EAGAIN. The client's socket is not
+     * read while its request is upstream: ask whether it left. */
+    if (upstream_client_check(cx->px, cx->x) < 0)
+        return 0; /* ended through client_close */
     upstream_ready(cx->px, cx->x, EPOLLIN | EPOLLOUT);
     return 0;
 }

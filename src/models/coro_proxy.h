@@ -16,7 +16,8 @@ struct proxy;
 /* A kernel thread's pool and pump; NULL when the config has no proxy
  * routes. stopping is the thread's graceful-stop flag. Exits on OOM. */
 struct proxy *coro_proxy_create(const struct serve_config *cfg, struct step_ctx *step,
-                                const uint8_t *stopping, size_t in_cap, int max_fds);
+                                const uint8_t *stopping, size_t in_cap, int max_fds,
+                                struct scoreboard *sb);
 void coro_proxy_destroy(struct proxy *px);
 
 enum coro_proxy_end { CP_KEEP, CP_CLOSE, CP_LINGER };

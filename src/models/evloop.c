@@ -356,6 +356,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     ev->http.cfg = &cfg->http;
     ev->http.status = status_page;
     ev->http.status_arg = (void *)env->sb;
+    ev->http.routes = cfg->routes;
+    ev->http.nroutes = cfg->nroutes;
     ev->http.fc = fc_create(cfg->docroot, &lim);
     if (!ev->http.fc) {
         log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));

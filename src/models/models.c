@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "models/evloop.h"
+#include "models/uring.h"
 
 static const struct model_desc models[] = {
     {
@@ -41,6 +42,12 @@ static const struct model_desc models[] = {
         .layout = LAYOUT_SHARED,
         .one_process = 1,
         .summary = "one process, a coroutine per connection over --threads kernel threads",
+    },
+    {
+        .name = "uring",
+        .worker_main = uring_run,
+        .layout = LAYOUT_PER_WORKER,
+        .summary = "a SO_REUSEPORT socket per worker process, driven by io_uring completions",
     },
     {
         .name = "iterative",

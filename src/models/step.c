@@ -37,9 +37,20 @@ void step_conn_init(struct step_conn *c, const struct step_ctx *x,
     c->status_ok = (uint8_t)acl_allows(&x->cfg->status_allow, unix_client, peer);
 }
 
+/* A request's duration: from the loop iteration that delivered the first
+ * bytes of its head (the cached clock, read once per wakeup) to now, when
+ * its answer is planned (static: the driver's write follows at once) or
+ * its proxy exchange ended (the last byte went to the client). */
+static uint64_t elapsed_us(const struct step_conn *c)
+{
+    int64_t d = c->head_us ? clock_fresh_us() - c->head_us : 0;
+    return d > 0 ? (uint64_t)d : 0;
+}
+
 void step_account(struct step_ctx *x, const struct step_conn *c,
                   const struct http_request *req, unsigned status, uint64_t bytes)
 {
+    lat_record(&x->slot->latency, elapsed_us(c));
     SB_ADD(x->slot->requests, 1);
     SB_ADD(x->slot->status[status / 100 % 6], 1);
     if (!x->alog || !alog_on(x->alog))
@@ -121,6 +132,10 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
     r->used = pos;
     if (pos == len || body_skip_active(&c->skip))
         return STEP_MORE;
+    if (c->head_of != c->nreq + 1) {
+        c->head_of = c->nreq + 1;
+        c->head_us = clock_now_us();
+    }
     int n = http_parse_request(in + pos, len - pos, hc->max_header_size, req);
     if (n == HTTP_PARSE_INCOMPLETE)
         return STEP_MORE;

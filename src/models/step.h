@@ -35,13 +35,15 @@ struct step_ctx {
     uint8_t stopping;           /* answer, then close: no more keep-alive */
 };
 
-/* Per connection, 72 bytes: it lives in every connection slot (the event
+/* Per connection, 80 bytes: it lives in every connection slot (the event
  * loop's struct conn, coro's conn_state), so an idle connection costs this
  * and no buffer. The client's address is kept inline (16 bytes) rather than
  * as a sockaddr_storage (128) or a malloc'd copy. */
 struct step_conn {
     struct body_skip skip;      /* the last request's body, read past */
     struct body_clock body;     /* ...on its own clock */
+    int64_t head_us;            /* loop clock when the step first saw this head */
+    uint32_t head_of;           /* ...which request it is (nreq + 1 then) */
     uint32_t nreq;              /* requests taken on this connection */
     uint8_t await_pp;           /* a PROXY protocol header comes first */
     uint8_t status_ok;          /* may read the status page (--status-allow) */

@@ -57,6 +57,7 @@ struct proxy_env {
     int max_fds;
     const struct up_driver *drv;
     void *drv_arg;
+    struct scoreboard *sb;       /* upstream names and stalls (pools: step->slot); may be NULL */
 };
 
 /* NULL when the config has no proxy routes. Exits on OOM (start-up). */
@@ -84,6 +85,10 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
 void upstream_kick(struct proxy *px, struct xfer *x);
 /* The client's socket raised events (EPOLL* bits). */
 void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events);
+/* For a driver that cannot tell which socket woke it (coro): has the
+ * client left (EOF or RST) while its request is upstream? Then the
+ * exchange ends as an abort logged 499 and -1 is returned; else 0. */
+int upstream_client_check(struct proxy *px, struct xfer *x);
 /* The client is closing while the exchange runs: end it, free x. */
 void upstream_abort(struct proxy *px, struct xfer *x);
 

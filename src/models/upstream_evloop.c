@@ -72,6 +72,7 @@ void proxy_create(struct evloop *ev)
     const struct proxy_env env = {
         .cfg = ev->cfg, .step = &ev->step, .stopping = &ev->stopping, .rbuf = ev->rbuf,
         .in_cap = ev->in_cap, .max_fds = ev->max_fds, .drv = &evloop_driver, .drv_arg = ev,
+        .sb = ev->http.status_arg, /* the scoreboard (evloop.c) */
     };
     ev->proxy = upstream_create(&env);
 }

@@ -26,9 +26,10 @@ enum { QU_NONE, QU_CONNECT, QU_READ, QU_SEND };
 /* One per upstream fd, in an array indexed by fd (the clients' struct conn
  * is another array): its events come tagged TAG_UPSTREAM. While it is
  * pooled it belongs to no exchange, and its events mean the server closed
- * it. 40 bytes. */
+ * it. 64 bytes. */
 struct up_conn {
     struct tq_node timer;        /* on the proxy's connect, read or send queue */
+    struct tq_node stall;        /* on q_stall while a sent request waits for a byte */
     struct xfer *xfer;           /* the exchange using it; NULL while pooled */
     uint32_t gen;                /* tells events for an earlier user of this fd */
     uint16_t up_id;              /* group * MAX_SERVERS + server */
@@ -41,6 +42,14 @@ struct up_server {
     uint32_t active;             /* exchanges using it now */
     uint32_t nidle;
     int *idle;                   /* pooled connections, most recent last */
+    /* What upstream_stall.c learned: a server that answers one connection
+     * at a time gets no pool (idle_cap 0) until relearn_at. */
+    uint32_t idle_cap;
+    int64_t relearn_at;
+    int64_t last_answer_ms;      /* the last first-byte of a response */
+    int last_answer_fd;
+    uint32_t answer_run;         /* answers in a row on last_answer_fd */
+    uint32_t index;              /* in the scoreboard's upstream table */
 };
 
 struct up_group {
@@ -56,6 +65,9 @@ struct proxy {
     uint32_t keepalive;
     uint8_t least;
     struct timerq q_connect, q_read, q_send;
+    struct timerq q_stall;       /* --upstream-stall: requests sent, no byte back yet */
+    int64_t stall_ms;            /* 0: off */
+    struct scoreboard *sb;       /* shared stall state, or NULL */
     struct up_conn *ups;         /* indexed by fd */
     const struct serve_config *cfg;
     struct step_ctx *step;
@@ -70,6 +82,8 @@ struct proxy {
     size_t ucap;
     char *path;                  /* scratch for the normalised request path */
     size_t path_cap;
+    char *spath;                 /* the path sent upstream when a route strips its prefix */
+    size_t spath_cap;
 };
 
 struct xfer {
@@ -96,6 +110,8 @@ struct xfer {
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
+    int64_t sent_ms;             /* when the whole request was sent (stall checks) */
+    uint8_t stall_counted;       /* in the scoreboard's upstream_stalled */
     const struct upstream_codec *codec;
     struct upstream_framing req_body, resp_body; /* framed anew by the codec */
     uint64_t body_sent;          /* response body bytes the client took */
@@ -126,5 +142,35 @@ void up_release(struct proxy *px, struct xfer *x, int reuse);
 int up_connect(struct proxy *px, struct xfer *x);
 /* A pooled connection closed or timed out: out of the pool, closed. */
 void up_idle_closed(struct proxy *px, struct up_conn *uc);
+/* Closes every pooled connection to srv. */
+void up_close_idle(struct proxy *px, struct up_server *srv);
+/* Runs the stall checks that are due (upstream_stall.c judges). */
+void up_stall_expire(struct proxy *px);
+/* The scoreboard's pool counters of srv, after a change. */
+void up_publish(struct proxy *px, struct up_server *srv);
+
+/* ---- servers that answer one connection at a time (upstream_stall.c) ---- */
+
+/* The whole request of x went up: start waiting for its first byte. */
+void stall_arm(struct proxy *px, struct xfer *x);
+/* x got the first byte of its response. */
+void stall_answered(struct proxy *px, struct xfer *x);
+/* uc's stall timer stops (the exchange ended or answered). */
+void stall_disarm(struct up_conn *uc);
+/* x leaves its connection (x->up_fd is still set): it stalls no more. */
+void stall_forget(struct proxy *px, struct xfer *x);
+/* uc was pooled: it is checked every stall time for a server that another
+ * worker waits on. */
+void stall_watch_idle(struct proxy *px, struct up_conn *uc);
+/* x's request got no byte within the stall time: is the pool to blame?
+ * 1 when its server serves one connection at a time (the caller closes
+ * its idle connections), else 0. */
+int stall_judge(struct proxy *px, struct xfer *x);
+/* A pooled connection's check came: 1 when it is to close (a request to
+ * its server is stalled in some worker, or the server has no pool now: it
+ * may be waiting on this one), else 0 (watch it again). */
+int stall_idle_suspect(struct proxy *px, struct up_conn *uc);
+/* How many idle connections srv may keep now. */
+uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv);
 
 #endif

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +24,26 @@
 
 
 /* ---- set-up ---- */
+
+/* "GROUP SERVER" for the status page's pool of server index i. */
+static void name_server(struct scoreboard *sb, uint32_t i, const struct upstream_group *g,
+                        int s)
+{
+    if (!sb || i >= SB_UPSTREAMS)
+        return;
+    char name[SB_UPSTREAM_NAME];
+    snprintf(name, sizeof name, "%s %s", g->name, g->servers[s].text);
+    memcpy(sb->upstream_names[i], name, sizeof name);
+}
+
+void up_publish(struct proxy *px, struct up_server *srv)
+{
+    if (srv->index >= SB_UPSTREAMS)
+        return;
+    struct sb_upstream *u = &px->step->slot->up[srv->index];
+    SB_SET(u->idle, srv->nidle);
+    SB_SET(u->busy, srv->active);
+}
 
 struct proxy *upstream_create(const struct proxy_env *env)
 {
@@ -43,10 +64,13 @@ struct proxy *upstream_create(const struct proxy_env *env)
     px->keepalive = cfg->upstream_keepalive;
     px->least = cfg->upstream_least;
     px->ngroups = cfg->nupstreams;
+    uint32_t nservers = 0;
     px->ucap = 2 * px->in_cap + UBUF_EXTRA;
     px->path_cap = px->in_cap + 16;
     px->path = malloc(px->path_cap);
-    if (!px->path)
+    px->spath_cap = 3 * px->path_cap + 1; /* every byte may become %XX */
+    px->spath = malloc(px->spath_cap);
+    if (!px->path || !px->spath)
         log_fatal("out of memory at start");
     for (int g = 0; g < cfg->nupstreams; g++) {
         px->groups[g].cfg = &cfg->upstreams[g];
@@ -56,12 +80,21 @@ struct proxy *upstream_create(const struct proxy_env *env)
         if (!px->groups[g].servers)
             log_fatal("out of memory at start");
         for (int s = 0; s < cfg->upstreams[g].nservers; s++) {
-            px->groups[g].servers[s].idle =
-                calloc(px->keepalive ? px->keepalive : 1, sizeof(int));
-            if (!px->groups[g].servers[s].idle)
+            struct up_server *srv = &px->groups[g].servers[s];
+            srv->idle = calloc(px->keepalive ? px->keepalive : 1, sizeof(int));
+            if (!srv->idle)
                 log_fatal("out of memory at start");
+            srv->idle_cap = px->keepalive;
+            srv->last_answer_fd = -1;
+            srv->index = nservers++;
+            name_server(env->sb, srv->index, &cfg->upstreams[g], s);
         }
     }
+    if (env->sb)
+        SB_SET(env->sb->nupstreams, nservers < SB_UPSTREAMS ? nservers : SB_UPSTREAMS);
+    px->stall_ms = cfg->upstream_stall_ms;
+    px->sb = env->sb;
+    tq_init(&px->q_stall, px->stall_ms);
     tq_init(&px->q_connect, cfg->proxy_connect_timeout_ms);
     tq_init(&px->q_read, cfg->proxy_read_timeout_ms);
     tq_init(&px->q_send, cfg->proxy_send_timeout_ms);
@@ -75,6 +108,7 @@ static void up_close_fd(struct proxy *px, int fd)
 {
     struct up_conn *uc = &px->ups[fd];
     up_disarm(uc);
+    stall_disarm(uc);
     uc->open = 0;
     uc->xfer = NULL;
     uc->gen = (uc->gen + 1) & UP_GEN_MASK;
@@ -104,6 +138,7 @@ void upstream_destroy(struct proxy *px)
         free(px->cache[i]);
     }
     free(px->path);
+    free(px->spath);
     free(px->ups);
     free(px);
 }
@@ -111,7 +146,8 @@ void upstream_destroy(struct proxy *px)
 /* Routes match the normalised path, as the static handler sees it: a
  * "/x/../api/" is an /api/ request, "/api/../x" is not (nor is a path
  * that does not normalise: the static handler answers that one). The
- * upstream still gets the target as the client sent it, as nginx does. */
+ * upstream still gets the target as the client sent it, as nginx does,
+ * unless the route strips its prefix (upstream_path). */
 int upstream_route(struct proxy *px, const struct http_request *req)
 {
     const struct serve_config *cfg = px->cfg;
@@ -186,17 +222,21 @@ void up_release(struct proxy *px, struct xfer *x, int reuse)
     if (x->counted)
         srv->active--;
     x->counted = 0;
+    stall_forget(px, x);
     struct up_conn *uc = &px->ups[x->up_fd];
-    if (reuse && !x->connecting && srv->nidle < px->keepalive) {
+    if (reuse && !x->connecting && srv->nidle < stall_idle_cap(px, srv)) {
         up_disarm(uc);
+        stall_disarm(uc);
         uc->xfer = NULL;
         uc->up_id = (uint16_t)(x->group * CONFIG_MAX_UPSTREAM_SERVERS + x->server);
         srv->idle[srv->nidle++] = x->up_fd;
+        stall_watch_idle(px, uc);
     } else {
         up_close_fd(px, x->up_fd);
     }
     x->up_fd = -1;
     x->connecting = 0;
+    up_publish(px, srv);
 }
 
 /* A new non-blocking connection to a for x, watched by the loop (tagged
@@ -256,14 +296,18 @@ int up_connect(struct proxy *px, struct xfer *x)
         if (srv->nidle) {
             x->up_fd = srv->idle[--srv->nidle];
             px->ups[x->up_fd].xfer = x;
+            stall_disarm(&px->ups[x->up_fd]);
             x->reused = 1;
             x->connecting = 0;
+            up_publish(px, srv);
             return 0;
         }
         x->reused = 0;
         int err = up_open(px, x, &gc->servers[s]);
-        if (!err)
+        if (!err) {
+            up_publish(px, srv);
             return 0;
+        }
         srv->active--;
         x->counted = 0;
         x->tries++;
@@ -287,13 +331,39 @@ void up_idle_closed(struct proxy *px, struct up_conn *uc)
             break;
         }
     up_close_fd(px, fd);
+    up_publish(px, srv);
+}
+
+void up_close_idle(struct proxy *px, struct up_server *srv)
+{
+    while (srv->nidle)
+        up_close_fd(px, srv->idle[--srv->nidle]);
+    up_publish(px, srv);
+}
+
+void up_stall_expire(struct proxy *px)
+{
+    struct tq_node *n;
+    while ((n = tq_pop_expired(&px->q_stall, clock_now_ms())) != NULL) {
+        struct up_conn *uc = container_of(n, struct up_conn, stall);
+        if (!uc->xfer) {
+            if (stall_idle_suspect(px, uc))
+                up_idle_closed(px, uc);
+            else
+                stall_watch_idle(px, uc);
+        } else if (!uc->xfer->got_bytes && stall_judge(px, uc->xfer)) {
+            up_close_idle(px, server_of(px, uc->xfer));
+        }
+    }
 }
 
 
 /* A pooled connection has nothing to say: anything readable (the close
- * above all) ends it, as its event does in the event loop. */
+ * above all) ends it, as its event does in the event loop. The stall
+ * checks that are due run here too (upstream_stall.c). */
 void upstream_sweep_idle(struct proxy *px)
 {
+    up_stall_expire(px);
     for (int g = 0; g < px->ngroups; g++) {
         for (int s = 0; s < px->groups[g].cfg->nservers; s++) {
             struct up_server *srv = &px->groups[g].servers[s];

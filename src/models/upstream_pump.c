@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/path.h"
 #include "http/proxy.h"
 #include "http/reframe.h"
 #include "models/upstream_internal.h"
@@ -91,6 +92,34 @@ static int abort_client(struct proxy *px, struct xfer *x)
     return -1;
 }
 
+/* The client is gone (EOF or RST) while its request is upstream: the
+ * exchange ends, its upstream connection closes (what it would answer is
+ * not wanted, and it may be mid-response), and the log says 499 (nginx's
+ * "client closed request") unless part of a response already went out. */
+static int client_gone(struct proxy *px, struct xfer *x)
+{
+    if (!x->hoff && !x->body_sent)
+        x->status = 499;
+    x->up_reusable = 0;
+    return abort_client(px, x);
+}
+
+/* Has the client left while its whole request is upstream? Its input is
+ * not read then, so peek: EOF or an error means gone; bytes (a pipelined
+ * request) or nothing yet mean it is still there, as nginx's
+ * ngx_http_upstream_check_broken_connection decides. Returns -1 when it
+ * left (the exchange is over), else 0. */
+static int client_left(struct proxy *px, struct xfer *x)
+{
+    if (!x->req_done || x->errored)
+        return 0; /* client_to_ubuf reads (and sees the EOF itself) */
+    char c;
+    ssize_t n = recv(x->client_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+        return 0;
+    return client_gone(px, x);
+}
+
 /* The upstream failed (error, early close, timeout). Before the response
  * head: retry on a fresh connection when a pooled one turned out dead
  * without a byte of an answer and the request is idempotent (the server
@@ -137,7 +166,7 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
     if (n < 0 && errno == EAGAIN)
         return 0;
     if (n <= 0)
-        return abort_client(px, x); /* gone before its body ended */
+        return client_gone(px, x); /* gone before its body ended */
     SB_ADD(px->step->slot->bytes_in, (uint64_t)n);
     x->client_progress = 1;
     body_clock_add(&x->st->body, (size_t)n);
@@ -219,7 +248,8 @@ static int parse_head(struct proxy *px, struct xfer *x)
 {
     const char *gname = px->groups[x->group].cfg->name;
     for (;;) {
-        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping};
+        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping,
+                                  .pass_server = px->cfg->proxy_pass_server};
         int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
                                         x->client_minor, &h, &x->resp_body, x->hbuf,
                                         sizeof x->hbuf);
@@ -306,6 +336,8 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
         }
         return upstream_failed(px, x, 0);
     }
+    if (!x->got_bytes)
+        stall_answered(px, x);
     x->got_bytes = 1;
     if (!x->head_done) {
         x->dlen += (size_t)n;
@@ -389,6 +421,8 @@ static void set_timers(struct proxy *px, struct xfer *x)
         } else if (q != uc->queue || x->up_progress) {
             up_arm(px, uc, q);
         }
+        if (x->req_done && x->uoff == x->ulen && !x->got_bytes && !x->errored)
+            stall_arm(px, x);
     }
     x->up_progress = 0;
     int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? UT_SEND
@@ -451,6 +485,24 @@ static int expects_continue(const struct http_request *req)
     return 0;
 }
 
+/* The path the upstream gets for req: NULL (the target as sent) unless the
+ * route strips its prefix; then the normalised path after it, encoded
+ * again, in px->spath. */
+static const struct http_str *upstream_path(struct proxy *px, int route,
+                                            const struct http_request *req,
+                                            struct http_str *out)
+{
+    const struct proxy_route *r = &px->cfg->routes[route];
+    if (!r->strip)
+        return NULL;
+    int n = path_normalize(req->path.p, req->path.len, px->path, px->path_cap);
+    long k = n < 0 ? -1 : proxy_strip_prefix(r, px->path, (size_t)n, px->spath, px->spath_cap);
+    if (k < 0) /* cannot happen for a path that matched its route: send "/" */
+        k = 1, px->spath[0] = '/';
+    *out = (struct http_str){px->spath, (uint32_t)k};
+    return out;
+}
+
 long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st, int route,
                  const struct http_request *req, const char *head, size_t head_len,
                  const char *body, size_t body_len, struct xfer **xp)
@@ -476,8 +528,10 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     }
     char addr[64];
     client_addr(st, addr, sizeof addr);
+    struct http_str path;
     const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
-                                           px->cfg->proxy_pass_underscores};
+                                           px->cfg->proxy_pass_underscores,
+                                           upstream_path(px, route, req, &path)};
     long hl = x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
     long took = 0;
     x->codec->request_body_start(&x->req_body, req, px->cfg->http.max_header_size);
@@ -524,13 +578,24 @@ void upstream_kick(struct proxy *px, struct xfer *x)
 
 void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events)
 {
-    /* Both directions gone (a half-close alone still gets its answer):
-     * free the upstream now rather than at its read timeout. */
+    /* The client left (reset, or closed while its request is upstream:
+     * client_left): free the upstream now, not when its answer comes. */
     if (events & (EPOLLHUP | EPOLLERR)) {
-        abort_client(px, x);
+        client_gone(px, x);
         return;
     }
+    if ((events & (EPOLLIN | EPOLLRDHUP)) && client_left(px, x) < 0)
+        return;
     pump(px, x);
+}
+
+int upstream_client_check(struct proxy *px, struct xfer *x)
+{
+    /* a peek per wake-up while the client waits for the head; after it,
+     * a client that left shows when a send fails */
+    if (x->head_done && x->hoff == x->hlen)
+        return 0;
+    return client_left(px, x);
 }
 
 void upstream_abort(struct proxy *px, struct xfer *x)
@@ -636,13 +701,14 @@ void upstream_expire(struct proxy *px)
     expire(px, &px->q_connect);
     expire(px, &px->q_read);
     expire(px, &px->q_send);
+    up_stall_expire(px);
 }
 
 int64_t upstream_next_deadline(const struct proxy *px)
 {
     int64_t next = -1;
-    const struct timerq *qs[] = {&px->q_connect, &px->q_read, &px->q_send};
-    for (int i = 0; i < 3; i++) {
+    const struct timerq *qs[] = {&px->q_connect, &px->q_read, &px->q_send, &px->q_stall};
+    for (int i = 0; i < 4; i++) {
         int64_t d = tq_next_deadline(qs[i]);
         if (d >= 0 && (next < 0 || d < next))
             next = d;
@@ -659,12 +725,21 @@ int64_t upstream_deadline(const struct proxy *px, const struct xfer *x)
     if (x->up_fd < 0)
         return -1;
     const struct up_conn *uc = &px->ups[x->up_fd];
-    return uc->queue != QU_NONE ? uc->timer.deadline_ms : -1;
+    int64_t d = uc->queue != QU_NONE ? uc->timer.deadline_ms : -1;
+    if (tq_linked(&uc->stall) && (d < 0 || uc->stall.deadline_ms < d))
+        d = uc->stall.deadline_ms;
+    return d;
 }
 
 void upstream_timeout(struct proxy *px, struct xfer *x)
 {
     struct up_conn *uc = &px->ups[x->up_fd];
+    int64_t now = clock_now_ms();
+    /* this thread's stall checks that are due, x's among them (or run
+     * already by another exchange's wake-up) */
+    up_stall_expire(px);
+    if (uc->queue == QU_NONE || uc->timer.deadline_ms > now)
+        return;
     int q = uc->queue;
     up_disarm(uc);
     timed_out(px, x, q);

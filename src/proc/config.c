@@ -24,8 +24,8 @@ const char config_help[] =
     "                           or print FILE:LINE (or FILE) and a reason, exit 2\n"
     "  --workers N              worker processes, 1..128 (default: one per CPU)\n"
     "  --model NAME             how connections reach the HTTP code: reuseport (default),\n"
-    "                           prefork, dispatch, threads, coro, iterative, or single\n"
-    "                           (one process, no master)\n"
+    "                           prefork, dispatch, threads, coro, uring (io_uring),\n"
+    "                           iterative, or single (one process, no master)\n"
     "  --threads N              threads and coro: kernel threads in the one worker\n"
     "                           process, 1..128 (default: --workers, else one per CPU)\n"
     "  --coro-stack SIZE        coro: stack per connection, virtual (default 64k)\n"
@@ -34,7 +34,9 @@ const char config_help[] =
     "  --access-log PATH        write an access log through the logger process\n"
     "  --access-log-format F    combined (default) or json\n"
     "  --error-log PATH         the error log of every process (default: stderr)\n"
-    "  --status-path PATH       serve live counters at PATH (e.g. /herd-status)\n"
+    "  --status-path PATH       serve live counters at PATH (e.g. /herd-status): JSON,\n"
+    "                           ?format=prometheus|table, or a live page for browsers\n"
+    "                           (?format=html or Accept: text/html)\n"
     "  --status-allow ADDR[/BITS]|unix  who may read the status page: an IPv4/IPv6\n"
     "                           address or CIDR, or unix (unix-socket clients);\n"
     "                           repeatable; default loopback and unix; others get 403\n"
@@ -78,23 +80,31 @@ const char config_help[] =
     "  --upstream NAME=ADDR[,ADDR...]  a group of upstream servers (unix:/path or\n"
     "                           host:port); repeatable\n"
     "  --proxy PREFIX=NAME      send requests whose path starts with PREFIX to the\n"
-    "                           upstream group NAME (longest prefix wins); repeatable\n"
+    "                           upstream group NAME (longest prefix wins); repeatable;\n"
+    "                           NAME/ strips PREFIX (/api/x goes up as /x); PREFIX\n"
+    "                           without its trailing / gets a 301 to PREFIX\n"
     "  --upstream-balance rr|least  pick servers round-robin (default) or by fewest\n"
     "                           active requests\n"
     "  --upstream-fail-timeout DUR  a server that failed is skipped this long (10s)\n"
     "  --upstream-keepalive N   idle upstream connections kept per worker and server\n"
     "                           (default 32; 0: close after each response)\n"
+    "  --upstream-stall DUR     a request without an answer this long while its\n"
+    "                           server answers on one other connection: that server\n"
+    "                           serves one connection at a time, and gets no pool for\n"
+    "                           30s (default 250ms; 0: never)\n"
     "  --proxy-connect-timeout DUR  connecting to an upstream (default 5s)\n"
     "  --proxy-read-timeout DUR between two reads from an upstream (default 60s)\n"
     "  --proxy-send-timeout DUR between two writes to an upstream (default 60s)\n"
     "  --proxy-pass-underscores  pass request headers whose names hold '_' to the\n"
     "                           upstreams (default: dropped; CGI/WSGI servers read\n"
     "                           X_Forwarded_For as X-Forwarded-For)\n"
+    "  --proxy-pass-server      pass the upstreams' Server and Date headers to clients\n"
+    "                           (default: replaced by herd's own, as nginx does)\n"
     "  -v, --verbose            debug lines in the error log\n";
 
 /* Every model herd knows; models/models.c maps them to code. */
 static const char *const model_names[] = {
-    "reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single",
+    "reuseport", "prefork", "dispatch", "threads", "coro", "uring", "iterative", "single",
 };
 
 void config_defaults(struct serve_config *cfg)
@@ -115,6 +125,7 @@ void config_defaults(struct serve_config *cfg)
     cfg->upgrade_timeout_ms = 30000;
     cfg->upstream_keepalive = 32;
     cfg->upstream_fail_timeout_ms = 10000;
+    cfg->upstream_stall_ms = 250;
     cfg->proxy_connect_timeout_ms = 5000;
     cfg->proxy_read_timeout_ms = 60000;
     cfg->proxy_send_timeout_ms = 60000;
@@ -272,15 +283,18 @@ static int set_upstream(struct serve_config *cfg, const char *v, char *err, size
     return 0;
 }
 
-/* PREFIX=NAME; the name is resolved in config_finish, so flags may name a
+/* PREFIX=NAME, or PREFIX=NAME/ to strip the prefix (nginx's proxy_pass
+ * with a URI); the name is resolved in config_finish, so flags may name a
  * group defined later (a config file checks its own routes at its end, to
  * report FILE:LINE). */
 static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t errlen)
 {
     const char *eq = strrchr(v, '=');
+    size_t nlen = eq ? strlen(eq + 1) : 0;
+    int strip = nlen > 1 && eq[nlen] == '/';
     if (!eq || v[0] != '/' || (size_t)(eq - v) >= PROXY_PREFIX_MAX ||
-        !name_ok(eq + 1, strlen(eq + 1))) {
-        snprintf(err, errlen, "proxy '%s': expected /PREFIX=UPSTREAM", v);
+        !name_ok(eq + 1, nlen - (size_t)strip)) {
+        snprintf(err, errlen, "proxy '%s': expected /PREFIX=UPSTREAM or /PREFIX=UPSTREAM/", v);
         return -1;
     }
     if (cfg->nroutes == CONFIG_MAX_ROUTES) {
@@ -295,8 +309,10 @@ static int set_proxy(struct serve_config *cfg, const char *v, char *err, size_t 
             snprintf(err, errlen, "proxy prefix '%s' given twice", r->prefix);
             return -1;
         }
-    strcpy(cfg->route_upstream[cfg->nroutes], eq + 1);
-    r->group = find_upstream(cfg, eq + 1);
+    memcpy(cfg->route_upstream[cfg->nroutes], eq + 1, nlen - (size_t)strip);
+    cfg->route_upstream[cfg->nroutes][nlen - (size_t)strip] = '\0';
+    r->strip = (uint8_t)strip;
+    r->group = find_upstream(cfg, cfg->route_upstream[cfg->nroutes]);
     cfg->nroutes++;
     return 0;
 }
@@ -322,7 +338,7 @@ static int set_model(struct serve_config *cfg, const char *name, const char *v, 
             return 0;
         }
     snprintf(err, errlen,
-             "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, iterative, single)",
+             "unknown model '%s' (reuseport, prefork, dispatch, threads, coro, uring, iterative, single)",
              v);
     return -1;
 }
@@ -470,11 +486,13 @@ static const struct setting settings[] = {
     SETTER("proxy", set_proxy_route),
     RR_LEAST("upstream-balance", upstream_least),
     DURATION("upstream-fail-timeout", upstream_fail_timeout_ms),
+    DURATION("upstream-stall", upstream_stall_ms),
     COUNT("upstream-keepalive", upstream_keepalive, 0, 4096),
     DURATION("proxy-connect-timeout", proxy_connect_timeout_ms),
     DURATION("proxy-read-timeout", proxy_read_timeout_ms),
     DURATION("proxy-send-timeout", proxy_send_timeout_ms),
     FLAG("proxy-pass-underscores", proxy_pass_underscores),
+    FLAG("proxy-pass-server", proxy_pass_server),
     WORKERS("threads", threads),
     /* Below 16k the HTTP code itself overflows; above 8m use threads. */
     SIZE("coro-stack", coro_stack, 16 * 1024, 8 * 1024 * 1024),
@@ -707,7 +725,7 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    if (cfg->nroutes && !strcmp(cfg->model, "iterative")) {
+    if (cfg->nroutes && (!strcmp(cfg->model, "iterative") || !strcmp(cfg->model, "uring"))) {
         snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",
                  cfg->model);
         return -1;

@@ -85,10 +85,12 @@ struct serve_config {
     uint8_t upstream_least;     /* least connections, else round-robin */
     uint32_t upstream_keepalive; /* idle connections kept per worker and server */
     int64_t upstream_fail_timeout_ms;
+    int64_t upstream_stall_ms;  /* no first byte this long: is the pool starving it? 0: off */
     int64_t proxy_connect_timeout_ms;
     int64_t proxy_read_timeout_ms;
     int64_t proxy_send_timeout_ms;
     uint8_t proxy_pass_underscores; /* header names with '_' go upstream too */
+    uint8_t proxy_pass_server;  /* the upstream's Server and Date reach clients */
 };
 
 /* Fills in the defaults. */

@@ -9,7 +9,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/latency.h"
+
 #define SB_MAX_SLOTS 512
+/* Upstream servers whose pools the status page shows (config order over
+ * all groups); the rest are proxied as well, just not shown. */
+#define SB_UPSTREAMS 32
+#define SB_UPSTREAM_NAME 128
+
+/* One worker's (or coro thread's) pool for one upstream server. */
+struct sb_upstream {
+    uint32_t idle;            /* pooled connections */
+    uint32_t busy;            /* exchanges on it now */
+    uint64_t stalls;          /* times it was found serving one connection at a time */
+};
 
 enum sb_state { SB_FREE, SB_RUNNING, SB_DRAINING };
 
@@ -27,6 +40,8 @@ struct sb_slot {
     uint32_t generation;
     uint32_t index;           /* worker number within its generation */
     uint32_t state;           /* enum sb_state */
+    struct sb_upstream up[SB_UPSTREAMS];
+    struct sb_latency latency; /* request durations (models/step.c says which) */
     uint32_t ready;           /* its loop is set up and serves (an upgrade waits for it) */
 } __attribute__((aligned(64)));
 
@@ -39,6 +54,15 @@ struct scoreboard {
     uint64_t logger_restarts;
     uint64_t worker_restarts;
     char model[16];
+    /* "GROUP SERVER" per upstream index, written by every worker that
+     * proxies (all write the same bytes of the same config) */
+    uint32_t nupstreams;
+    char upstream_names[SB_UPSTREAMS][SB_UPSTREAM_NAME];
+    /* Shared by the workers (atomic updates): requests to the server past
+     * --upstream-stall without a byte now, and until when (monotonic ms)
+     * it gets no keep-alive pool in any worker. */
+    uint32_t upstream_stalled[SB_UPSTREAMS];
+    int64_t upstream_nopool_until[SB_UPSTREAMS];
     struct sb_slot slots[];
 };
 

@@ -1,5 +1,6 @@
 #include "proc/status.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -8,6 +9,7 @@
 struct totals {
     uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
     uint32_t workers;
+    struct sb_latency lat;      /* merged over every slot, like the counters */
 };
 
 static void snapshot(const struct sb_slot *s, struct sb_slot *o)
@@ -45,6 +47,7 @@ static void sum(const struct scoreboard *sb, struct totals *t)
         t->accepted += s.accepted;
         t->empty += s.empty_wakeups;
         t->dropped += s.log_dropped;
+        lat_merge(&t->lat, &sb->slots[i].latency);
         if (s.state != SB_FREE) {
             t->active += s.active;
             t->idle += s.idle;
@@ -58,6 +61,60 @@ static const char *state_name(uint32_t st)
     return st == SB_RUNNING ? "running" : st == SB_DRAINING ? "draining" : "exited";
 }
 
+/* "upstreams":[{"server":"GROUP ADDR","idle":N,"busy":N,"stalls":N},...]:
+ * the keep-alive pools of the running workers, summed per server, and how
+ * often a server was found serving one connection at a time (every slot's,
+ * as the other counters). */
+static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
+{
+    uint32_t n = SB_GET(sb->nupstreams);
+    bw_printf(w, ",\"upstreams\":[");
+    for (uint32_t u = 0; u < n && u < SB_UPSTREAMS; u++) {
+        unsigned long long idle = 0, busy = 0, stalls = 0;
+        for (uint32_t i = 0; i < sb->nslots; i++) {
+            const struct sb_slot *s = &sb->slots[i];
+            stalls += SB_GET(s->up[u].stalls);
+            if (SB_GET(s->state) != SB_FREE) {
+                idle += SB_GET(s->up[u].idle);
+                busy += SB_GET(s->up[u].busy);
+            }
+        }
+        char name[SB_UPSTREAM_NAME];
+        memcpy(name, sb->upstream_names[u], sizeof name);
+        name[sizeof name - 1] = '\0';
+        /* names are group names and addresses: no quote or backslash, but
+         * a unix path may hold anything */
+        for (char *p = name; *p; p++)
+            if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+                *p = '?';
+        bw_printf(w, "%s{\"server\":\"%s\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu}",
+                  u ? "," : "", name, idle, busy, stalls);
+    }
+    bw_printf(w, "]");
+}
+
+/* Percentiles (each the high end of its log bucket) and the mean, in us. */
+static void json_latency(struct bw *w, const struct sb_latency *lat)
+{
+    uint64_t n = lat_count(lat);
+    bw_printf(w, "\"latency_us\":{\"count\":%llu,\"mean\":%llu,\"p50\":%llu,\"p90\":%llu,"
+        "\"p99\":%llu,\"p999\":%llu,\"buckets\":[",
+        (unsigned long long)n, (unsigned long long)(n ? lat->sum_us / n : 0),
+        (unsigned long long)lat_quantile(lat, 500), (unsigned long long)lat_quantile(lat, 900),
+        (unsigned long long)lat_quantile(lat, 990), (unsigned long long)lat_quantile(lat, 999));
+    /* the non-empty buckets as [high end, count]: the live page takes the
+     * difference of two reads for the percentiles of the last second */
+    const char *sep = "";
+    for (unsigned i = 0; i < LAT_BUCKETS; i++) {
+        if (!lat->log[i])
+            continue;
+        bw_printf(w, "%s[%llu,%llu]", sep, (unsigned long long)lat_bucket_high(i),
+            (unsigned long long)lat->log[i]);
+        sep = ",";
+    }
+    bw_printf(w, "]},");
+}
+
 static void render_json(const struct scoreboard *sb, struct bw *w)
 {
     struct totals t;
@@ -69,7 +126,7 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,"
         "\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu},"
         "\"accepted\":%llu,\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,"
-        "\"log_dropped\":%llu,\"slots\":[",
+        "\"log_dropped\":%llu,",
         SB_GET(sb->master_pid), SB_GET(sb->logger_pid), sb->model, SB_GET(sb->generation),
         (long long)(now - sb->started), t.workers,
         (unsigned long long)SB_GET(sb->worker_restarts),
@@ -80,6 +137,8 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.status[5], (unsigned long long)t.accepted,
         (unsigned long long)t.active, (unsigned long long)t.idle, (unsigned long long)t.empty,
         (unsigned long long)t.dropped);
+    json_latency(w, &t.lat);
+    bw_printf(w, "\"slots\":[");
     int first = 1;
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
@@ -99,7 +158,9 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
             (long long)(now - s.started));
         first = 0;
     }
-    bw_printf(w, "]}\n");
+    bw_printf(w, "]");
+    render_upstreams_json(sb, w);
+    bw_printf(w, "}\n");
 }
 
 static void prom(struct bw *w, const char *name, const char *type, const char *help,
@@ -107,6 +168,39 @@ static void prom(struct bw *w, const char *name, const char *type, const char *h
 {
     bw_printf(w, "# HELP herd_%s %s\n# TYPE herd_%s %s\nherd_%s %llu\n", name, help, name, type, name,
         v);
+}
+
+/* A histogram with fixed bounds (the same on every server, so scrapes
+ * aggregate); buckets are cumulative, as the format wants. */
+static void prom_latency(struct bw *w, const struct sb_latency *lat)
+{
+    const char *name = "herd_request_duration_seconds";
+    bw_printf(w, "# HELP %s Time from the first bytes of a request to its answer.\n"
+        "# TYPE %s histogram\n", name, name);
+    uint64_t cum = 0;
+    for (unsigned p = 0; p < LAT_PROM_BOUNDS; p++) {
+        cum += lat->prom[p];
+        bw_printf(w, "%s_bucket{le=\"%g\"} %llu\n", name, lat_prom_bounds_us[p] / 1e6,
+            (unsigned long long)cum);
+    }
+    cum += lat->prom[LAT_PROM_BOUNDS];
+    bw_printf(w, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+        (unsigned long long)cum, name, lat->sum_us / 1e6, name, (unsigned long long)cum);
+}
+
+/* One series per live slot: labels are bounded by --workers. */
+static void prom_per_worker(const struct scoreboard *sb, struct bw *w, const char *name,
+                            const char *help, size_t field)
+{
+    bw_printf(w, "# HELP herd_worker_%s %s\n# TYPE herd_worker_%s counter\n", name, help, name);
+    for (uint32_t i = 0; i < sb->nslots; i++) {
+        const struct sb_slot *s = &sb->slots[i];
+        if (SB_GET(s->state) == SB_FREE)
+            continue;
+        const uint64_t *v = (const uint64_t *)((const char *)s + field);
+        bw_printf(w, "herd_worker_%s{slot=\"%u\",worker=\"%u\"} %llu\n", name, i,
+            SB_GET(s->index), (unsigned long long)SB_GET(*v));
+    }
 }
 
 static void render_prometheus(const struct scoreboard *sb, struct bw *w)
@@ -130,6 +224,11 @@ static void render_prometheus(const struct scoreboard *sb, struct bw *w)
     prom(w, "worker_restarts_total", "counter", "Workers respawned after dying.",
          SB_GET(sb->worker_restarts));
     prom(w, "generation", "gauge", "Reload generation.", SB_GET(sb->generation));
+    prom_latency(w, &t.lat);
+    prom_per_worker(sb, w, "accepted_connections_total", "Connections accepted, per worker.",
+                    offsetof(struct sb_slot, accepted));
+    prom_per_worker(sb, w, "requests_total", "HTTP requests answered, per worker.",
+                    offsetof(struct sb_slot, requests));
 }
 
 static void render_table(const struct scoreboard *sb, struct bw *w)

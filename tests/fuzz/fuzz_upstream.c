@@ -64,7 +64,7 @@ static void run(const char *buf, size_t len, size_t max_head)
             continue;
         enum upstream_body kind = upstream_body_kind(&r, 0);
         for (int minor = 0; minor <= 1; minor++) {
-            long h = proxy_build_response(&r, kind, minor, minor, client_head,
+            long h = proxy_build_response(&r, kind, minor, minor, minor, client_head,
                                           (size_t)n + 512);
             ENSURE(h > 0);
             check_client_head(client_head, h);

@@ -9,6 +9,7 @@ path:
   /badcl            two different lengths      /chunked     a chunked body
   /closedelim       a body ended by close      /big?n=N     N pattern bytes
   /hop              hop-by-hop headers         /nocontent   204
+  /software         its own Server and Date headers
   /notmod           304                        /thenclose   ok, then close idle
   /early            413 before the body is read, then close
   /dropnext         echo, then close on the next request without answering
@@ -266,6 +267,11 @@ class Backend:
         if path.endswith("/hop"):
             s.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Secret\r\n"
                       b"Keep-Alive: timeout=5\r\nX-Secret: 1\r\nX-Kept: yes\r\n"
+                      b"Content-Length: 2\r\n\r\n" + (b"" if head_only else b"ok"))
+            return True
+        if path.endswith("/software"):
+            s.sendall(b"HTTP/1.1 200 OK\r\nServer: BaseHTTP/0.6 Python/3.11\r\n"
+                      b"Date: Mon, 01 Jan 2001 00:00:00 GMT\r\nX-Kept: yes\r\n"
                       b"Content-Length: 2\r\n\r\n" + (b"" if head_only else b"ok"))
             return True
         if path.endswith("/thenclose"):

@@ -104,9 +104,10 @@ def check_time_combined(text):
 # ------------------------------------------------------------ formats
 
 @own_model
-def test_combined_format_exact(server, site, tmp_path):
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_combined_format_exact(model, server, site, tmp_path):
     log = tmp_path / "access.log"
-    srv = server("--workers", "2", "--access-log", log)
+    srv = server("--model", model, "--workers", "2", "--access-log", log)
     m = marker()
     r1 = srv.get(f"/small.txt?m={m}&n=1",
                  headers=[("Referer", "http://ref.example/page"), ("User-Agent", "curl/7.88.1")])

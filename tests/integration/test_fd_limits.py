@@ -163,7 +163,9 @@ def flood_then_recover(srv, nworkers, n=FLOOD, hold_s=1.5):
     ["--model", "threads", "--threads", "2", "--max-connections", "5000"],
     ["--model", "coro", "--threads", "2", "--max-connections", "5000"],
     ["--workers", "2", "--max-connections", "5000"],
-], ids=["threads", "threads-over-limit", "coro-over-limit", "reuseport-over-limit"])
+    ["--model", "uring", "--workers", "2", "--max-connections", "5000"],
+], ids=["threads", "threads-over-limit", "coro-over-limit", "reuseport-over-limit",
+        "uring-over-limit"])
 def test_fd_flood_then_every_request_answered_and_idle(site, servers, args):
     srv = start(site.root, args)
     servers.append(srv)

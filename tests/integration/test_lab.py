@@ -37,7 +37,7 @@ TABLES = ["Requests per second", "Latency p50", "Latency p90", "Latency p99",
           "Latency p99.9", "Latency max", "Errors", "Server CPU, % of one core",
           "Server CPU per request", "Voluntary context switches",
           "Involuntary context switches", "ListenOverflows / ListenDrops",
-          "Empty accept wakeups"]
+          "Empty accept wakeups", "Little's law"]
 
 
 def require_binary():
@@ -173,7 +173,7 @@ def test_short_lab_report_json(short_lab):
             assert run["connects"] >= run["requests"], run
 
 
-@pytest.mark.parametrize("name", ["reqs.svg", "p99.svg"])
+@pytest.mark.parametrize("name", ["reqs.svg", "p99.svg", "errors.svg", "cpu.svg"])
 def test_short_lab_svg(short_lab, name):
     out, _, _ = short_lab
     root = ET.parse(out / name).getroot()
@@ -376,3 +376,95 @@ def test_port_range_with_no_free_port(tmp_path):
                     "--duration", "200ms", "--warmup", "0", "--port-range", f"{port}-{port}")
     assert r.returncode == 1, r.stderr
     assert f"no free port on 127.0.0.1 in {port}-{port}" in (out / "report.md").read_text()
+
+
+def test_short_lab_littles_law(short_lab):
+    """Each run checks itself: req/s x mean latency against the connections,
+    flagged past 10% in the JSON and in its own table."""
+    out, _, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    checked = 0
+    for run in rep["runs"]:
+        if not run["ok"]:
+            continue
+        want = run["requests_per_sec"] * run["latency_us"]["mean"] / 1e6 / run["concurrency"]
+        assert run["little_ratio"] == pytest.approx(want, rel=1e-3), run
+        assert run["little_off"] == (abs(run["little_ratio"] - 1) > 0.10), run
+        checked += 1
+    assert checked >= 4
+    md = (out / "report.md").read_text()
+    head, rows = md_table(md, "Keep-alive on", "Little's law")
+    cells = rows["herd/reuseport"]
+    assert len(cells) == len(CONCURRENCY)
+    for c in cells:
+        assert re.fullmatch(r"\d+\.\d\d( off)?", c), cells
+
+
+def test_short_lab_accept_balance(short_lab):
+    """reuseport runs once more with 4 workers, a connection per request: the
+    accepted counts per worker come from its status page into the JSON, the
+    report's table and balance.svg (a bar per worker)."""
+    out, r, _ = short_lab
+    rep = json.loads((out / "report.json").read_text())
+    runs = {b["run"]: b for b in rep["balance"]}
+    assert list(runs) == ["reuseport"], rep["balance"]      # iterative has one worker
+    b = runs["reuseport"]
+    assert b["ok"] and b["workers"] == 4 and len(b["accepted"]) == 4, b
+    assert sum(b["accepted"]) > 50, b
+    assert "lab: balance reuseport" in r.stderr
+    md = (out / "report.md").read_text()
+    assert "## Accept balance" in md
+    root = ET.parse(out / "balance.svg").getroot()
+    assert root.tag == SVG_NS + "svg"
+    bars = [e for e in root.iter(SVG_NS + "rect") if e.get("class") == "bar"]
+    assert len(bars) == 4
+    heights = [float(e.get("height")) for e in bars]
+    assert abs(sum(heights) - 300) < 1, heights             # shares add up to the plot height
+
+
+def test_balance_workers_flag_checked(tmp_path):
+    r = run_lab(tmp_path / "out", "--balance-workers", "1")
+    assert r.returncode == 2 and "--balance-workers" in r.stderr, r.stderr
+    r = run_lab(tmp_path / "out", "--balance-workers", "17")
+    assert r.returncode == 2, r.stderr
+
+
+def perf_usable():
+    """None when perf can record here, else why not (for the skip)."""
+    perf = shutil.which("perf")
+    if not perf:
+        return "perf is not installed: apt-get install linux-perf"
+    r = subprocess.run([perf, "record", "-e", "cpu-clock", "-g", "-o", "/dev/null", "--", "true"],
+                       capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        return ("perf record is not permitted here (kernel.perf_event_paranoid?): "
+                + r.stderr.strip()[-200:])
+    return None
+
+
+@pytest.mark.slow
+def test_profile_writes_flame_graphs(tmp_path):
+    why = perf_usable()
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "out"
+    r = run_lab(out, "--models", "reuseport,coro", "--concurrency", "4", "--duration", "1s",
+                "--warmup", "0", "--retries", "0", "--compare", "none",
+                "--balance-workers", "0", "--profile", "--port-range", f"{PORTS[0]}-{PORTS[1]}",
+                timeout=180)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((out / "report.json").read_text())
+    for model in ("reuseport", "coro"):
+        svg = out / f"flame-herd-{model}.svg"
+        root = ET.parse(svg).getroot()                  # well-formed XML
+        assert root.tag == SVG_NS + "svg" and root.get("version") == "1.1"
+        boxes = root.findall(f".//{SVG_NS}rect")
+        assert len(boxes) > 5, len(boxes)
+        titles = [g.find(SVG_NS + "title").text for g in root.iter(SVG_NS + "g")]
+        assert any("samples" in t for t in titles), titles[:5]
+        # the root box spans the whole width: every sample passed through it
+        widths = [float(b.get("width")) for b in boxes[1:]]
+        assert max(widths) == pytest.approx(1180, abs=1)
+        server = next(s for s in rep["servers"] if s["label"] == f"herd/{model}")
+        assert server["profile"].startswith(f"flame-herd-{model}.svg"), server
+    assert "## Profiles" in (out / "report.md").read_text()

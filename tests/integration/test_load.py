@@ -54,7 +54,7 @@ class Backend:
     answers), garbage (not HTTP), stall (answers request number stall_at
     after stall_s seconds)."""
 
-    def __init__(self, mode="ok", body=b"hello, load\n", stall_at=0, stall_s=0.0):
+    def __init__(self, mode="ok", body=b"hello, load\n", stall_at=0, stall_s=0.0, keep=5):
         self.mode, self.body = mode, body
         self.stall_at, self.stall_s = stall_at, stall_s
         self.lock = threading.Lock()
@@ -63,8 +63,9 @@ class Backend:
         self.active = 0
         self.per_conn = []       # requests carried by each finished connection
         self.open = set()
-        self.heads = []          # the first few request heads
+        self.heads = []          # the first `keep` request heads
         self.bodies = []
+        self.keep = keep
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -140,7 +141,7 @@ class Backend:
                     with self.lock:
                         self.requests += 1
                         seq = self.requests
-                        if len(self.heads) < 5:
+                        if len(self.heads) < self.keep:
                             self.heads.append(head)
                             self.bodies.append(body)
                     if self.mode == "silent":
@@ -603,3 +604,85 @@ def test_per_thread_req_per_sec_row(backend, tmp_path):
     assert abs(2 * q["mean"] - j["requests_per_sec"]) < 0.35 * j["requests_per_sec"], (q, j)
     row = re.search(r"Req/Sec.*\n\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9.]+)%", r.stdout)
     assert row, r.stdout
+
+
+# ------------------------------------------------------------ --requests FILE
+
+REQUESTS_FILE = (
+    "# three requests, sent in turn\n"
+    "GET /a?x=1\n"
+    "X-Mine: a\n"
+    "---\n"
+    "POST /b\n"
+    "Content-Type: text/plain\n"
+    "\n"
+    "line one\n"
+    "line two\n"
+    "---\n"
+    "\n"
+    "DELETE /c/d\r\n"
+    "X-Global: from-the-file\r\n"
+)
+
+
+def request_line(head):
+    return head.split(b"\r\n", 1)[0].decode()
+
+
+def header(head, name):
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == name.lower().encode():
+            return v.strip().decode()
+    return None
+
+
+@pytest.mark.parametrize("pipeline", ["1", "2"])
+def test_requests_file_is_sent_in_order(backend, tmp_path, pipeline):
+    """The server sees the file's requests in order, again and again (one
+    connection, one thread), with -H headers the file does not set and a
+    Content-Length for the body; pipelined batches wrap round the file."""
+    b = backend(keep=1000)
+    f = tmp_path / "reqs.txt"
+    f.write_text(REQUESTS_FILE)
+    r, j = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "300ms", "--pipeline", pipeline,
+                     "-H", "X-Global: from-the-flag", "--requests", f, b.url("/ignored"))
+    assert "3 requests from" in r.stdout, r.stdout
+    assert sum(j["errors"].values()) == 0, j["errors"]
+    with b.lock:
+        heads, bodies = list(b.heads), list(b.bodies)
+    assert len(heads) >= 6, len(heads)
+    want = ["GET /a?x=1 HTTP/1.1", "POST /b HTTP/1.1", "DELETE /c/d HTTP/1.1"]
+    assert [request_line(h) for h in heads] == [want[i % 3] for i in range(len(heads))]
+    for i, (h, body) in enumerate(zip(heads, bodies)):
+        assert header(h, "Host") == f"127.0.0.1:{b.port}"
+        if i % 3 == 0:
+            assert header(h, "X-Mine") == "a" and body == b""
+            assert header(h, "X-Global") == "from-the-flag"
+        elif i % 3 == 1:
+            assert body == b"line one\nline two"
+            assert header(h, "Content-Length") == str(len(body))
+            assert header(h, "Content-Type") == "text/plain"
+        else:
+            assert header(h, "X-Global") == "from-the-file", "the file's own wins"
+            assert h.count(b"X-Global") == 1 and header(h, "Content-Length") is None
+
+
+@pytest.mark.parametrize("text,args,rc,msg", [
+    ("GET /a\nbroken header\n", [], 1, "reqs.txt:2: expected a header line"),
+    ("GET a\n", [], 1, "reqs.txt:1: the target must start with '/'"),
+    ("HEAD /a\n", [], 1, "reqs.txt:1: HEAD is not supported"),
+    ("# only a comment\n---\n", [], 1, "no requests in the file"),
+    ("GET /a\n", ["--method", "PUT"], 2, "drop --method"),
+    (None, [], 1, "cannot read --requests"),
+])
+def test_requests_file_errors(backend, tmp_path, text, args, rc, msg):
+    b = backend()
+    f = tmp_path / "reqs.txt"
+    if text is not None:
+        f.write_text(text)
+    r = herd_load("-d", "200ms", *args, "--requests", f, b.url())
+    assert r.returncode == rc, (r.returncode, r.stderr)
+    assert msg in r.stderr, r.stderr
+    no_figures(r)
+    assert b.requests == 0

@@ -23,7 +23,7 @@ from herdtest import get_req, wait_for
 # These tests pick the model themselves.
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 
-MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single"]
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro", "iterative", "single", "uring"]
 # Small enough that a burst overflows it many times over (so an accept loop
 # that stops before EAGAIN strands connections), large enough that TCP's
 # synchronized SYN retransmissions (1, 3, 7, 15, 31 s) get everyone in

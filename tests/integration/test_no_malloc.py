@@ -21,7 +21,7 @@ pytestmark = [
 ]
 
 MODELS = ["reuseport", "prefork", "dispatch", "threads", "single", "iterative",
-          "coro --threads 1", "coro --threads 2"]
+          "coro --threads 1", "coro --threads 2", "uring"]
 
 
 def counts(d):

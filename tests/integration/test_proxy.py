@@ -5,6 +5,7 @@ rewriting, body streaming with bounded memory, and the error answers.
 The backends are proxy_backend.Backend (threads in this process) unless a
 test must SIGKILL one, which then runs as its own process."""
 
+import email.utils
 import hashlib
 import json
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERD_ARGS, descendants, run_herd
+from conftest import HERD_ARGS, descendants, herd_cmd, run_herd
 from herdtest import ConnClosed, RawConn, build_request, wait_for
 from proxy_backend import PATTERN, Backend, pattern_sha
 
@@ -128,13 +129,60 @@ def test_get_post_over_unix_and_tcp(server, backends, site):
     # everything else stays static
     r = srv.get("/small.txt")
     assert r.status == 200 and r.body == site.files["small.txt"]
-    assert srv.get("/u").status == 404, "'/u' does not start with the prefix '/u/'"
+    assert srv.get("/ux").status == 404, "'/ux' does not start with the prefix '/u/'"
     # routes see the normalised path, the upstream the target as sent
     assert echo(srv.get("/x/../u/norm"))["target"] == "/x/../u/norm"
     assert echo(srv.get("/%75/enc"))["backend"] == "u"
     r = srv.get("/u/../small.txt")
     assert r.status == 200 and r.body == site.files["small.txt"]
     assert srv.get("/u/%00").status == 400
+
+
+def test_prefix_without_its_slash_is_redirected(server, backends, site):
+    """As nginx for `location /api/ { proxy_pass ...; }`: "/api" gets a 301
+    to "/api/" (query kept, any method), even when a "/" route would match
+    it; a route of its own ("/app") wins over the redirect."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b", "--proxy", "/=b",
+                 "--proxy", "/app/=b", "--proxy", "/app=b")
+    r = srv.get("/api?x=1&y=%20")
+    assert r.status == 301 and r.get("location") == "/api/?x=1&y=%20", r
+    r = srv.request(build_request("POST", "/api", headers=[("Content-Length", "3")],
+                                  body=b"abc"))
+    assert r.status == 301 and r.get("location") == "/api/"
+    assert srv.get("/x/../api").get("location") == "/api/"
+    assert echo(srv.get("/api/"))["target"] == "/api/"
+    assert echo(srv.get("/apix"))["target"] == "/apix", "the / route"
+    assert echo(srv.get("/app"))["target"] == "/app", "a route of its own"
+    assert not [p for p in b.paths() if p == "/api"], "never sent upstream"
+
+
+def test_prefix_without_its_slash_is_redirected_without_other_routes(server, backends, site):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    r = srv.get("/api")
+    assert r.status == 301 and r.get("location") == "/api/"
+    assert srv.get("/apix").status == 404
+    assert srv.get("/small.txt").body == site.files["small.txt"]
+
+
+def test_group_with_a_slash_strips_the_prefix(server, backends, tmp_path):
+    """`--proxy /api/=b/` as nginx's `proxy_pass http://b/;`: the upstream
+    gets the normalised path after the prefix, encoded again, and the
+    query as sent."""
+    b, k = backends("unix", "b"), backends("unix", "k")
+    srv = server("--upstream", f"b={b.address}", "--upstream", f"k={k.address}",
+                 "--proxy", "/api/=b/", "--proxy", "/keep/=k")
+    assert echo(srv.get("/api/v1/users?id=7"))["target"] == "/v1/users?id=7"
+    assert echo(srv.get("/api/"))["target"] == "/"
+    assert echo(srv.get("/api/a%20b/../c%3Fd"))["target"] == "/c%3Fd"
+    assert echo(srv.get("/keep/x?y"))["target"] == "/keep/x?y"
+    assert srv.get("/api").get("location") == "/api/"
+    # the same as a config-file line
+    conf = tmp_path / "herd.conf"
+    conf.write_text(f"upstream = b={b.address}\nproxy = /v2/=b/\n")
+    srv2 = server("--config", conf)
+    assert echo(srv2.get("/v2/z"))["target"] == "/z"
 
 
 def test_chunked_request_body_is_streamed(server, backends):
@@ -181,6 +229,33 @@ def test_header_rewriting(server, backends):
     assert r.get("x-kept") == "yes"
     assert not r.has("x-secret") and not r.has("keep-alive")
     assert r.get("connection") is None
+
+
+def test_upstream_server_and_date_are_replaced(server, backends):
+    """As nginx's proxy_hide_header defaults: the client learns herd's
+    software and clock, not the upstream's (one header each)."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    for path in ("/software", "/echo"):
+        r = srv.get(path)
+        assert r.status == 200 and r.get("x-kept", "yes") == "yes"
+        assert [v for k, v in r.headers if k.lower() == "server"] == [r.get("server")]
+        assert r.get("server", "").startswith("herd/"), r.headers
+        dates = [v for k, v in r.headers if k.lower() == "date"]
+        assert len(dates) == 1 and "2001" not in dates[0], r.headers
+        assert abs(email.utils.parsedate_to_datetime(dates[0]).timestamp() - time.time()) < 5
+
+
+def test_proxy_pass_server_keeps_the_upstreams(server, backends):
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b", "--proxy-pass-server")
+    r = srv.get("/software")
+    assert [v for k, v in r.headers if k.lower() == "server"] == ["BaseHTTP/0.6 Python/3.11"]
+    assert [v for k, v in r.headers if k.lower() == "date"] == [
+        "Mon, 01 Jan 2001 00:00:00 GMT"]
+    # an upstream that sends neither still gets herd's
+    r = srv.get("/echo")
+    assert r.get("server", "").startswith("herd/") and r.has("date")
 
 
 def test_http10_client(server, backends):
@@ -274,6 +349,40 @@ def test_client_gone_while_upstream_is_slow(server, backends):
              what="no upstream socket left behind")
 
 
+@pytest.mark.parametrize("leave", ["close", "reset"])
+def test_client_that_leaves_is_logged_499_and_upstream_closed(server, backends, tmp_path,
+                                                              leave):
+    """nginx's 499: a client that closes (FIN or RST) while its request is
+    upstream ends the exchange at once, long before the slow answer comes:
+    the upstream connection closes (it is not pooled), the access log says
+    499 and the 4xx counter moves."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log, "--status-path", "/st")
+    base = json.loads(srv.get("/st?format=json").body)
+    sockets = srv.socket_count()
+    c = srv.connect()
+    c.send(build_request("GET", "/api/slow?s=6"))
+    wait_for(lambda: b.requests, what="the request upstream")
+    t0 = time.monotonic()
+    c.reset() if leave == "reset" else c.close()
+
+    def logged():
+        text = log.read_text() if log.exists() else ""
+        return [l for l in text.splitlines() if "/api/slow?s=6" in l]
+    got = wait_for(logged, timeout=3, what="the access-log line of the request that left")
+    assert '"GET /api/slow?s=6 HTTP/1.1" 499 0' in got[0], got
+    wait_for(lambda: srv.socket_count() <= sockets, timeout=3,
+             what="the client's and the upstream's sockets to close")
+    assert time.monotonic() - t0 < 3, "noticed long before the upstream answered"
+    st = json.loads(srv.get("/st?format=json").body)
+    assert st["responses"]["4xx"] - base["responses"]["4xx"] == 1, st["responses"]
+    # the next request gets a fresh upstream connection, not the aborted one
+    echo(srv.get("/api/after"))
+    assert b.conns == 2
+
+
 def test_keepalive_zero_closes_upstream(server, backends):
     b = backends("unix")
     srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b",
@@ -281,6 +390,63 @@ def test_keepalive_zero_closes_upstream(server, backends):
     for i in range(5):
         echo(srv.get(f"/echo?{i}"))
     assert b.conns == 5
+
+
+@pytest.fixture
+def single_threaded(tmp_path):
+    """A stdlib HTTPServer (one connection at a time, HTTP/1.1 keep-alive)
+    with a listen queue of 128 (its default of 5 adds SYN retransmits,
+    which no pool can undo); yields its address."""
+    p = subprocess.Popen([sys.executable, str(HERE / "backends" / "single_threaded_backend.py"),
+                          "128"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(p.stdout.readline())
+        yield f"127.0.0.1:{port}"
+    finally:
+        p.kill()
+        p.wait(5)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_single_threaded_backend_behind_the_pool(server, single_threaded, workers, tmp_path):
+    """With a keep-alive pool, the connection such a server is on was taken
+    again and again while the requests on the other connections waited for
+    the read timeout (main: about 20 req/s, timeouts). herd finds it out
+    (--upstream-stall) and gives that server no pool: every request is
+    answered, fast, in every worker."""
+    srv = server("--workers", workers, "--upstream", f"py={single_threaded}",
+                 "--proxy", "/py/=py", "--status-path", "/st")
+    out = tmp_path / "load.json"
+    r = subprocess.run(herd_cmd("load", "-c", "20", "-t", "1", "-d", "3s", "--timeout", "3s",
+                                "--json", out, srv.url("/py/")),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(out.read_text())
+    assert sum(j["errors"].values()) == 0, j["errors"]
+    assert j["requests_per_sec"] >= 200, j["requests_per_sec"]
+    assert j["latency_us"]["max"] < 1_500_000, j["latency_us"]
+    assert "serves one connection at a time" in srv.stderr_text()
+    st = json.loads(srv.get("/st?format=json").body)
+    [up] = st["upstreams"]
+    assert up["server"] == f"py {single_threaded}" and up["stalls"] >= 1, up
+    assert up["idle"] == 0 and up["busy"] == 0, up
+
+
+def test_status_shows_the_pool_per_server(server, backends):
+    a, b = backends("unix", "a"), backends("tcp", "b")
+    srv = server("--workers", "1", "--upstream", f"g={a.address}", "--upstream",
+                 f"h={b.address}", "--proxy", "/a/=g", "--proxy", "/b/=h", "--status-path", "/st")
+    with srv.connect() as c:
+        c.send(build_request("GET", "/a/slow?s=1"))
+        wait_for(lambda: a.requests, what="the slow request upstream")
+        echo(srv.get("/b/x"))
+        ups = {u["server"]: u for u in json.loads(srv.get("/st?format=json").body)["upstreams"]}
+        assert ups[f"g {a.address}"]["busy"] == 1 and ups[f"g {a.address}"]["idle"] == 0, ups
+        assert ups[f"h {b.address}"]["busy"] == 0 and ups[f"h {b.address}"]["idle"] == 1, ups
+        assert ups[f"g {a.address}"]["stalls"] == 0, "a slow answer is not a stall"
+        assert echo(c.read_response())["target"] == "/a/slow?s=1"
+    ups = {u["server"]: u for u in json.loads(srv.get("/st?format=json").body)["upstreams"]}
+    assert ups[f"g {a.address}"]["idle"] == 1 and ups[f"g {a.address}"]["busy"] == 0, ups
 
 
 # ------------------------------------------------------------ balancing and failure
@@ -537,12 +703,16 @@ def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
     (["--upstream", "b=0.0.0.0:80"], "bad address"),
     (["--upstream", "=unix:/x"], "expected NAME=ADDR"),
     (["--proxy", "noslash=b", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
+    (["--proxy", "/a=b//", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
+    (["--proxy", "/a=/", "--upstream", "b=unix:/x"], "expected /PREFIX=UPSTREAM"),
     (["--upstream-balance", "random"], "invalid value 'random'"),
     (["--upstream", "b=unix:/x", "--proxy", "/a=b", "--proxy", "/a=b"], "given twice"),
     (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
     (["--proxy-read-timeout", "soon"], "invalid duration"),
     (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
      "event-loop or the coro model (not iterative)"),
+    (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "uring"],
+     "event-loop or the coro model (not uring)"),
 ])
 def test_bad_proxy_config_exits_2(args, msg):
     r = run_herd(["serve", ".", *args], extra=False)

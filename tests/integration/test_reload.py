@@ -181,8 +181,9 @@ class Hammer:
             t.join(15)
 
 
-def test_reload_under_load_loses_nothing(server, site):
-    srv = server("--workers", "2", "--status-path", STATUS)
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_reload_under_load_loses_nothing(model, server, site):
+    srv = server("--model", model, "--workers", "2", "--status-path", STATUS)
     st = settled(srv, 1)
     seen = {s["pid"] for s in st["slots"]}
     body = site.files["index.html"]
@@ -422,9 +423,10 @@ def new_connection_outcome(addr):
         s.close()
 
 
-def test_graceful_stop_finishes_slow_download(server, big_root):
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_graceful_stop_finishes_slow_download(model, server, big_root):
     root, sha = big_root
-    srv = server("--workers", "2", docroot=root)
+    srv = server("--model", model, "--workers", "2", docroot=root)
     c = RawConn.open(srv.addr, rcvbuf=65536, timeout=10)
     try:
         c.send(get_req("/big20.bin"))
@@ -474,9 +476,10 @@ def start_stalled_download(srv, target="/big20.bin"):
     return c
 
 
-def test_shutdown_timeout_bounds_graceful_stop(server, big_root):
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_shutdown_timeout_bounds_graceful_stop(model, server, big_root):
     root, _ = big_root
-    srv = server("--workers", "2", "--shutdown-timeout", "1s", docroot=root)
+    srv = server("--model", model, "--workers", "2", "--shutdown-timeout", "1s", docroot=root)
     c = start_stalled_download(srv)
     try:
         time.sleep(0.2)
@@ -491,8 +494,9 @@ def test_shutdown_timeout_bounds_graceful_stop(server, big_root):
         c.close()
 
 
-def test_sigint_is_graceful_too(server, site):
-    srv = server("--workers", "2")
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_sigint_is_graceful_too(model, server, site):
+    srv = server("--model", model, "--workers", "2")
     with srv.connect() as idle:
         idle.send(get_req("/small.txt"))
         assert idle.read_response().status == 200
@@ -503,9 +507,10 @@ def test_sigint_is_graceful_too(server, site):
     assert srv.wait(5) == 0
 
 
-def test_sigquit_is_a_fast_stop(server, big_root):
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_sigquit_is_a_fast_stop(model, server, big_root):
     root, _ = big_root
-    srv = server("--workers", "2", docroot=root)
+    srv = server("--model", model, "--workers", "2", docroot=root)
     c = start_stalled_download(srv)
     try:
         time.sleep(0.2)

@@ -109,7 +109,8 @@ def fetch_ok(srv, target="/small.txt"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro"])
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
+                                   "uring"])
 def test_three_upgrades_under_load_lose_nothing(upgradable, site, model):
     srv, pidfile = upgradable("--model", model, "--workers", "2")
     masters = [srv.pid]

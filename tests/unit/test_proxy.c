@@ -4,7 +4,9 @@
  * body framing, and the head passed on to the client. */
 #include "unit.h"
 
+#include "core/clock.h"
 #include "http/proxy.h"
+#include "http/response.h"
 
 static char out[8192];
 
@@ -34,6 +36,48 @@ TEST(route_longest_prefix)
     CHECK_EQ_INT(proxy_route_match(r, 0, "/", 1), -1);
 }
 
+TEST(route_without_its_slash_is_redirected)
+{
+    struct proxy_route r[3] = {{"/api/", 0, 0}, {"/", 1, 0}, {"/app", 2, 0}};
+    /* "/api" is "/api/" without its slash: not the "/" route, a 301 */
+    CHECK(proxy_route_slash(r, 3, "/api", 4));
+    CHECK_EQ_INT(proxy_route_match(r, 3, "/api", 4), -1);
+    CHECK_EQ_INT(proxy_route_match(r, 3, "/ap", 3), 1);
+    CHECK(!proxy_route_slash(r, 3, "/ap", 3));
+    CHECK(!proxy_route_slash(r, 3, "/api/", 5));
+    /* a route of its own wins */
+    struct proxy_route r2[2] = {{"/app/", 0, 0}, {"/app", 1, 0}};
+    CHECK(!proxy_route_slash(r2, 2, "/app", 4));
+    CHECK_EQ_INT(proxy_route_match(r2, 2, "/app", 4), 1);
+    CHECK(!proxy_route_slash(r, 3, "", 0));
+}
+
+TEST(strip_prefix)
+{
+    struct proxy_route slash = {"/api/", 0, 1}, bare = {"/api", 0, 1};
+    char o[64];
+    long n = proxy_strip_prefix(&slash, "/api/v1/x y", 11, o, sizeof o);
+    CHECK_STR(o, (size_t)n, "/v1/x%20y");
+    n = proxy_strip_prefix(&slash, "/api/", 5, o, sizeof o);
+    CHECK_STR(o, (size_t)n, "/");
+    n = proxy_strip_prefix(&bare, "/api/x", 6, o, sizeof o);
+    CHECK_STR(o, (size_t)n, "/x");
+    n = proxy_strip_prefix(&bare, "/apix", 5, o, sizeof o);
+    CHECK_STR(o, (size_t)n, "/x");
+    n = proxy_strip_prefix(&bare, "/api", 4, o, sizeof o);
+    CHECK_STR(o, (size_t)n, "/");
+    CHECK_EQ_INT(proxy_strip_prefix(&slash, "/api/abc", 8, o, 3), -1);
+}
+
+TEST(request_with_a_stripped_path_keeps_the_query)
+{
+    struct http_request req;
+    parse_req("GET /api/v1?q=1 HTTP/1.1\r\nHost: h\r\n\r\n", &req);
+    struct http_str p = {"/v1", 3};
+    long n = proxy_build_request(&req, &p, "1.2.3.4", "grp", 0, out, sizeof out);
+    CHECK(n > 0 && STARTS(out, "GET /v1?q=1 HTTP/1.1\r\n"));
+}
+
 TEST(request_drops_hop_by_hop_and_sets_forwarding)
 {
     struct http_request req;
@@ -43,7 +87,7 @@ TEST(request_drops_hop_by_hop_and_sets_forwarding)
               "X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n"
               "Expect: 100-continue\r\nAccept: */*\r\n\r\n",
               &req);
-    long n = proxy_build_request(&req, "192.0.2.5", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, out, sizeof out);
     if (!CHECK(n > 0))
         return;
     CHECK(STARTS(out, "GET /p?q=1 HTTP/1.1\r\nHost: example.org\r\n"));
@@ -66,31 +110,31 @@ TEST(request_body_framing_and_versions)
 {
     struct http_request req;
     parse_req("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n", &req);
-    long n = proxy_build_request(&req, "::1", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "::1", "grp", 0, out, sizeof out);
     CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
     CHECK(has(out, n, "X-Forwarded-For: ::1\r\n"));
 
     parse_req("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", &req);
-    n = proxy_build_request(&req, "unix:", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "unix:", "grp", 0, out, sizeof out);
     CHECK(has(out, n, "\r\nTransfer-Encoding: chunked\r\n"));
 
     /* HTTP/1.0 without Host: the group's name, a 1.0 request, no reuse */
     parse_req("GET / HTTP/1.0\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(STARTS(out, "GET / HTTP/1.0\r\nHost: grp\r\n"));
     CHECK(has(out, n, "\r\nConnection: close\r\n"));
 
     /* absolute-form becomes origin-form */
     parse_req("GET http://other.example/a/b?c HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(STARTS(out, "GET /a/b?c HTTP/1.1\r\n"));
     parse_req("GET http://other.example?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(STARTS(out, "GET /?x=1 HTTP/1.1\r\n"));
 
     /* no room: -1, never a partial head */
     for (size_t cap = 0; cap < 40; cap++)
-        CHECK_EQ_INT(proxy_build_request(&req, "1.2.3.4", "grp", 0, out, cap), -1);
+        CHECK_EQ_INT(proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, cap), -1);
 }
 
 /* The count of needle in hay[0..len). */
@@ -112,19 +156,19 @@ TEST(request_framing_is_herds)
     struct http_request req;
     parse_req("POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
               "Trailer: X-Sum\r\n\r\n", &req);
-    long n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK_EQ_INT(count(out, n, "Transfer-Encoding: chunked\r\n"), 1);
     CHECK(!has(out, n, "Content-Length"));
     CHECK(!has(out, n, "Trailer"));
 
     parse_req("PUT /l HTTP/1.1\r\nHost: h\r\nContent-Length: 0012\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK_EQ_INT(count(out, n, "Content-Length"), 1);
     CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
     CHECK(!has(out, n, "Transfer-Encoding"));
 
     parse_req("GET /n HTTP/1.1\r\nHost: h\r\n\r\n", &req);
-    n = proxy_build_request(&req, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
     CHECK(n > 0 && !has(out, n, "Content-Length") && !has(out, n, "Transfer-Encoding"));
 }
 
@@ -133,13 +177,13 @@ TEST(request_drops_underscore_names_unless_asked)
     struct http_request req;
     parse_req("GET /u HTTP/1.1\r\nHost: h\r\nX_Forwarded_For: 6.6.6.6\r\n"
               "X_Forwarded_Proto: https\r\nx_real_ip: 6.6.6.6\r\nX-Kept: 1\r\n\r\n", &req);
-    long n = proxy_build_request(&req, "192.0.2.5", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, out, sizeof out);
     CHECK(n > 0);
     CHECK(!has(out, n, "_"));
     CHECK(!has(out, n, "6.6.6.6"));
     CHECK(has(out, n, "\r\nX-Forwarded-For: 192.0.2.5\r\n"));
     CHECK(has(out, n, "\r\nX-Kept: 1\r\n"));
-    n = proxy_build_request(&req, "192.0.2.5", "grp", 1, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 1, out, sizeof out);
     CHECK(has(out, n, "\r\nX_Forwarded_For: 6.6.6.6\r\n"));
     CHECK(has(out, n, "\r\nX_Forwarded_Proto: https\r\n"));
     CHECK(has(out, n, "\r\nx_real_ip: 6.6.6.6\r\n"));
@@ -266,18 +310,28 @@ TEST(response_rejects_malformed)
 TEST(response_head_for_client)
 {
     const char *up = "HTTP/1.1 201 Created\r\nConnection: keep-alive, X-Hide\r\nX-Hide: 1\r\n"
-                     "Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nX-Show: 2\r\n\r\n";
+                     "Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nX-Show: 2\r\n"
+                     "Server: gunicorn/1.0\r\nDate: Mon, 01 Jan 2001 00:00:00 GMT\r\n\r\n";
     struct upstream_response r;
     CHECK(upstream_parse_response(up, strlen(up), 16384, &r) > 0);
-    long n = proxy_build_response(&r, UB_CHUNKED, 1, 1, out, sizeof out);
-    CHECK_EQ_INT(n, (long)strlen("HTTP/1.1 201 Created\r\nX-Show: 2\r\n"
-                                 "Transfer-Encoding: chunked\r\n\r\n"));
-    CHECK(!memcmp(out, "HTTP/1.1 201 Created\r\nX-Show: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
-                  (size_t)n));
-    n = proxy_build_response(&r, UB_LENGTH, 0, 1, out, sizeof out);
+    clock_update();
+    long n = proxy_build_response(&r, UB_CHUNKED, 1, 1, 0, out, sizeof out);
+    char want[256];
+    snprintf(want, sizeof want,
+             "HTTP/1.1 201 Created\r\n" SERVER_HEADER "Date: %.*s\r\nX-Show: 2\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n",
+             HTTPDATE_LEN, clock_date());
+    CHECK_EQ_INT(n, (long)strlen(want));
+    CHECK(!memcmp(out, want, strlen(want)));
+    /* passed through: the upstream's, and no second Server or Date */
+    n = proxy_build_response(&r, UB_CHUNKED, 1, 1, 1, out, sizeof out);
+    CHECK(has(out, n, "\r\nServer: gunicorn/1.0\r\n"));
+    CHECK(has(out, n, "\r\nDate: Mon, 01 Jan 2001 00:00:00 GMT\r\n"));
+    CHECK(!has(out, n, "herd/"));
+    n = proxy_build_response(&r, UB_LENGTH, 0, 1, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nConnection: keep-alive\r\n\r\n"));
     CHECK(!has(out, n, "Transfer-Encoding"));
-    n = proxy_build_response(&r, UB_CLOSE, 1, 0, out, sizeof out);
+    n = proxy_build_response(&r, UB_CLOSE, 1, 0, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nConnection: close\r\n\r\n"));
-    CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, out, 20), -1);
+    CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, 0, out, 20), -1);
 }

@@ -1,0 +1,455 @@
+/* The io_uring model: one ring per worker process, on its own SO_REUSEPORT
+ * socket. Connections arrive by multishot accept, input by multishot
+ * receives into provided buffers, answers leave by sendmsg SQEs; every SQE
+ * of a completion round goes in with the one io_uring_submit_and_wait that
+ * also waits for the next round. Timeouts live in the same FIFO queues as
+ * the event loop's, behind one IORING_OP_TIMEOUT for the nearest deadline,
+ * so a request costs no timer syscall. */
+#include "models/uring.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/signals.h"
+#include "models/sizing.h"
+#include "models/uring_internal.h"
+#include "net/accept.h"
+#include "proc/status.h"
+
+#define RING_ENTRIES 1024
+#define RECV_BUFS 2048      /* provided buffers: a power of two */
+#define RECV_BUF_SIZE 4096
+#define CQE_BATCH 256
+#define MAX_LISTENERS 64
+#define LINGER_TIMEOUT_MS 5000
+#define ACCEPT_MULTISHOT_ROOM 64 /* free connection slots for a multishot accept */
+
+struct listener {
+    int fd;
+    uint8_t tcp, proxy;
+    uint8_t armed;          /* a multishot accept is in the ring */
+    uint8_t multishot;      /* ...a multishot one */
+    uint8_t cancelled;      /* ...and its cancel too */
+};
+
+struct server {
+    struct uring_loop u;
+    const struct worker_env *env;
+    struct sb_slot own_slot;
+    struct alog alog;
+    struct listener ls[MAX_LISTENERS];
+    int nls;
+    int64_t stop_deadline;
+    int64_t accept_retry_at;    /* out of fds: not accepting until then */
+    int64_t timeout_at;         /* the armed IORING_OP_TIMEOUT, or -1 */
+    struct __kernel_timespec ts;
+    time_t last_limit_log;
+    int ring_ok;
+};
+
+static int want_peer(struct server *s)
+{
+    return alog_on(&s->alog) || s->u.cfg->http.status_path[0];
+}
+
+static int accepting(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    return !u->stopping && !s->accept_retry_at && u->nconns < u->max_conns;
+}
+
+/* Arms or cancels each listener's accept to match accepting(). Far from
+ * --max-connections a multishot accept takes the whole backlog in one go;
+ * near it, one connection per accept, so the rest waits in the backlog as
+ * it does in the other models (a multishot accept cancelled at the limit
+ * would have taken a burst past it). */
+static void sync_accepts(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    int on = accepting(s);
+    int multi = u->nconns < u->max_conns && u->max_conns - u->nconns > ACCEPT_MULTISHOT_ROOM;
+    for (int i = 0; i < s->nls; i++) {
+        struct listener *l = &s->ls[i];
+        uint64_t tag = uring_tag(UK_ACCEPT, 0, (uint32_t)i);
+        if (on && !l->armed && l->fd >= 0) {
+            struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+            if (multi)
+                io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL,
+                                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+            else
+                io_uring_prep_accept(sqe, l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            io_uring_sqe_set_data64(sqe, tag);
+            l->armed = 1;
+            l->multishot = (uint8_t)multi;
+            l->cancelled = 0;
+        } else if ((!on || (l->multishot && !multi)) && l->armed && !l->cancelled) {
+            struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+            io_uring_prep_cancel64(sqe, tag, 0);
+            io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
+            l->cancelled = 1;
+        }
+    }
+}
+
+static void log_limit(struct server *s, int level, const char *msg)
+{
+    if (clock_wall() != s->last_limit_log) {
+        s->last_limit_log = clock_wall();
+        log_msg(level, "%s", msg);
+    }
+}
+
+static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
+{
+    struct uring_loop *u = &s->u;
+    struct listener *l = &s->ls[i];
+    if (!(flags & IORING_CQE_F_MORE))
+        l->armed = 0;
+    if (res < 0) {
+        if (res == -ECANCELED)
+            return;
+        if (res == -EMFILE || res == -ENFILE)
+            log_limit(s, LOG_CRIT, "out of file descriptors: not accepting for now");
+        else if (res != -EAGAIN && res != -ECONNABORTED)
+            log_msg(LOG_ERROR, "accept: %s", strerror(-res));
+        if (res != -EAGAIN && res != -ECONNABORTED)
+            s->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
+        return;
+    }
+    /* While stopping, a connection the ring took before its cancel landed
+     * is served like the fresh ones (its answer says close): closing it
+     * would drop a request that a reload's new worker could have served. */
+    SB_ADD(u->slot->accepted, 1);
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    int have_peer = want_peer(s) && getpeername(res, (struct sockaddr *)&peer, &plen) == 0;
+    uconn_open(u, res, l->tcp, l->proxy, have_peer ? &peer : NULL);
+    if (u->nconns >= u->max_conns)
+        log_limit(s, LOG_WARN, "at --max-connections, not accepting");
+}
+
+static void close_idle(struct uring_loop *u)
+{
+    struct tq_node *n = u->q_keepalive.head.next;
+    while (n != &u->q_keepalive.head) {
+        struct tq_node *next = n->next;
+        uconn_close(u, container_of(n, struct uconn, timer));
+        n = next;
+    }
+}
+
+/* Graceful stop: no new connections, idle ones closed now, busy ones after
+ * their current answer (no keep-alive while stopping), fresh ones once
+ * their request is answered or their header timeout fires. */
+static void begin_stop(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    if (u->stopping)
+        return;
+    u->stopping = 1;
+    s->stop_deadline = clock_now_ms() + u->cfg->shutdown_timeout_ms;
+    sync_accepts(s);
+    for (int i = 0; i < s->nls; i++) {
+        if (s->ls[i].fd >= 0)
+            close(s->ls[i].fd);
+        s->ls[i].fd = -1;
+    }
+    close_idle(u);
+    log_debug("stopping: %u connections to finish", u->nconns);
+}
+
+/* Returns 1 to stop at once. */
+static int on_signals(struct server *s, int sfd)
+{
+    int sig;
+    while ((sig = signals_read(sfd)) > 0) {
+        if (sig == SIGTERM || sig == SIGINT) {
+            begin_stop(s);
+        } else if (sig == SIGQUIT) {
+            log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void arm_signals(struct server *s)
+{
+    struct io_uring_sqe *sqe = uring_sqe(&s->u.ring);
+    io_uring_prep_poll_multishot(sqe, s->env->signal_fd, POLLIN);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_SIGNAL, 0, 0));
+}
+
+static int64_t next_deadline(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    int64_t next = -1;
+    struct timerq *qs[] = {&u->q_header, &u->q_keepalive, &u->q_send, &u->q_linger,
+                           &u->q_body};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        int64_t d = tq_next_deadline(qs[i]);
+        if (d >= 0 && (next < 0 || d < next))
+            next = d;
+    }
+    if (u->stopping && (next < 0 || s->stop_deadline < next))
+        next = s->stop_deadline;
+    if (s->accept_retry_at && (next < 0 || s->accept_retry_at < next))
+        next = s->accept_retry_at;
+    return next;
+}
+
+/* One IORING_OP_TIMEOUT at a time for the nearest deadline. A later
+ * deadline leaves an earlier timeout armed (one early wakeup, then it is
+ * armed again), so keep-alive requests, which only push deadlines later,
+ * never touch it. */
+static void arm_timeout(struct server *s)
+{
+    int64_t next = next_deadline(s);
+    if (next < 0 || (s->timeout_at >= 0 && s->timeout_at <= next))
+        return;
+    /* COARSE clock: a few ms late is fine, early would spin */
+    int64_t at = next + 5;
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    int64_t now = (int64_t)mono.tv_sec * 1000 + mono.tv_nsec / 1000000;
+    if (at < now)
+        at = now;
+    s->ts.tv_sec = at / 1000;
+    s->ts.tv_nsec = at % 1000 * 1000000;
+    struct io_uring_sqe *sqe = uring_sqe(&s->u.ring);
+    io_uring_prep_timeout(sqe, &s->ts, 0, IORING_TIMEOUT_ABS);
+    io_uring_sqe_set_data64(sqe, (uint64_t)UK_TIMEOUT << 60 | (uint64_t)next);
+    s->timeout_at = next;
+}
+
+static void expire(struct uring_loop *u, struct timerq *q)
+{
+    struct tq_node *n;
+    while ((n = tq_pop_expired(q, clock_now_ms())) != NULL)
+        uconn_timeout(u, container_of(n, struct uconn, timer));
+}
+
+/* Returns 1 to stop at once. */
+static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
+{
+    struct uring_loop *u = &s->u;
+    uint32_t id = uring_tag_id(tag);
+    struct uconn *c = id < (uint32_t)u->max_fds ? &u->conns[id] : NULL;
+    int live = c && c->open && c->gen == uring_tag_gen(tag);
+    switch (uring_tag_kind(tag)) {
+    case UK_ACCEPT:
+        on_accept(s, id, res, flags);
+        break;
+    case UK_RECV:
+        if (live)
+            uconn_on_recv(u, c, res, flags);
+        else if (flags & IORING_CQE_F_BUFFER) /* for a connection closed meanwhile */
+            uring_buf_return(&u->bufs, flags >> IORING_CQE_BUFFER_SHIFT);
+        break;
+    case UK_SEND: {
+        struct uconn *sc = NULL;
+        enum uout_next next = uout_on_send(u, tag, res, &sc);
+        if (sc)
+            uconn_after_output(u, sc, next);
+        break;
+    }
+    case UK_POLLOUT:
+        if (live && c->polling)
+            uconn_after_output(u, c, uout_on_pollout(u, c, res));
+        break;
+    case UK_SIGNAL:
+        if (!(flags & IORING_CQE_F_MORE))
+            arm_signals(s);
+        return on_signals(s, s->env->signal_fd);
+    case UK_TIMEOUT:
+        if ((int64_t)(tag & ((1ULL << 60) - 1)) == s->timeout_at)
+            s->timeout_at = -1;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* Takes every completion there is; returns 1 to stop at once. */
+static int reap(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    struct io_uring_cqe *cqes[CQE_BATCH];
+    struct { uint64_t tag; int res; uint32_t flags; } got[CQE_BATCH];
+    unsigned n;
+    while ((n = io_uring_peek_batch_cqe(&u->ring, cqes, CQE_BATCH)) > 0) {
+        /* copied out first: handling them queues SQEs, which may submit */
+        for (unsigned i = 0; i < n; i++)
+            got[i] = (typeof(got[0])){cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+        io_uring_cq_advance(&u->ring, n);
+        for (unsigned i = 0; i < n; i++)
+            if (dispatch(s, got[i].tag, got[i].res, got[i].flags))
+                return 1;
+        if (n < CQE_BATCH)
+            break;
+    }
+    return 0;
+}
+
+static int setup_listeners(struct server *s)
+{
+    const struct serve_config *cfg = s->u.cfg;
+    const struct worker_env *env = s->env;
+    for (int i = 0; env->listen_fds && i < cfg->nlisten && i < MAX_LISTENERS; i++) {
+        struct listener *l = &s->ls[i];
+        l->fd = env->listen_fds[i * (env->nthreads > 0 ? env->nthreads : 1)];
+        l->tcp = cfg->listen[i].family != AF_UNIX;
+        l->proxy = (uint8_t)cfg->listen_proxy[i];
+        /* Accepted sockets inherit TCP_NODELAY from their listener: one
+         * setsockopt here instead of one per connection. */
+        int one = 1;
+        if (l->tcp)
+            setsockopt(l->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        s->nls++;
+    }
+    return 0;
+}
+
+static int setup(struct server *s, const struct serve_config *cfg, const struct worker_env *env)
+{
+    struct uring_loop *u = &s->u;
+    u->cfg = cfg;
+    s->env = env;
+    s->timeout_at = -1;
+    u->slot = env->slot ? env->slot : &s->own_slot;
+    alog_init(&s->alog, env->log_fd, cfg->access_log_format, u->slot);
+    u->alog = &s->alog;
+    u->max_fds = sizing_fd_limit();
+    u->max_conns = sizing_max_conns(cfg, u->max_fds, 1);
+    u->conns = calloc((size_t)u->max_fds, sizeof *u->conns);
+    u->in_cap = sizing_in_cap(cfg);
+    u->out_cap = 65536 + sizing_out_cap(cfg); /* heads of a pipelined batch */
+    if (!u->conns)
+        log_fatal("out of memory at start");
+    bufpool_init(&u->inbufs, u->in_cap, 256);
+    bufpool_init(&u->outbufs, sizeof(struct uout) + u->out_cap, 256);
+    bufpool_init(&u->heldbufs, sizeof(struct uheld), 64);
+    struct filecache_limits lim = sizing_file_cache(u->max_fds, 1);
+    u->http.cfg = &cfg->http;
+    u->http.status = status_page;
+    u->http.status_arg = (void *)env->sb;
+    u->http.fc = fc_create(cfg->docroot, &lim);
+    if (!u->http.fc) {
+        log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));
+        return -1;
+    }
+    tq_init(&u->q_header, cfg->header_timeout_ms);
+    tq_init(&u->q_keepalive, cfg->keepalive_timeout_ms);
+    tq_init(&u->q_send, cfg->send_timeout_ms);
+    tq_init(&u->q_linger, LINGER_TIMEOUT_MS);
+    tq_init(&u->q_body, cfg->body_timeout_ms);
+    u->step = (struct step_ctx){.cfg = cfg, .http = &u->http, .slot = u->slot,
+                                .alog = u->alog};
+    int rc = uring_ring_init(&u->ring, RING_ENTRIES);
+    if (rc < 0) {
+        log_msg(LOG_CRIT, "io_uring is not permitted here (io_uring_queue_init: %s); "
+                          "use --model reuseport", strerror(-rc));
+        return -1;
+    }
+    s->ring_ok = 1;
+    rc = uring_bufs_init(&u->bufs, &u->ring, 0, RECV_BUFS, RECV_BUF_SIZE);
+    u->held_max = RECV_BUFS / 2;
+    if (rc < 0) {
+        log_msg(LOG_CRIT, "io_uring: cannot register receive buffers: %s", strerror(-rc));
+        return -1;
+    }
+    setup_listeners(s);
+    if (env->signal_fd >= 0)
+        arm_signals(s);
+    return 0;
+}
+
+static void teardown(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    for (int fd = 0; u->conns && fd < u->max_fds; fd++)
+        if (u->conns[fd].open)
+            uconn_close(u, &u->conns[fd]);
+    for (int i = 0; i < s->nls; i++)
+        if (s->ls[i].fd >= 0)
+            close(s->ls[i].fd);
+    if (s->ring_ok) {
+        /* The kernel lets go of every buffer it was given here. */
+        io_uring_queue_exit(&u->ring);
+        uring_bufs_destroy(&u->bufs, NULL);
+    }
+    while (u->orphans) {
+        struct uout *o = u->orphans;
+        u->orphans = o->next;
+        uout_free(u, o);
+    }
+    if (u->http.fc)
+        fc_destroy(u->http.fc);
+    bufpool_destroy(&u->inbufs);
+    bufpool_destroy(&u->outbufs);
+    bufpool_destroy(&u->heldbufs);
+    free(u->conns);
+}
+
+/* Returns 1 when the loop is done (stopped, or drained while stopping). */
+static int round_end(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    if (s->accept_retry_at && clock_now_ms() >= s->accept_retry_at)
+        s->accept_retry_at = 0;
+    expire(u, &u->q_header);
+    expire(u, &u->q_keepalive);
+    expire(u, &u->q_send);
+    expire(u, &u->q_linger);
+    expire(u, &u->q_body);
+    alog_flush(&s->alog);
+    if (u->stopping) {
+        if (u->nconns == 0)
+            return 1;
+        if (clock_now_ms() >= s->stop_deadline) {
+            log_msg(LOG_WARN, "shutdown timeout: closing %u connections", u->nconns);
+            return 1;
+        }
+    }
+    sync_accepts(s);
+    arm_timeout(s);
+    uring_bufs_publish(&u->bufs);
+    return 0;
+}
+
+int uring_run(const struct serve_config *cfg, const struct worker_env *env)
+{
+    struct server *s = calloc(1, sizeof *s);
+    if (!s)
+        log_fatal("out of memory at start");
+    for (int i = 0; i < MAX_LISTENERS; i++)
+        s->ls[i].fd = -1;
+    clock_update();
+    if (setup(s, cfg, env) < 0) {
+        teardown(s);
+        free(s);
+        return 1;
+    }
+    struct uring_loop *u = &s->u;
+    while (!round_end(s)) {
+        int rc = io_uring_submit_and_wait(&u->ring, 1);
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+            log_fatal("io_uring_submit_and_wait: %s", strerror(-rc));
+        clock_update();
+        if (reap(s))
+            break;
+    }
+    alog_flush(&s->alog);
+    teardown(s);
+    free(s);
+    return 0;
+}

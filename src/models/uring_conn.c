@@ -1,0 +1,423 @@
+/* A connection of the uring model: bytes from multishot receives go through
+ * the request step, answers out through uring_send.c. A receive lands in a
+ * provided buffer shared by all connections; the requests in it are
+ * answered from there, and only bytes left over (a partial head, or input
+ * that arrives while an answer is still on its way) are copied into a
+ * buffer of the connection's own, so an idle connection holds none. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "models/uring_internal.h"
+
+#define LINGER_TIMEOUT_MS 5000
+
+static struct timerq *queue_of(struct uring_loop *u, enum uq q)
+{
+    switch (q) {
+    case UQ_HEADER: return &u->q_header;
+    case UQ_KEEPALIVE: return &u->q_keepalive;
+    case UQ_SEND: return &u->q_send;
+    case UQ_LINGER: return &u->q_linger;
+    case UQ_BODY: return &u->q_body;
+    default: return NULL;
+    }
+}
+
+void uconn_arm(struct uring_loop *u, struct uconn *c, enum uq q)
+{
+    if (q == UQ_BODY)
+        body_clock_start(&c->st.body, clock_now_ms());
+    tq_arm(queue_of(u, q), &c->timer, clock_now_ms());
+    if ((c->queue == UQ_KEEPALIVE) != (q == UQ_KEEPALIVE))
+        SB_ADD(u->slot->idle, q == UQ_KEEPALIVE ? 1 : -1);
+    c->queue = (uint8_t)q;
+}
+
+void uconn_disarm(struct uring_loop *u, struct uconn *c)
+{
+    tq_unlink(&c->timer);
+    if (c->queue == UQ_KEEPALIVE)
+        SB_ADD(u->slot->idle, -1);
+    c->queue = UQ_NONE;
+}
+
+static void arm_recv(struct uring_loop *u, struct uconn *c)
+{
+    int fd = uconn_fd(u, c);
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = (uint16_t)u->bufs.bgid;
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_RECV, c->gen, (uint32_t)fd));
+    c->recv_on = 1;
+}
+
+static void cancel_recv(struct uring_loop *u, struct uconn *c)
+{
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_cancel64(sqe, uring_tag(UK_RECV, c->gen, (uint32_t)uconn_fd(u, c)), 0);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
+}
+
+void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
+                const struct sockaddr_storage *peer)
+{
+    if (fd >= u->max_fds) {
+        close(fd);
+        return;
+    }
+    struct uconn *c = &u->conns[fd];
+    uint32_t gen = (c->gen + 1) & UR_GEN_MASK;
+    memset(c, 0, sizeof *c);
+    c->gen = gen;
+    c->open = 1;
+    c->tcp = (uint8_t)tcp;
+    step_conn_init(&c->st, &u->step, peer, !tcp, pp);
+    u->nconns++;
+    SB_SET(u->slot->active, u->nconns);
+    uconn_arm(u, c, UQ_HEADER);
+    arm_recv(u, c);
+}
+
+static void drop_input(struct uring_loop *u, struct uconn *c)
+{
+    for (int i = 0; i < c->nheld; i++)
+        uring_buf_return(&u->bufs, c->held->bid[(c->held->head + i) % URING_HELD_MAX]);
+    u->held -= c->nheld;
+    if (c->held)
+        bufpool_put(&u->heldbufs, (char *)c->held);
+    c->held = NULL;
+    c->nheld = 0;
+    c->held_off = 0;
+    if (c->in)
+        bufpool_put(&u->inbufs, c->in);
+    c->in = NULL;
+    c->in_len = 0;
+}
+
+void uconn_close(struct uring_loop *u, struct uconn *c)
+{
+    if (!c->open)
+        return;
+    if (c->out)
+        uout_abandon(u, c);
+    /* The ring holds the socket while a receive is armed: cancel it, or
+     * the peer never sees our FIN. */
+    if (c->recv_on)
+        cancel_recv(u, c);
+    drop_input(u, c);
+    uconn_disarm(u, c);
+    close(uconn_fd(u, c));
+    c->open = 0;
+    c->recv_on = 0;
+    c->gen = (c->gen + 1) & UR_GEN_MASK;
+    u->nconns--;
+    SB_SET(u->slot->active, u->nconns);
+}
+
+/* Answers the requests in data[0..len) through the request step, all in
+ * one send; returns the bytes used and says in *next how the send went.
+ * Stops at an incomplete request, a full batch, a file to sendfile or a
+ * close. */
+static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *data, size_t len,
+                          int *served, enum uout_next *next)
+{
+    *next = UOUT_NONE;
+    struct uout *o = uout_get(u, c);
+    if (!o) {
+        *next = UOUT_CLOSE;
+        return len;
+    }
+    size_t pos = 0;
+    u->step.stopping = u->stopping;
+    while (pos < len && !c->st.closing && uout_room(u, o)) {
+        struct step_result r;
+        enum step_action a = step_next(&u->step, &c->st, data + pos, len - pos, &u->req,
+                                       &u->out, &r);
+        pos += r.used;
+        if (a == STEP_MORE)
+            break;
+        if (a != STEP_ANSWER) {
+            /* no valid PROXY header, or a broken body (proxy routes are
+             * refused at start): answers already batched still go out */
+            log_debug("connection %d: closing without an answer", uconn_fd(u, c));
+            c->st.closing = 1;
+            c->st.linger = 0;
+            pos = len;
+            break;
+        }
+        (*served)++;
+        if (uout_add(u, o, &r.plan))
+            break;
+    }
+    if (o->bytes || o->file) {
+        c->out = o;
+        *next = uout_start(u, c);
+    } else {
+        uout_free(u, o);
+    }
+    return pos;
+}
+
+/* Batch after batch while each goes out at once (a file sendfile took
+ * whole): the next batch is served here, not from inside the send, so
+ * the caller's input is never served twice. */
+static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, size_t len,
+                    int *served)
+{
+    size_t pos = 0;
+    for (;;) {
+        enum uout_next next;
+        pos += serve_batch(u, c, data + pos, len - pos, served, &next);
+        if (next == UOUT_DONE && pos < len && !c->st.closing)
+            continue;
+        if (next == UOUT_WAIT || next == UOUT_CLOSE)
+            uconn_after_output(u, c, next);
+        return pos;
+    }
+}
+
+static void finish_closing(struct uring_loop *u, struct uconn *c)
+{
+    if (!c->st.linger || !c->recv_on) {
+        uconn_close(u, c);
+        return;
+    }
+    /* Closing with unread input makes the kernel send RST, which can destroy
+     * the answer before the client reads it: shut our side and read on
+     * (discarding) until the peer closes or the linger timer fires. */
+    shutdown(uconn_fd(u, c), SHUT_WR);
+    c->lingering = 1;
+    drop_input(u, c);
+    uconn_arm(u, c, UQ_LINGER);
+}
+
+/* Moves held receive buffers into c->in while it has room. 1 if it did. */
+static int refill(struct uring_loop *u, struct uconn *c)
+{
+    int moved = 0;
+    while (c->nheld) {
+        if (!c->in && !(c->in = bufpool_get(&u->inbufs)))
+            return moved;
+        struct uheld *h = c->held;
+        size_t room = u->in_cap - c->in_len;
+        size_t left = h->len[h->head] - c->held_off;
+        size_t n = left < room ? left : room;
+        if (!n)
+            return moved;
+        memcpy(c->in + c->in_len, uring_buf(&u->bufs, h->bid[h->head]) + c->held_off, n);
+        c->in_len += (uint32_t)n;
+        c->held_off += (uint16_t)n;
+        moved = 1;
+        if (n < left)
+            return moved;
+        uring_buf_return(&u->bufs, h->bid[h->head]);
+        h->head = (uint8_t)((h->head + 1) % URING_HELD_MAX);
+        c->held_off = 0;
+        u->held--;
+        if (--c->nheld == 0) {
+            bufpool_put(&u->heldbufs, (char *)h);
+            c->held = NULL;
+        }
+    }
+    return moved;
+}
+
+/* No answer on its way: the timer that fits what the connection waits for. */
+static void settle(struct uring_loop *u, struct uconn *c, int served)
+{
+    if (c->eof) {
+        uconn_close(u, c); /* whatever is left can never become a request */
+        return;
+    }
+    if (c->nheld == 0 && !c->recv_on)
+        arm_recv(u, c);
+    if (step_in_body(&c->st)) {
+        /* a body runs on its own clock from its head's answer */
+        if (served || c->queue != UQ_BODY)
+            uconn_arm(u, c, UQ_BODY);
+    } else if (c->in_len) {
+        /* a head must arrive whole within the header timeout of its first byte */
+        if (served || c->queue != UQ_HEADER)
+            uconn_arm(u, c, UQ_HEADER);
+    } else if (u->stopping) {
+        uconn_close(u, c);
+    } else if (c->st.nreq || served) {
+        uconn_arm(u, c, UQ_KEEPALIVE);
+    } else if (c->queue != UQ_HEADER) {
+        uconn_arm(u, c, UQ_HEADER); /* only a PROXY header so far */
+    }
+}
+
+/* Serves what c has buffered until it waits for input or output. skip:
+ * c->in was just served already. */
+static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
+{
+    for (;;) {
+        if (c->in_len && !skip) {
+            size_t pos = serve(u, c, c->in, c->in_len, &served);
+            if (!c->open)
+                return;
+            c->in_len = c->st.closing ? 0 : c->in_len - (uint32_t)pos;
+            if (c->in_len && pos)
+                memmove(c->in, c->in + pos, c->in_len);
+        }
+        skip = 0;
+        if (c->out)
+            return; /* on its way: uconn_after_output goes on */
+        if (c->st.closing) {
+            finish_closing(u, c);
+            return;
+        }
+        if (!refill(u, c))
+            break;
+    }
+    if (!c->in_len && c->in) {
+        bufpool_put(&u->inbufs, c->in);
+        c->in = NULL;
+    }
+    settle(u, c, served);
+}
+
+void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next next)
+{
+    if (next == UOUT_WAIT)
+        uconn_arm(u, c, UQ_SEND); /* progress restarts the send timeout */
+    else if (next == UOUT_CLOSE)
+        uconn_close(u, c);
+    else if (next == UOUT_DONE)
+        pump(u, c, 1, 0); /* close, or serve what waits */
+}
+
+/* Input while an answer is on its way: buffered, up to c->in's room and
+ * then URING_HELD_MAX receive buffers; the receive is cancelled meanwhile,
+ * so a client that sends without reading waits in its socket. */
+static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid, size_t len)
+{
+    size_t took = 0;
+    if (!c->nheld && (c->in || (c->in = bufpool_get(&u->inbufs)))) {
+        size_t room = u->in_cap - c->in_len;
+        took = len < room ? len : room;
+        memcpy(c->in + c->in_len, uring_buf(&u->bufs, bid), took);
+        c->in_len += (uint32_t)took;
+        if (took == len) {
+            uring_buf_return(&u->bufs, bid);
+            return;
+        }
+    }
+    /* Holders may take half the ring at most: the rest keeps every other
+     * connection receiving. */
+    if (c->nheld == URING_HELD_MAX || u->held >= u->held_max) {
+        uring_buf_return(&u->bufs, bid);
+        log_debug("connection %d: input piles up while it reads no answers", uconn_fd(u, c));
+        uconn_close(u, c);
+        return;
+    }
+    if (!c->nheld) {
+        c->held = (struct uheld *)(void *)bufpool_get(&u->heldbufs);
+        if (!c->held) {
+            uring_buf_return(&u->bufs, bid);
+            uconn_close(u, c);
+            return;
+        }
+        c->held->head = 0;
+        c->held_off = (uint16_t)took;
+        if (c->recv_on)
+            cancel_recv(u, c);
+    }
+    struct uheld *h = c->held;
+    int at = (h->head + c->nheld++) % URING_HELD_MAX;
+    u->held++;
+    h->bid[at] = (uint16_t)bid;
+    h->len[at] = (uint16_t)len;
+}
+
+/* A fresh receive on a connection with nothing pending: answered straight
+ * from the receive buffer; only the bytes left over are copied. */
+static void serve_fresh(struct uring_loop *u, struct uconn *c, unsigned bid, size_t len)
+{
+    const char *data = uring_buf(&u->bufs, bid);
+    int served = 0;
+    size_t pos = serve(u, c, data, len, &served);
+    if (c->open && !c->st.closing && pos < len) {
+        c->in = bufpool_get(&u->inbufs);
+        if (!c->in) {
+            uring_buf_return(&u->bufs, bid);
+            uconn_close(u, c);
+            return;
+        }
+        memcpy(c->in, data + pos, len - pos);
+        c->in_len = (uint32_t)(len - pos);
+    }
+    uring_buf_return(&u->bufs, bid);
+    if (c->open && !c->out)
+        pump(u, c, served, 1);
+}
+
+void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags)
+{
+    if (!(flags & IORING_CQE_F_MORE))
+        c->recv_on = 0;
+    if (res < 0) {
+        if (res == -ECANCELED || res == -ENOBUFS) {
+            /* our cancel while input piles up, or the buffers ran out for a
+             * moment: receive again unless input is held */
+            if (!c->recv_on && !c->nheld && !c->lingering)
+                arm_recv(u, c);
+            return;
+        }
+        if (!c->recv_on)
+            uconn_close(u, c);
+        return;
+    }
+    if (res == 0) {
+        c->eof = 1;
+        if (!c->out)
+            uconn_close(u, c); /* an answer on its way finishes first */
+        return;
+    }
+    unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+    SB_ADD(u->slot->bytes_in, (uint64_t)res);
+    if (c->lingering || c->st.closing) {
+        uring_buf_return(&u->bufs, bid);
+        return;
+    }
+    if (c->out || c->in || c->nheld) {
+        keep_busy_input(u, c, bid, (size_t)res);
+        if (c->open && !c->out)
+            pump(u, c, 0, 0);
+        return;
+    }
+    serve_fresh(u, c, bid, (size_t)res);
+}
+
+/* The body queue's timer fired: 1 when the body kept its rate, and its
+ * timer is queued again for the extended deadline. */
+static int body_extended(struct uring_loop *u, struct uconn *c)
+{
+    const struct serve_config *cfg = u->cfg;
+    int64_t now = clock_now_ms();
+    int64_t due = body_clock_deadline(&c->st.body, cfg->body_timeout_ms, cfg->body_min_rate);
+    if (due <= now)
+        return 0;
+    int64_t cap = now + cfg->body_timeout_ms; /* at most one timeout ahead: FIFO order */
+    tq_arm_at(&u->q_body, &c->timer, due < cap ? due : cap);
+    return 1;
+}
+
+void uconn_timeout(struct uring_loop *u, struct uconn *c)
+{
+    if (c->queue == UQ_BODY && body_extended(u, c))
+        return;
+    log_debug("connection %d: %s timeout", uconn_fd(u, c),
+              c->lingering ? "linger" : c->out ? "send" : c->queue == UQ_BODY ? "body"
+              : c->in_len ? "header" : "idle");
+    if (c->queue == UQ_KEEPALIVE)
+        SB_ADD(u->slot->idle, -1);
+    c->queue = UQ_NONE;
+    uconn_close(u, c);
+}

@@ -1,0 +1,138 @@
+/* Private to the uring model (uring.c, uring_conn.c, uring_send.c): the
+ * worker's state and the per-connection state, in an array indexed by fd. */
+#ifndef HERD_MODELS_URING_INTERNAL_H
+#define HERD_MODELS_URING_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "core/bufpool.h"
+#include "core/timerq.h"
+#include "http/handler.h"
+#include "models/step.h"
+#include "models/uring_ring.h"
+#include "proc/accesslog.h"
+#include "proc/scoreboard.h"
+
+enum uq { UQ_NONE, UQ_HEADER, UQ_KEEPALIVE, UQ_SEND, UQ_LINGER, UQ_BODY };
+
+#define UOUT_IOV 64
+/* Receive buffers a busy connection may hold: a multishot receive goes on
+ * delivering for a while after its cancel (up to what the socket holds,
+ * some 32 buffers a wakeup), and a client that sends without reading is
+ * cut beyond this. */
+#define URING_HELD_MAX 64
+
+/* The receive buffers a connection holds, oldest first (a FIFO). */
+struct uheld {
+    uint16_t bid[URING_HELD_MAX], len[URING_HELD_MAX];
+    uint8_t head;
+};
+
+/* A connection's output while a send is in flight: the heads of its batch
+ * (step_next writes them straight into data[]), the iovecs of one sendmsg,
+ * the file-cache entries they point into, and a file range to sendfile
+ * after them. Taken from a pool per answer round, so an idle connection
+ * holds none; the kernel reads it until the send completes. */
+struct uout {
+    struct uout *next;          /* orphans: the connection closed mid-send */
+    int fd;
+    uint32_t gen;
+    struct msghdr msg;
+    struct iovec iov[UOUT_IOV];
+    int niov;
+    size_t bytes;               /* in iov, still to send */
+    struct fc_entry *refs[UOUT_IOV];
+    int nrefs;
+    struct fc_entry *file;      /* sendfile file[off, end) after iov */
+    off_t off, end;
+    char data[];                /* http_out.buf */
+};
+
+struct uconn {
+    struct tq_node timer;
+    char *in;                   /* own input, only while bytes are left over */
+    struct uout *out;           /* only while an answer is on its way */
+    struct step_conn st;
+    uint32_t in_len;
+    uint32_t gen;
+    struct uheld *held;         /* from a pool, only while holding */
+    uint16_t held_off;          /* bytes of the oldest held buffer taken */
+    uint8_t nheld;
+    uint8_t open, tcp, queue;
+    uint8_t recv_on;            /* a multishot receive is armed */
+    uint8_t sending;            /* a sendmsg is in flight (c->out) */
+    uint8_t polling;            /* waiting for room to sendfile */
+    uint8_t eof;                /* the peer sent FIN */
+    uint8_t lingering;          /* write side shut, draining until EOF */
+};
+
+struct uring_loop {
+    const struct serve_config *cfg;
+    struct io_uring ring;
+    struct uring_bufs bufs;
+    struct uconn *conns;        /* indexed by fd */
+    int max_fds;
+    uint32_t nconns, max_conns;
+    struct timerq q_header, q_keepalive, q_send, q_linger, q_body;
+    struct bufpool inbufs;      /* in_cap bytes each */
+    struct bufpool outbufs;     /* sizeof(struct uout) + out_cap each */
+    struct bufpool heldbufs;    /* struct uheld each */
+    size_t in_cap, out_cap;
+    struct uout *orphans;
+    uint32_t held, held_max;    /* receive buffers held by busy connections */
+    struct http_ctx http;
+    struct http_out out;        /* points into the current connection's uout */
+    struct http_request req;
+    struct step_ctx step;
+    struct sb_slot *slot;
+    struct alog *alog;
+    uint8_t stopping;
+};
+
+/* uring_conn.c */
+void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
+                const struct sockaddr_storage *peer);
+void uconn_close(struct uring_loop *u, struct uconn *c);
+void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags);
+void uconn_timeout(struct uring_loop *u, struct uconn *c);
+/* What the connection does after a step of its output. The send side
+ * says it and the connection side (uconn_after_output) does it, so calls
+ * go one way only: uring_conn -> uring_send. */
+enum uout_next {
+    UOUT_NONE,      /* a send of a connection closed meanwhile: nothing */
+    UOUT_WAIT,      /* on its way: (re)arm the send timeout */
+    UOUT_DONE,      /* all out: close, or serve what waits */
+    UOUT_CLOSE,     /* the peer is gone */
+};
+
+/* Does what the send side said (enum uout_next). */
+void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next next);
+void uconn_arm(struct uring_loop *u, struct uconn *c, enum uq q);
+void uconn_disarm(struct uring_loop *u, struct uconn *c);
+
+/* uring_send.c */
+struct uout *uout_get(struct uring_loop *u, struct uconn *c);
+/* Adds an answer to the batch. 1 when the batch must go out now (a file
+ * to sendfile follows it, or it is full). */
+int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan);
+/* Whether o has room for one more answer. */
+int uout_room(const struct uring_loop *u, const struct uout *o);
+/* Sends c->out (queues a sendmsg, or sendfiles a file that follows). */
+enum uout_next uout_start(struct uring_loop *u, struct uconn *c);
+/* A sendmsg completed; *cp is set to its connection unless UOUT_NONE. */
+enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp);
+enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res);
+/* Gives back o's references and buffer. */
+void uout_free(struct uring_loop *u, struct uout *o);
+/* c closes: its output is dropped (kept as an orphan while the kernel
+ * still reads it). */
+void uout_abandon(struct uring_loop *u, struct uconn *c);
+
+static inline int uconn_fd(const struct uring_loop *u, const struct uconn *c)
+{
+    return (int)(c - u->conns);
+}
+
+#endif

@@ -1,0 +1,214 @@
+/* The uring model's output: the answers of one input round go out in one
+ * IORING_OP_SENDMSG, queued with every other SQE of the completion round
+ * and submitted by the loop's one io_uring_submit_and_wait. A file too big
+ * for the cache follows with a plain non-blocking sendfile(2), and when the
+ * socket is full, an IORING_OP_POLL_ADD for room: simpler than a splice
+ * through a pipe per connection, and the same copy count. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "http/filecache.h"
+#include "models/plan_write.h"
+#include "models/uring_internal.h"
+
+/* As the event loop's batch (models/conn.c): a pipelining client that does
+ * not read costs this much queued output at most, plus one answer. */
+#define OUT_BUDGET (256 * 1024)
+
+struct uout *uout_get(struct uring_loop *u, struct uconn *c)
+{
+    struct uout *o = (struct uout *)(void *)bufpool_get(&u->outbufs);
+    if (!o)
+        return NULL;
+    o->next = NULL;
+    o->fd = uconn_fd(u, c);
+    o->gen = c->gen;
+    o->niov = 0;
+    o->bytes = 0;
+    o->nrefs = 0;
+    o->file = NULL;
+    u->out = (struct http_out){.buf = o->data, .len = 0, .cap = u->out_cap};
+    return o;
+}
+
+void uout_free(struct uring_loop *u, struct uout *o)
+{
+    for (int i = 0; i < o->nrefs; i++)
+        fc_release(o->refs[i]);
+    if (o->file)
+        fc_release(o->file);
+    bufpool_put(&u->outbufs, (char *)o);
+}
+
+int uout_room(const struct uring_loop *u, const struct uout *o)
+{
+    const struct http_config *hc = &u->cfg->http;
+    return !o->file && o->niov <= UOUT_IOV - 4 && o->bytes < OUT_BUDGET &&
+           u->out.cap - u->out.len >= HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + hc->max_header_size;
+}
+
+static void add_iov(struct uout *o, const char *p, size_t len)
+{
+    if (!len)
+        return;
+    struct iovec *last = o->niov ? &o->iov[o->niov - 1] : NULL;
+    if (last && (const char *)last->iov_base + last->iov_len == p)
+        last->iov_len += len; /* heads of consecutive answers are adjacent */
+    else
+        o->iov[o->niov++] = (struct iovec){(void *)p, len};
+    o->bytes += len;
+}
+
+int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan)
+{
+    add_iov(o, u->out.buf + plan->head_off, plan->head_len);
+    add_iov(o, plan->body, plan->body_len);
+    if (plan->file && plan->file->data) {
+        add_iov(o, plan->file->data + plan->file_off, (size_t)plan->file_len);
+        o->refs[o->nrefs++] = plan->file;
+    } else if (plan->file) {
+        o->file = plan->file;
+        o->off = plan->file_off;
+        o->end = plan->file_off + plan->file_len;
+    }
+    return !uout_room(u, o);
+}
+
+static void queue_sendmsg(struct uring_loop *u, struct uconn *c)
+{
+    struct uout *o = c->out;
+    o->msg = (struct msghdr){.msg_iov = o->iov, .msg_iovlen = (size_t)o->niov};
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    /* MSG_MORE: the head and the file's first bytes share a segment. */
+    io_uring_prep_sendmsg(sqe, o->fd, &o->msg, MSG_NOSIGNAL | (o->file ? MSG_MORE : 0));
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_SEND, o->gen, (uint32_t)o->fd));
+    c->sending = 1;
+    /* Counted when queued and corrected at completion: counted there
+     * only, a client could read the answer and see the status page before
+     * this worker reaps the completion. */
+    SB_ADD(u->slot->bytes_out, o->bytes);
+}
+
+static enum uout_next output_finished(struct uring_loop *u, struct uconn *c)
+{
+    uout_free(u, c->out);
+    c->out = NULL;
+    return UOUT_DONE;
+}
+
+/* sendfile until done; a full socket waits for room through the ring. */
+static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
+{
+    struct uout *o = c->out;
+    uint64_t sent = 0;
+    int rc = plan_sendfile(o->fd, o->file->fd, &o->off, o->end, &sent);
+    SB_ADD(u->slot->bytes_out, sent);
+    if (rc == 0)
+        return output_finished(u, c);
+    if (rc != -EAGAIN)
+        return UOUT_CLOSE;
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_poll_add(sqe, o->fd, POLLOUT);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
+    c->polling = 1;
+    return UOUT_WAIT; /* progress restarts the send timeout */
+}
+
+enum uout_next uout_start(struct uring_loop *u, struct uconn *c)
+{
+    if (!c->out->bytes)
+        return send_file(u, c);
+    queue_sendmsg(u, c);
+    return UOUT_WAIT;
+}
+
+/* Drops iov's first n bytes after a short send. */
+static void advance(struct uout *o, size_t n)
+{
+    int i = 0;
+    while (i < o->niov && n >= o->iov[i].iov_len)
+        n -= o->iov[i++].iov_len;
+    if (i < o->niov) {
+        o->iov[i].iov_base = (char *)o->iov[i].iov_base + n;
+        o->iov[i].iov_len -= n;
+    }
+    memmove(o->iov, o->iov + i, (size_t)(o->niov - i) * sizeof o->iov[0]);
+    o->niov -= i;
+}
+
+/* A sendmsg of a connection that closed meanwhile: its buffer was kept
+ * until now because the kernel may have been reading it. */
+static void free_orphan(struct uring_loop *u, int fd, uint32_t gen, int res)
+{
+    for (struct uout **p = &u->orphans; *p; p = &(*p)->next) {
+        if ((*p)->fd == fd && (*p)->gen == gen) {
+            struct uout *o = *p;
+            *p = o->next;
+            size_t sent = res > 0 ? (size_t)res : 0;
+            SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (sent < o->bytes ? sent : o->bytes)));
+            uout_free(u, o);
+            return;
+        }
+    }
+}
+
+enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)
+{
+    int fd = (int)uring_tag_id(tag);
+    uint32_t gen = uring_tag_gen(tag);
+    struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
+    if (!c || !c->open || c->gen != gen || !c->sending) {
+        free_orphan(u, fd, gen, res);
+        return UOUT_NONE;
+    }
+    *cp = c;
+    c->sending = 0;
+    struct uout *o = c->out;
+    if (res < 0) {
+        SB_ADD(u->slot->bytes_out, -(uint64_t)o->bytes);
+        return UOUT_CLOSE; /* EPIPE, ECONNRESET: quietly */
+    }
+    if ((size_t)res < o->bytes) {
+        SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (size_t)res));
+        o->bytes -= (size_t)res;
+        advance(o, (size_t)res);
+        queue_sendmsg(u, c);
+        return UOUT_WAIT;
+    }
+    o->bytes = 0;
+    return o->file ? send_file(u, c) : output_finished(u, c);
+}
+
+enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res)
+{
+    c->polling = 0;
+    if (res < 0 || (res & (POLLERR | POLLHUP)))
+        return UOUT_CLOSE;
+    return send_file(u, c);
+}
+
+static void cancel(struct uring_loop *u, uint64_t tag)
+{
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_cancel64(sqe, tag, 0);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
+}
+
+void uout_abandon(struct uring_loop *u, struct uconn *c)
+{
+    struct uout *o = c->out;
+    c->out = NULL;
+    if (c->polling)
+        cancel(u, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
+    c->polling = 0;
+    if (!c->sending) {
+        uout_free(u, o);
+        return;
+    }
+    cancel(u, uring_tag(UK_SEND, c->gen, (uint32_t)o->fd));
+    c->sending = 0;
+    o->next = u->orphans;
+    u->orphans = o;
+}
