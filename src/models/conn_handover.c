@@ -111,8 +111,10 @@ void conn_handover_receive(struct evloop *ev)
     }
 }
 
-/* Hands over the connections of q that wait for a request (those that
- * cannot move are marked to drain); returns how many stay. */
+/* Hands over the connections of q that wait for their next request (those
+ * that cannot move are marked to drain); returns how many stay. One that
+ * has not had a request yet stays: it is answered with keep-alive and
+ * moves once idle, as a busy one does. */
 static int hand_over_queue(struct evloop *ev, struct timerq *q)
 {
     int stay = 0;
@@ -120,7 +122,7 @@ static int hand_over_queue(struct evloop *ev, struct timerq *q)
     while (n != &q->head) {
         struct tq_node *next = n->next;
         struct conn *c = container_of(n, struct conn, timer);
-        if (c->in_len == 0 && c->drain != DRAIN_KEEP && !c->st.await_pp) {
+        if (c->in_len == 0 && c->st.nreq && c->drain != DRAIN_KEEP && !c->st.await_pp) {
             if (conn_hand_over(ev, c) < 0) {
                 c->drain = DRAIN_RETRY;
                 stay++;
@@ -139,7 +141,7 @@ int conn_handover_retry(struct evloop *ev)
     int64_t now = clock_now_ms();
     if (next_at && now < next_at)
         return (int)(next_at - now);
-    int stay = hand_over_queue(ev, &ev->q_keepalive) + hand_over_queue(ev, &ev->q_header);
+    int stay = hand_over_queue(ev, &ev->q_keepalive);
     next_at = stay ? now + RETRY_MS : 0;
     return stay ? RETRY_MS : -1;
 }

@@ -182,8 +182,8 @@ static void receive_connections(struct server *s)
             return;
         }
         for (int i = 0; i < n; i++) {
-            /* Passed to us just before a reload: it moves on with the idle
-             * ones (its request may be on the wire). On a stop it closes. */
+            /* Passed to us just before a reload: served, then it moves on
+             * once idle (its request may be on the wire). On a stop it closes. */
             if (ev->stopping && !ev->handing_over) {
                 close(fds[i]);
                 continue;
@@ -193,10 +193,7 @@ static void receive_connections(struct server *s)
             socklen_t plen = sizeof peer;
             int have_peer = want_peer(s) &&
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
-            if (conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]),
-                          have_peer ? &peer : NULL) == 0 && ev->stopping &&
-                conn_hand_over(ev, &ev->conns[fds[i]]) < 0)
-                ev->conns[fds[i]].drain = DRAIN_RETRY;
+            conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]), have_peer ? &peer : NULL);
         }
         if (n < 64 && (uint32_t)n < room)
             return;
