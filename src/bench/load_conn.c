@@ -61,6 +61,7 @@ static void close_conn(struct load_thread *t, struct lconn *c)
     c->gen++;
     c->state = LC_IDLE;
     c->outstanding = 0;
+    c->reused = 0;
     c->ring_head = 0;
     c->wr_off = c->wr_len = 0;
     c->deadline_ns = 0;
@@ -208,6 +209,7 @@ static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
     int64_t start = c->starts[c->ring_head];
     c->ring_head = (uint16_t)((c->ring_head + 1) % t->cfg->pipeline);
     c->outstanding--;
+    c->reused = 1;
     t->all_requests++;
     if (t->measuring) {
         t->st.requests++;
@@ -299,6 +301,11 @@ static void on_eof(struct load_thread *t, struct lconn *c, int64_t now)
     if (c->state == LC_OPEN && c->outstanding) {
         if (!load_resp_eof(&c->rp)) {
             int nothing = c->rp.state == RESP_HEAD && !c->stash_len;
+            if (nothing && c->reused) {
+                lconn_fail(t, c, LERR_CLOSED_REUSED, 0, "the server closed a reused "
+                           "keep-alive connection without a response");
+                return;
+            }
             lconn_fail(t, c, LERR_READ, 0,
                        nothing ? "the server closed the connection without a response"
                                : "the server closed the connection mid-response");
@@ -392,6 +399,8 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
              * for it (some servers linger until the client closes). */
             close_conn(t, c);
             restart(t, c, load_now_ns(), 0);
+        } else if (c->reused && c->outstanding && c->rp.state == RESP_HEAD && !c->stash_len) {
+            lconn_fail(t, c, LERR_CLOSED_REUSED, errno, "recv on a reused keep-alive connection");
         } else {
             lconn_fail(t, c, LERR_READ, errno, "recv");
         }

@@ -28,6 +28,7 @@ struct lconn {
     uint32_t index;         /* in its thread */
     uint8_t state;
     uint16_t outstanding;   /* requests sent (or being sent) without a response */
+    uint8_t reused;         /* a response came on this connection already */
     uint16_t ring_head;     /* oldest entry of starts[] */
     uint32_t wr_off, wr_len;/* the request bytes being written */
     int64_t *starts;        /* per outstanding request: when its latency starts */

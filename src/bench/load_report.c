@@ -17,6 +17,7 @@ static const struct {
 
 static const char *const err_words[LOAD_NERR] = {
     "connect", "read", "write", "timeout", "bad response", "status >= 400",
+    "closed before the response on a reused connection",
 };
 
 int load_failure(const struct load_result *r, char *msg, size_t n)
@@ -265,9 +266,9 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         snprintf(err, errlen, "%s: not a herd load result (--json)", path);
         goto out;
     }
-    uint64_t e[LOAD_NERR];
+    uint64_t e[LOAD_NERR] = {0}; /* closed_reused: absent in older files */
     for (int k = 0; k < LOAD_NERR; k++)
-        if (json_get_u64(errs, load_err_names[k], &e[k])) {
+        if (json_get_u64(errs, load_err_names[k], &e[k]) && k != LERR_CLOSED_REUSED) {
             snprintf(err, errlen, "%s: errors.%s is missing", path, load_err_names[k]);
             goto out;
         }

@@ -31,7 +31,7 @@
 #define SPIN_NS 100000
 
 const char *const load_err_names[LOAD_NERR] = {
-    "connect", "read", "write", "timeout", "bad_response", "status",
+    "connect", "read", "write", "timeout", "bad_response", "status", "closed_reused",
 };
 
 /* ---- the open-loop heap: connections by the due time of their next request */

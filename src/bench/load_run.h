@@ -22,10 +22,15 @@ enum load_err {
     LERR_TIMEOUT,       /* no complete response within --timeout */
     LERR_BAD_RESPONSE,  /* not HTTP/1.x, bad framing, or bytes nobody asked for */
     LERR_STATUS,        /* a complete response with status >= 400 */
+    /* the server closed (FIN or RST) a keep-alive connection that had
+     * answered before, without a byte of the response to a request sent on
+     * it: the reload race of issue 13. herd load never resends it. */
+    LERR_CLOSED_REUSED,
     LOAD_NERR
 };
 
-/* JSON keys and report words: "connect", "read", ..., "bad_response", "status". */
+/* JSON keys and report words: "connect", "read", ..., "bad_response", "status",
+ * "closed_reused". */
 extern const char *const load_err_names[LOAD_NERR];
 
 #define LOAD_MAX_HEADERS 64

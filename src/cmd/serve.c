@@ -262,7 +262,7 @@ static int serve_single(struct serve_config *cfg)
         sb->slots[0].state = SB_RUNNING;
     }
     struct worker_env env = {.listen_fds = fds, .nthreads = 1, .signal_fd = sfd,
-                             .channel_fd = -1, .log_fd = -1,
+                             .channel_fd = -1, .handover_fd = -1, .log_fd = -1,
                              .slot = sb ? &sb->slots[0] : NULL, .sb = sb};
     int rc = evloop_run(cfg, &env);
     for (int i = 0; i < cfg->nlisten; i++)

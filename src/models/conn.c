@@ -59,11 +59,11 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 }
 
 
-void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
+int conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
 {
     if (fd >= ev->max_fds) {
         close(fd);
-        return;
+        return -1;
     }
     struct conn *c = &ev->conns[fd];
     uint32_t gen = (c->gen + 1) & GEN_MASK;
@@ -71,7 +71,7 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
     c->gen = gen;
     if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, fd_tag(fd, gen)) < 0) {
         close(fd);
-        return;
+        return -1;
     }
     c->open = 1;
     c->tcp = (uint8_t)tcp;
@@ -79,6 +79,7 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
     ev->nconns++;
     SB_SET(ev->slot->active, ev->nconns);
     arm(ev, c, Q_HEADER);
+    return 0;
 }
 
 void conn_close(struct evloop *ev, struct conn *c)
@@ -275,7 +276,9 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
     size_t pos = 0;
     int rc = IO_DONE;
     batch_reset(ev);
-    ev->step.stopping = ev->stopping;
+    /* While handing over on a reload, answers keep the connection alive
+     * (it moves on once idle), unless it cannot move. */
+    ev->step.stopping = ev->stopping && (!ev->handing_over || c->drain);
     while (pos < len && !c->st.closing) {
         if (ev->out.cap - ev->out.len <
                 HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + hc->max_header_size ||
@@ -427,7 +430,12 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
          * first byte: bytes trickling in do not extend it. */
         if (served || c->queue != Q_HEADER)
             arm(ev, c, Q_HEADER);
-    } else if (ev->stopping) {
+    } else if (ev->stopping && ev->handing_over && !c->drain && c->st.nreq) {
+        if (conn_hand_over(ev, c) == 0)
+            return SETTLED_DONE;
+        c->drain = DRAIN_RETRY; /* its next request is answered with close */
+        arm(ev, c, Q_KEEPALIVE);
+    } else if (ev->stopping && !c->drain) {
         conn_close(ev, c);
         return SETTLED_DONE;
     } else if (!c->st.nreq && !served) {

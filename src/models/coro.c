@@ -41,6 +41,7 @@
 #include "models/step.h"
 #include "net/accept.h"
 #include "proc/accesslog.h"
+#include "proc/handover.h"
 #include "proc/status.h"
 
 #define LINGER_TIMEOUT_MS 5000
@@ -78,6 +79,8 @@ static struct {
     uint64_t max_conns;
     struct listener ls[CONFIG_MAX_LISTEN];
     int nls;
+    int handing_over;          /* stopping for a reload: idle connections move on */
+    int64_t ho_pending;        /* atomic: handed over, not yet acknowledged */
 } M;
 
 /* The kernel thread's state: call again after anything that may park. */
@@ -129,7 +132,8 @@ static void linger_close(int fd)
     }
 }
 
-enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3 };
+/* HANDED: idle on a reload, to be passed to the new generation. */
+enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3, HANDED = 4 };
 
 /* A connection, alive across its coroutines: between requests it has no
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
@@ -139,6 +143,7 @@ struct conn_state {
     int fd;
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
+    uint8_t drain;     /* a reload could not hand it over: answer with close */
     char *in;          /* only while a request is in progress (thread pools) */
     struct step_conn sc; /* the request step's state */
 };
@@ -162,7 +167,9 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
     coro_pin(1);
     struct cthread *t = here();
     char *outbuf = NULL;
-    t->step.stopping = (uint8_t)coro_stopping();
+    /* While handing over on a reload, answers keep the connection alive
+     * (it moves on once idle), unless it cannot move. */
+    t->step.stopping = (uint8_t)(coro_stopping() && (!M.handing_over || st->drain));
     while (pos < st->len && ret == GO_ON) {
         if (!outbuf && !(outbuf = bufpool_get(&t->outbufs))) {
             ret = CLOSE;
@@ -236,7 +243,7 @@ static int serve(struct conn_state *st, int resumed)
             st->in = NULL;
         }
         if (between && drained)
-            return coro_stopping() ? CLOSE : IDLE;
+            return !coro_stopping() || st->drain ? IDLE : M.handing_over ? HANDED : CLOSE;
         /* Inside a request the header timeout bounds the wait: the first
          * head is due a header timeout after accept, and bytes trickling in
          * do not extend it; a body runs on its own clock. Edge-triggered
@@ -270,6 +277,35 @@ static int serve(struct conn_state *st, int resumed)
     }
 }
 
+/* Passes an idle connection to the master for the new generation (issue
+ * 13, proc/handover.h): 1 when it went (its fd and state are gone here),
+ * 0 when it must stay and drain. */
+static int hand_over(struct conn_state *st)
+{
+    int ch = M.env->handover_fd;
+    if (ch < 0 || st->len || st->drain)
+        return 0;
+    int domain = AF_INET;
+    socklen_t dlen = sizeof domain;
+    getsockopt(st->fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
+    struct handover_msg h = {.kind = HO_CONN, .tcp = domain != AF_UNIX,
+                             .state_len = sizeof st->sc};
+    memcpy(h.state, &st->sc, sizeof st->sc);
+    __atomic_add_fetch(&M.ho_pending, 1, __ATOMIC_ACQ_REL);
+    coro_fd_forget(st->fd); /* out of our netpoll before it moves */
+    if (handover_send(ch, &h, NULL, st->fd) < 0) {
+        __atomic_sub_fetch(&M.ho_pending, 1, __ATOMIC_ACQ_REL);
+        st->drain = 1;
+        return 0;
+    }
+    if (st->in)
+        bufpool_put(&here()->inbufs, st->in);
+    close(st->fd);
+    free(st);
+    count(&M.nconns, -1, 0);
+    return 1;
+}
+
 /* A connection's coroutine: the first after accept, and a new one each
  * time an idle connection turns readable (or its keep-alive time ends, or
  * a graceful stop cancels the wait). */
@@ -280,15 +316,24 @@ static void *conn_main(void *arg)
     int r = GO_ON;
     if (resumed) {
         set_idle(st, 0);
-        if (coro_start_result() < 0)
+        if (coro_start_result() == -ECANCELED && M.handing_over)
+            r = HANDED;
+        else if (coro_start_result() < 0)
             r = CLOSE;
     }
     if (r == GO_ON)
         r = serve(st, resumed);
+    if (r == HANDED && hand_over(st))
+        return NULL;
+    if (r == HANDED)
+        r = IDLE; /* it stays: its next request is answered with close */
     if (r == IDLE) {
         set_idle(st, 1);
         int64_t deadline = clock_now_ms() + M.cfg->keepalive_timeout_ms;
-        if (coro_spawn_on_ready(st->fd, EPOLLIN, deadline, CORO_INTERRUPTIBLE, conn_main, st))
+        /* one that could not move waits on through a stop (within the
+         * shutdown timeout): its request may be on the wire */
+        if (coro_spawn_on_ready(st->fd, EPOLLIN, deadline, st->drain ? 0 : CORO_INTERRUPTIBLE,
+                                conn_main, st))
             return NULL;
         set_idle(st, 0);
         r = CLOSE;
@@ -301,6 +346,81 @@ static void *conn_main(void *arg)
     close(st->fd);
     free(st);
     count(&M.nconns, -1, 0);
+    return NULL;
+}
+
+/* A connection from the handover channel: served from here on as if just
+ * accepted, with its request-step state and unparsed bytes. */
+static void adopt(const struct handover_msg *h, const char *in, int fd)
+{
+    struct conn_state *c = calloc(1, sizeof *c);
+    if (!c || h->state_len != sizeof c->sc || h->in_len > M.in_cap ||
+        (h->in_len && !(c->in = bufpool_get(&here()->inbufs)))) {
+        log_msg(LOG_ERROR, "handover: cannot take a connection (%s): closing it",
+                c ? "from another build, or out of memory" : "out of memory");
+        free(c);
+        close(fd);
+        return;
+    }
+    c->fd = fd;
+    memcpy(&c->sc, h->state, sizeof c->sc);
+    if (h->in_len)
+        memcpy(c->in, in, h->in_len);
+    c->len = h->in_len;
+    /* bounced back, or came while we stop ourselves: it stays and drains */
+    c->drain = h->kind == HO_BOUNCE || coro_stopping();
+    count(&M.nconns, 1, 0);
+    if (!coro_spawn(M.s, -1, 0, conn_main, c)) {
+        log_msg(LOG_ERROR, "no stack for a handed-over connection: closing it");
+        count(&M.nconns, -1, 0);
+        if (c->in)
+            bufpool_put(&here()->inbufs, c->in);
+        close(fd);
+        free(c);
+    }
+}
+
+/* Takes what the master sends on the handover channel: connections to
+ * adopt, ones bounced back, acknowledgements. It outlives a stop until
+ * what we handed over is acknowledged or bounced. */
+static void *handover_main(void *arg)
+{
+    (void)arg;
+    int ch = M.env->handover_fd;
+    static char in[HANDOVER_IN_MAX];
+    for (;;) {
+        struct handover_msg h;
+        int fd;
+        int rc = handover_recv(ch, &h, in, sizeof in, &fd);
+        if (rc == -EAGAIN) {
+            if (coro_stopping() && __atomic_load_n(&M.ho_pending, __ATOMIC_ACQUIRE) <= 0)
+                break;
+            /* stopped: poll for the acknowledgements, not interruptibly */
+            int64_t deadline = coro_stopping() ? clock_now_ms() + 20 : -1;
+            int flags = coro_stopping() ? 0 : CORO_INTERRUPTIBLE;
+            rc = coro_wait_fd(ch, EPOLLIN, deadline, flags);
+            /* a cancelled uninterruptible wait: the stop is at once now */
+            if (rc < 0 && rc != -ETIMEDOUT && (rc != -ECANCELED || !flags))
+                break;
+            continue;
+        }
+        if (rc == 0)
+            break; /* the master has gone */
+        if (rc < 0 || (h.kind != HO_ACK && fd < 0)) {
+            log_msg(LOG_ERROR, "handover: %s", rc == -EMFILE
+                    ? "out of file descriptors: a connection was lost"
+                    : rc < 0 ? strerror(-rc) : "a message without its connection");
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        if (h.kind == HO_ACK || h.kind == HO_BOUNCE)
+            __atomic_sub_fetch(&M.ho_pending, h.kind == HO_ACK ? (int64_t)h.count : 1,
+                               __ATOMIC_ACQ_REL);
+        if (h.kind != HO_ACK)
+            adopt(&h, in, fd);
+    }
+    coro_fd_forget(ch);
     return NULL;
 }
 
@@ -451,6 +571,8 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         if (!coro_spawn(M.s, l % M.n, 0, acceptor_main, ls))
             return -1;
     }
+    if (env->handover_fd >= 0 && !coro_spawn(M.s, 0, 0, handover_main, NULL))
+        return -1;
     return 0;
 }
 
@@ -481,6 +603,8 @@ int coro_model_run(const struct serve_config *cfg, const struct worker_env *env)
         teardown();
         return 1;
     }
+    for (int i = 0; i < M.n; i++)
+        SB_SET(M.ct[i].slot->ready, 1); /* a binary upgrade waits for every worker's */
     int64_t deadline = -1;
     for (;;) {
         struct pollfd p[2] = {{.fd = env->signal_fd, .events = POLLIN},
@@ -496,7 +620,11 @@ int coro_model_run(const struct serve_config *cfg, const struct worker_env *env)
             if (sig == SIGQUIT) {
                 log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
                 sched_stop(M.s, 2);
-            } else if ((sig == SIGTERM || sig == SIGINT) && deadline < 0) {
+            } else if (sig == SIGHUP && env->handover_fd < 0) {
+                log_msg(LOG_NOTICE, "signal %d ignored (no master process in this mode)", sig);
+            } else if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && deadline < 0) {
+                /* HUP: a reload; idle connections move to the new generation */
+                M.handing_over = sig == SIGHUP;
                 deadline = clock_now_ms() + cfg->shutdown_timeout_ms;
                 sched_stop(M.s, 1);
             }

@@ -20,6 +20,7 @@
 #define TAG_LISTEN (1ULL << 63)
 #define TAG_SIGNAL (1ULL << 62)
 #define TAG_CHANNEL (1ULL << 61)
+#define TAG_HANDOVER (TAG_CHANNEL | 1) /* the gen bits of conn tags leave no bit free */
 #define MAX_EVENTS 512
 #define LINGER_TIMEOUT_MS 5000
 #define MAX_LISTENERS 64
@@ -181,7 +182,9 @@ static void receive_connections(struct server *s)
             return;
         }
         for (int i = 0; i < n; i++) {
-            if (ev->stopping) {
+            /* Passed to us just before a reload: served, then it moves on
+             * once idle (its request may be on the wire). On a stop it closes. */
+            if (ev->stopping && !ev->handing_over) {
                 close(fds[i]);
                 continue;
             }
@@ -217,13 +220,21 @@ static void close_idle(struct evloop *ev, struct timerq *q)
 }
 
 /* Graceful stop: no new connections, idle ones closed now, busy ones closed
- * after their current response (may_keepalive is off while stopping). */
-static void begin_stop(struct server *s)
+ * after their current response (may_keepalive is off while stopping).
+ * On a reload (hand_over) idle connections move to the new generation
+ * instead, and busy ones once they are idle (models/conn_handover.c). */
+static void begin_stop(struct server *s, int hand_over)
 {
     struct evloop *ev = &s->ev;
+    if (ev->stopping && ev->handing_over && !hand_over) {
+        /* TERM after a HUP: the server stops, nothing is handed over now */
+        ev->handing_over = 0;
+        close_idle(ev, &ev->q_keepalive);
+    }
     if (ev->stopping)
         return;
     ev->stopping = 1;
+    ev->handing_over = hand_over && ev->ho_fd >= 0;
     s->stop_deadline = clock_now_ms() + ev->cfg->shutdown_timeout_ms;
     for (int i = 0; i < s->nls; i++) {
         if (s->ls[i].fd >= 0)
@@ -233,7 +244,10 @@ static void begin_stop(struct server *s)
     /* Idle keep-alive connections close now. Fresh ones without a byte yet
      * stay: their request may be on its way, and it gets its answer (with
      * Connection: close) or the header timeout, within the stop deadline. */
-    close_idle(ev, &ev->q_keepalive);
+    if (ev->handing_over)
+        conn_handover_retry(ev);
+    else
+        close_idle(ev, &ev->q_keepalive);
     log_debug("stopping: %u connections to finish", ev->nconns);
 }
 
@@ -245,7 +259,14 @@ static int on_signals(struct server *s, int sfd)
         switch (sig) {
         case SIGTERM:
         case SIGINT:
-            begin_stop(s);
+            begin_stop(s, 0);
+            break;
+        case SIGHUP: /* from the master: a reload */
+            if (s->ev.ho_fd >= 0) {
+                begin_stop(s, 1);
+                break;
+            }
+            log_msg(LOG_NOTICE, "signal %d ignored (no master process in this mode)", sig);
             break;
         case SIGQUIT:
             log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
@@ -297,6 +318,13 @@ static int next_timeout(struct server *s)
     int64_t log_due = alog_due_ms(&s->alog);
     if (log_due >= 0 && (next < 0 || log_due < next))
         next = log_due;
+    int retry = conn_handover_retry(ev);
+    /* Done but for acknowledgements: another thread of the process may be
+     * the one that reads them, and nothing would wake us. */
+    if (ev->stopping && ev->nconns == 0 && !conn_handover_settled())
+        retry = retry >= 0 && retry < 10 ? retry : 10;
+    if (retry >= 0 && (next < 0 || clock_now_ms() + retry < next))
+        next = clock_now_ms() + retry;
     if (next < 0)
         return -1;
     int64_t wait = next - clock_now_ms();
@@ -366,6 +394,10 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     if (env->channel_fd >= 0 &&
         loop_add(&ev->loop, env->channel_fd, EPOLLIN | LOOP_EDGE, TAG_CHANNEL) < 0)
         log_fatal("epoll_ctl: %s", strerror(errno));
+    ev->ho_fd = env->handover_fd;
+    /* Level-triggered: rare, and every loop of a process reads it. */
+    if (ev->ho_fd >= 0 && loop_add(&ev->loop, ev->ho_fd, EPOLLIN, TAG_HANDOVER) < 0)
+        log_fatal("epoll_ctl: %s", strerror(errno));
     int sfd = env->signal_fd;
     if (sfd >= 0 && loop_add(&ev->loop, sfd, LOOP_IN, TAG_SIGNAL) < 0)
         log_fatal("epoll_ctl: %s", strerror(errno));
@@ -408,6 +440,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         return 1;
     }
     struct evloop *ev = &s->ev;
+    SB_SET(ev->slot->ready, 1); /* a binary upgrade waits for every worker's */
     struct epoll_event events[MAX_EVENTS];
     for (;;) {
         int n = loop_wait(&ev->loop, events, MAX_EVENTS, next_timeout(s));
@@ -419,6 +452,8 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
             if (tag & TAG_LISTEN) {
                 if (!ev->stopping)
                     accept_from(s, &s->ls[tag & 0xffff], 1);
+            } else if (tag == TAG_HANDOVER) {
+                conn_handover_receive(ev);
             } else if (tag & TAG_CHANNEL) {
                 receive_connections(s);
             } else if (tag & TAG_SIGNAL) {
@@ -451,7 +486,9 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         proxy_after_events(ev);
         alog_tick(&s->alog);
         if (ev->stopping) {
-            if (ev->nconns == 0)
+            /* and not before the master placed what we handed over: what
+             * it bounces back is ours to drain */
+            if (ev->nconns == 0 && conn_handover_settled())
                 break;
             if (clock_now_ms() >= s->stop_deadline) {
                 log_msg(LOG_WARN, "shutdown timeout: closing %u connections", ev->nconns);

@@ -45,7 +45,10 @@ struct conn {
     uint8_t want_read;       /* readable while output was blocked */
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
+    uint8_t drain;           /* a reload could not hand it over: DRAIN_* */
 };
+
+enum { DRAIN_NO, DRAIN_RETRY /* the channel was full */, DRAIN_KEEP /* bounced */ };
 
 #define BATCH_IOV 256
 
@@ -105,10 +108,13 @@ struct evloop {
     uint8_t stopping;
     uint8_t accept_paused;
     uint8_t accept_resume;   /* a slot freed while paused: accept after this batch */
+    uint8_t handing_over;    /* stopping for a reload: idle connections move on */
+    int ho_fd;               /* handover channel (proc/handover.h), or -1 */
 };
 
 /* proxy: the connection must start with a PROXY protocol header. */
-void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer);
+/* Returns 0, or -1 when fd was closed (beyond the table, or no epoll). */
+int conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer);
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
@@ -124,6 +130,19 @@ void conn_log(struct evloop *ev, const struct conn *c, const struct http_request
 /* A proxy exchange of c ended: serve its next requests (or close it). */
 void conn_proxy_resume(struct evloop *ev, struct conn *c);
 
+
+/* conn_handover.c (issue 13). Passes an idle connection to the master
+ * for the new generation: 0 (c is closed here, the socket lives on), or -1
+ * when it cannot move now (busy, or the channel is full). */
+int conn_hand_over(struct evloop *ev, struct conn *c);
+/* Every connection handed over is placed (or came back): the process may
+ * leave. Counts the process's threads together. */
+int conn_handover_settled(void);
+/* Takes the connections (and acknowledgements) queued on ev->ho_fd. */
+void conn_handover_receive(struct evloop *ev);
+/* While handing over: retries the idle connections the full channel
+ * refused; returns the ms until the next retry, or -1. */
+int conn_handover_retry(struct evloop *ev);
 
 static inline int conn_fd(const struct evloop *ev, const struct conn *c)
 {

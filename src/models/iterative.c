@@ -211,6 +211,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
         p[l] = (struct pollfd){.fd = env->listen_fds[l * env->nthreads], .events = POLLIN};
     p[nl] = (struct pollfd){.fd = env->signal_fd, .events = POLLIN};
     clock_update();
+    SB_SET(it.slot->ready, 1);
     while (!it.stop) {
         int n = poll(p, (nfds_t)nl + 1, -1);
         if (n < 0 && errno != EINTR)

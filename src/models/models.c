@@ -8,24 +8,28 @@
 static const struct model_desc models[] = {
     {
         .name = "reuseport",
+        .hands_over = 1,
         .worker_main = evloop_run,
         .layout = LAYOUT_PER_WORKER,
         .summary = "a SO_REUSEPORT socket per worker process; the kernel spreads connections",
     },
     {
         .name = "prefork",
+        .hands_over = 1,
         .worker_main = evloop_run,
         .layout = LAYOUT_SHARED,
         .summary = "worker processes share one socket; EPOLLEXCLUSIVE wakes one per connection",
     },
     {
         .name = "dispatch",
+        .hands_over = 1,
         .worker_main = evloop_run,
         .layout = LAYOUT_DISPATCH,
         .summary = "the master accepts and passes fds to workers with SCM_RIGHTS",
     },
     {
         .name = "threads",
+        .hands_over = 1,
         .worker_main = threads_run,
         .layout = LAYOUT_PER_THREAD,
         .one_process = 1,
@@ -33,6 +37,7 @@ static const struct model_desc models[] = {
     },
     {
         .name = "coro",
+        .hands_over = 1,
         .worker_main = coro_model_run,
         .layout = LAYOUT_SHARED,
         .one_process = 1,

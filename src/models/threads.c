@@ -1,6 +1,7 @@
 /* The threads model: one process, one event loop per thread, each thread
  * with its own SO_REUSEPORT socket and scoreboard slot. Signals stay with
  * the main thread's signalfd; it forwards TERM/INT/QUIT to each loop
+ * (and HUP: a reload, which hands idle connections over)
  * through a pipe that carries signalfd records, so a loop cannot tell a
  * forwarded signal from a real one. No fork happens after the threads
  * exist (the master forked this process before). */
@@ -85,7 +86,7 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
             break;
         int sig;
         while ((sig = signals_read(env->signal_fd)) > 0)
-            if (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT) {
+            if (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT || sig == SIGHUP) {
                 forward(ts, n, sig);
                 running = 0;
             }

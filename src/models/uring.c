@@ -443,6 +443,7 @@ int uring_run(const struct serve_config *cfg, const struct worker_env *env)
         return 1;
     }
     struct uring_loop *u = &s->u;
+    SB_SET(u->slot->ready, 1); /* a binary upgrade waits for every worker's */
     while (!round_end(s)) {
         int rc = io_uring_submit_and_wait(&u->ring, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)

@@ -276,33 +276,34 @@ void inherit_free(struct inherited *in)
     memset(in, 0, sizeof *in);
 }
 
-int inherit_export(const int *fds, char *const *names, int n, int extra)
+int inherit_export(const int *fds, char *const *names, int n, const int *extra, int nextra)
 {
-    int top = INHERIT_FIRST_FD + n;
+    int top = INHERIT_FIRST_FD + n + nextra;
     for (int i = 0; i < n; i++)
         if (fds[i] > top)
             top = fds[i];
-    if (extra > top)
-        top = extra;
+    for (int i = 0; i < nextra; i++)
+        if (extra[i] > top)
+            top = extra[i];
     /* Copy everything above both the sources and the targets first, so a
      * dup2 onto 3+i cannot close a source still to be moved. */
-    int *tmp = malloc(sizeof *tmp * (size_t)(n + 1));
+    int *tmp = malloc(sizeof *tmp * (size_t)(n + nextra));
     size_t nameslen = 1;
     for (int i = 0; i < n; i++)
         nameslen += strlen(names[i]) + 1;
     char *joined = malloc(nameslen);
     if (!tmp || !joined)
         return -ENOMEM;
-    for (int i = 0; i <= n; i++) {
-        int src = i < n ? fds[i] : extra;
-        tmp[i] = src < 0 ? -1 : fcntl(src, F_DUPFD_CLOEXEC, top + 1);
-        if (src >= 0 && tmp[i] < 0)
+    for (int i = 0; i < n + nextra; i++) {
+        int src = i < n ? fds[i] : extra[i - n];
+        tmp[i] = fcntl(src, F_DUPFD_CLOEXEC, top + 1);
+        if (tmp[i] < 0)
             return -errno;
     }
-    for (int i = 0; i <= n; i++) /* dup2 clears close-on-exec on the copy */
-        if (tmp[i] >= 0 && dup2(tmp[i], INHERIT_FIRST_FD + i) < 0)
+    for (int i = 0; i < n + nextra; i++) /* dup2 clears close-on-exec on the copy */
+        if (dup2(tmp[i], INHERIT_FIRST_FD + i) < 0)
             return -errno;
-    int last = INHERIT_FIRST_FD + n + (extra >= 0 ? 1 : 0);
+    int last = INHERIT_FIRST_FD + n + nextra;
     close_range((unsigned)last, ~0U, 0);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
@@ -319,5 +320,5 @@ int inherit_export(const int *fds, char *const *names, int n, int extra)
     snprintf(num, sizeof num, "%ld", (long)getpid());
     setenv("LISTEN_PID", num, 1);
     setenv("LISTEN_FDNAMES", joined, 1);
-    return extra >= 0 ? INHERIT_FIRST_FD + n : 0;
+    return nextra ? INHERIT_FIRST_FD + n : 0;
 }

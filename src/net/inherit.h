@@ -66,10 +66,10 @@ void inherit_free(struct inherited *in);
 void inherit_name(const struct listen_addr *a, int slot, int keep, char *buf, size_t n);
 
 /* In a forked child about to exec: places fds[0..n-1] at 3..3+n-1 with
- * close-on-exec cleared, and extra (when >= 0) at 3+n; closes every fd
- * above those; sets LISTEN_FDS, LISTEN_PID (this pid, which exec keeps)
- * and LISTEN_FDNAMES from names. Returns the fd extra now has (or 0), or
- * -errno. */
-int inherit_export(const int *fds, char *const *names, int n, int extra);
+ * close-on-exec cleared, and extra[0..nextra-1] right after them; closes
+ * every fd above those; sets LISTEN_FDS, LISTEN_PID (this pid, which exec
+ * keeps) and LISTEN_FDNAMES from names. Returns the fd extra[0] now has
+ * (3+n; 0 when nextra is 0), or -errno. */
+int inherit_export(const int *fds, char *const *names, int n, const int *extra, int nextra);
 
 #endif

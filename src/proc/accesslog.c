@@ -94,6 +94,9 @@ void alog_record_addr(struct alog *a, int family, const uint8_t *addr,
     r.h.sec = clock_wall();
     r.h.bytes = body_bytes;
     r.h.status = status;
+    /* which generation answered: a connection handed over on HUP shows it
+     * moved (docs/SPEC-serve.md) */
+    r.h.generation = a->slot ? (uint32_t)SB_GET(a->slot->generation) : 0;
     r.h.fmt = (uint8_t)a->fmt;
     if (family == AF_INET || family == AF_INET6) {
         r.h.family = (uint8_t)family;

@@ -15,7 +15,7 @@
  * (their FLOOR) and the fixed tail. A field past its share is cut, ending
  * in BW_CUT_MARK. HEAD_MAX bounds what comes before the method (time under
  * 40 bytes, address under 64, literals), TAIL_MAX the fixed text after it
- * (about 100 bytes of literals and numbers in JSON). Shares are counted from
+ * (about 130 bytes of literals and numbers in JSON). Shares are counted from
  * the record's start, not from the batch, so a record's text never depends
  * on how full the batch is. */
 enum {
@@ -161,6 +161,12 @@ size_t alog_text(struct alog_cache *s, const struct alog_entry *e, char *out)
     put_header(w, e, ALOG_F_REFERER, ALOG_W_REFERER, esc, UA_FLOOR);
     bw_puts(w, json ? "\",\"user_agent\":\"" : "\" \"");
     put_header(w, e, ALOG_F_UA, ALOG_W_UA, esc, 0);
-    bw_puts(w, json ? "\"}\n" : "\"\n");
+    if (!json) {
+        bw_puts(w, "\"\n");
+        return w->full ? 0 : w->len;
+    }
+    bw_puts(w, "\",\"generation\":");
+    bw_u64(w, e->h.generation);
+    bw_puts(w, "}\n");
     return w->full ? 0 : w->len; /* the shares make it fit: never 0 */
 }

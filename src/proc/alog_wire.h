@@ -24,6 +24,7 @@ struct alog_wire {
     int64_t sec;                    /* wall clock, the loop's cached second */
     uint64_t bytes;                 /* body bytes sent */
     uint32_t status;
+    uint32_t generation;            /* the reload generation that answered */
     uint16_t len;                   /* the whole record, this head included */
     uint16_t flen[ALOG_NFIELDS];    /* the field bytes that follow, in order */
     uint8_t fmt;                    /* enum log_format */
@@ -31,7 +32,7 @@ struct alog_wire {
     uint8_t flags;
     uint8_t minor;                  /* HTTP/1.minor */
     uint8_t addr[16];
-    uint8_t spare[6];
+    uint8_t spare[2];
 };
 _Static_assert(sizeof(struct alog_wire) == 56, "the record head has no padding");
 

@@ -69,6 +69,8 @@ const char config_help[] =
     "  --body-min-rate N        bytes/s a body must keep up (default 500; 0: the whole\n"
     "                           body within --body-timeout)\n"
     "  --shutdown-timeout DUR   graceful stop deadline (default 10s)\n"
+    "  --upgrade-timeout DUR    a USR2 upgrade's new master must report ready within\n"
+    "                           this, else it is killed (default 30s)\n"
     "  --max-connections N      open connections per worker process, split among\n"
     "                           its threads (default: file limit - 64)\n"
     "  --backlog N              listen queue length (default 511)\n"
@@ -127,6 +129,7 @@ void config_defaults(struct serve_config *cfg)
     cfg->body_timeout_ms = 60000;
     cfg->body_min_rate = 500;
     cfg->shutdown_timeout_ms = 10000;
+    cfg->upgrade_timeout_ms = 30000;
     cfg->upstream_keepalive = 32;
     cfg->upstream_fail_timeout_ms = 10000;
     cfg->upstream_stall_ms = 250;
@@ -556,6 +559,7 @@ static const struct setting settings[] = {
     DURATION("body-timeout", body_timeout_ms),
     SIZE("body-min-rate", body_min_rate, 0, UINT32_MAX),
     DURATION("shutdown-timeout", shutdown_timeout_ms),
+    DURATION("upgrade-timeout", upgrade_timeout_ms),
     COUNT("max-connections", max_connections, 1, 1 << 24),
     FLAG("verbose", verbose),
     FLAG("accept-herd", accept_herd),

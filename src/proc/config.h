@@ -62,6 +62,7 @@ struct serve_config {
     int64_t body_timeout_ms;    /* a request body's clock (models/body_clock.h) */
     uint32_t body_min_rate;     /* body bytes per second that extend it by 1 s */
     int64_t shutdown_timeout_ms;
+    int64_t upgrade_timeout_ms;   /* a USR2's new master must be ready within this */
     uint32_t max_connections;   /* 0: from RLIMIT_NOFILE */
     uint32_t workers;           /* 0: one per CPU */
     uint32_t threads;           /* one-process models: kernel threads, 0: as workers */

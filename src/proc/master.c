@@ -33,6 +33,7 @@ static void child_setup(struct master *m)
     if (getppid() != m->pid)
         _exit(0);
     close(m->sfd);
+    master_handover_close_in_child(m);
     if (m->up.fd >= 0)
         close(m->up.fd);
     if (m->ready_fd >= 0)
@@ -76,7 +77,7 @@ static int free_slots(const struct master *m, int n)
 
 /* In a new worker: keep the sockets its layout gives it, drop privileges
  * and run the model's worker. Never returns. */
-static void worker_child(struct master *m, int index, int slot, int channel)
+static void worker_child(struct master *m, int index, int slot, int channel, int handover)
 {
     child_setup(m);
     loop_close(&m->loop);
@@ -115,6 +116,7 @@ static void worker_child(struct master *m, int index, int slot, int channel)
         /* harmless on a socket of its own, needed on a shared one */
         .exclusive = !m->cfg->accept_herd,
         .channel_fd = channel,
+        .handover_fd = handover,
         .slot = &m->sb->slots[slot],
         .sb = m->sb,
         .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
@@ -137,21 +139,37 @@ static pid_t spawn_worker(struct master *m, int index)
             return -1;
         }
     }
+    /* Before the fork: the worker's first access-log record names it. */
+    for (int k = 0; k < m->nthreads; k++) {
+        SB_SET(m->sb->slots[slot + k].generation, m->gen);
+        SB_SET(m->sb->slots[slot + k].ready, 0);
+    }
+    int handover = -1;
+    if (m->model->hands_over) {
+        handover = master_handover_open(m, slot);
+        if (handover < 0) /* it serves; on a reload it just drains */
+            log_msg(LOG_ERROR, "worker %d: handover channel: %s", index, strerror(-handover));
+    }
     pid_t pid = fork();
     if (pid < 0) {
         log_msg(LOG_ERROR, "fork worker: %s", strerror(errno));
         if (channel >= 0)
             close(channel);
+        if (handover >= 0) {
+            close(handover);
+            master_handover_close(m, slot);
+        }
         return -1;
     }
     if (pid == 0)
-        worker_child(m, index, slot, channel);
+        worker_child(m, index, slot, channel, handover);
     if (channel >= 0)
         close(channel);
+    if (handover >= 0)
+        close(handover);
     for (int k = 0; k < m->nthreads; k++) {
         struct sb_slot *sl = &m->sb->slots[slot + k];
         SB_SET(sl->pid, pid);
-        SB_SET(sl->generation, m->gen);
         SB_SET(sl->index, (uint32_t)(m->nthreads > 1 ? k : index));
         SB_SET(sl->started, (int64_t)time(NULL));
         SB_SET(sl->active, 0);
@@ -222,6 +240,10 @@ static void reap(struct master *m)
         if (s == nslots(m))
             continue;
         struct wproc w = m->w[s];
+        /* What it handed over before it left is placed first. */
+        for (int i = 0; i < 64 && m->ho[s] >= 0; i++)
+            master_handover_event(m, s);
+        master_handover_close(m, s);
         for (int k = s; k < nslots(m) && m->w[k].pid == pid; k++) {
             m->w[k].pid = 0;
             SB_SET(m->sb->slots[k].pid, 0);
@@ -305,6 +327,8 @@ static int same_listeners(const struct serve_config *a, const struct serve_confi
 }
 
 static int open_log_channel(struct master *m);
+static void tree_size(const struct master *m, const struct serve_config *cfg, int *nworkers,
+                      int *nthreads);
 
 /* A line about a reload: logged, and kept for its answer. */
 static void reload_say(struct master *m, enum log_level level, const char *fmt, ...)
@@ -333,19 +357,33 @@ static int reload(struct master *m)
                    m->hooks->reload ? err : "no way to re-read the settings");
         return 0;
     }
+    int nworkers, nthreads;
+    tree_size(m, &next, &nworkers, &nthreads);
+    /* With a socket per worker or thread, the count is the socket set's. */
+    int per_socket = m->model->layout == LAYOUT_PER_WORKER ||
+                     m->model->layout == LAYOUT_PER_THREAD;
+    if (per_socket && (nworkers != m->nworkers || nthreads != m->nthreads)) {
+        reload_say(m, LOG_WARN, "reload: with --model %s the worker count changes only on "
+                   "restart", m->cfg->model);
+        nworkers = m->nworkers;
+        nthreads = m->nthreads;
+    }
     int free = 0;
     for (int s = 0; s < nslots(m); s++)
         free += m->w[s].pid == 0;
-    if (free < m->nworkers * m->nthreads) {
-        reload_say(m, LOG_ERROR, "reload refused: an earlier generation is still draining");
+    if (free < nworkers * nthreads) {
+        reload_say(m, LOG_ERROR, "reload refused: %s", nworkers * nthreads > m->nworkers *
+                   m->nthreads ? "no room in the scoreboard for that many more workers "
+                   "while the old ones drain (restart)" : "an earlier generation is still "
+                   "draining");
         return 0;
     }
     /* With no listen address given, the passed sockets were the set. */
     if (!(next.listen_default && m->ls.passed) && !same_listeners(m->cfg, &next))
         reload_say(m, LOG_WARN, "reload: listen addresses changed; that needs a restart "
                                 "(keeping the current sockets)");
-    if (next.workers != m->cfg->workers || strcmp(next.model, m->cfg->model))
-        reload_say(m, LOG_WARN, "reload: the model and worker count change only on restart");
+    if (strcmp(next.model, m->cfg->model))
+        reload_say(m, LOG_WARN, "reload: the model changes only on restart");
     if (strcmp(next.error_log, m->cfg->error_log) || strcmp(next.pid_file, m->cfg->pid_file))
         reload_say(m, LOG_WARN, "reload: the error log and pid file change only on restart");
     memcpy(next.error_log, m->cfg->error_log, sizeof next.error_log);
@@ -354,7 +392,10 @@ static int reload(struct master *m)
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
     memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
     next.nlisten = m->cfg->nlisten;
-    next.workers = m->cfg->workers;
+    if (per_socket) {
+        next.workers = m->cfg->workers;
+        next.threads = m->cfg->threads;
+    }
     memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
@@ -369,11 +410,15 @@ static int reload(struct master *m)
     }
     m->gen++;
     SB_SET(m->sb->generation, m->gen);
-    for (int i = 0; i < m->nworkers; i++) {
-        m->rs[i].at_ms = 0;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        m->rs[i].at_ms = 0; /* old indexes beyond a smaller count too */
+    m->nworkers = nworkers;
+    m->nthreads = nthreads;
+    for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
-    }
-    signal_generation(m, SIGTERM, 1);
+    /* HUP tells old workers to hand their idle connections over to the
+     * new ones (proc/handover.h); TERM just drains. */
+    signal_generation(m, m->model->hands_over ? SIGHUP : SIGTERM, 1);
     reload_say(m, LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
     return 1;
 }
@@ -408,7 +453,10 @@ void master_begin_stop(struct master *m, int fast)
         m->rs[i].at_ms = 0;
     if (m->dispatch)
         dispatch_stop(m->dispatch);
-    signal_generation(m, fast ? SIGQUIT : SIGTERM, 0);
+    /* Upgraded: HUP, so the workers hand their idle connections over (to
+     * the new master, through us); else TERM, and they close them. */
+    int hand_over = m->succ_fd >= 0 && m->model->hands_over;
+    signal_generation(m, fast ? SIGQUIT : hand_over ? SIGHUP : SIGTERM, 0);
     /* The workers hold the sockets now; closing ours refuses nothing yet. */
     listeners_close(&m->ls);
     log_msg(LOG_NOTICE, "%s stop: %d workers", fast ? "fast" : "graceful", live_workers(m));
@@ -484,11 +532,10 @@ static int open_log_channel(struct master *m)
     return 0;
 }
 
-/* How many worker processes, threads per process and sockets per listen
- * address the model asks for. */
-static void size_tree(struct master *m)
+/* How many worker processes and threads per process cfg asks of the model. */
+static void tree_size(const struct master *m, const struct serve_config *cfg, int *nworkers,
+                      int *nthreads)
 {
-    const struct serve_config *cfg = m->cfg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers ? (int)cfg->workers : (int)(ncpu > 0 ? ncpu : 1);
     if (m->model->one_process && cfg->threads)
@@ -498,8 +545,16 @@ static void size_tree(struct master *m)
         n = MAX_WORKERS;
     if (m->model->single_worker)
         n = 1;
-    m->nworkers = m->model->one_process ? 1 : n;
-    m->nthreads = m->model->one_process ? n : 1;
+    *nworkers = m->model->one_process ? 1 : n;
+    *nthreads = m->model->one_process ? n : 1;
+}
+
+/* How many worker processes, threads per process and sockets per listen
+ * address the model asks for. */
+static void size_tree(struct master *m)
+{
+    tree_size(m, m->cfg, &m->nworkers, &m->nthreads);
+    int n = m->nworkers * m->nthreads;
     m->ls.nsockets =
         m->model->layout == LAYOUT_PER_WORKER || m->model->layout == LAYOUT_PER_THREAD ? n : 1;
 }
@@ -534,6 +589,7 @@ static int open_master(struct master *m)
         inherit_free(&in);
         return -1;
     }
+    m->pred_fd = upgrade_handover_fd(m->ready_fd);
     size_tree(m);
     clock_update();
     if (check_access_log(cfg) < 0) {
@@ -608,11 +664,15 @@ static int start_children(struct master *m)
     }
     if (loop_init(&m->loop) < 0 || loop_add(&m->loop, m->sfd, LOOP_IN, 0) < 0)
         log_fatal("epoll: %s", strerror(errno));
+    if (m->pred_fd >= 0 && loop_add(&m->loop, m->pred_fd, EPOLLIN, TAG_HANDOVER_PRED) < 0) {
+        close(m->pred_fd);
+        m->pred_fd = -1;
+    }
     if (m->model->layout == LAYOUT_DISPATCH)
         start_dispatch(m);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
-    m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS;
+    m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;
     log_msg(LOG_NOTICE, "master %d: %d workers x %d threads, model %s, serving %s", m->pid,
             m->nworkers, m->nthreads, cfg->model, cfg->docroot);
     if (m->ready_fd >= 0)
@@ -640,6 +700,12 @@ static void wait_events(struct master *m)
                 on_signal(m, sig);
         } else if (ev[i].data.u64 == TAG_UPGRADE) {
             master_upgrade_event(m);
+        } else if (ev[i].data.u64 == TAG_HANDOVER_PRED) {
+            master_handover_pred_event(m);
+        } else if (ev[i].data.u64 == TAG_HANDOVER_SUCC) {
+            master_handover_succ_event(m);
+        } else if (ev[i].data.u64 & TAG_HANDOVER) {
+            master_handover_event(m, (int)(ev[i].data.u64 & 0xffff));
         } else if (m->dispatch && !m->stopping) {
             dispatch_event(m->dispatch, ev[i].data.u64, ev[i].events);
         }
@@ -708,8 +774,10 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     m->loop.epfd = -1;
     m->argv = hooks->argv;
     m->argc = hooks->argc;
-    m->up.fd = -1;
-    m->ready_fd = -1;
+    m->up.fd = m->up.ho_fd = -1;
+    m->ready_fd = m->pred_fd = m->succ_fd = -1;
+    for (int s = 0; s < SB_MAX_SLOTS; s++)
+        m->ho[s] = -1;
     if (open_master(m) < 0 || start_children(m) < 0)
         return 1;
     for (;;) {

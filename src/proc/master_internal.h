@@ -10,6 +10,7 @@
 
 #include "core/loop.h"
 #include "proc/dispatch.h"
+#include "proc/handover.h"
 #include "proc/listeners.h"
 #include "proc/master.h"
 #include "proc/reload_answer.h"
@@ -17,12 +18,13 @@
 #include "proc/upgrade.h"
 
 #define MAX_WORKERS CONFIG_MAX_WORKERS
-#define UPGRADE_READY_MS 30000 /* a new master must report ready within this */
 #define UPGRADE_EXIT_MS 3000   /* after its ready pipe closed, it must have exited */
-/* A new master reports ready once all its workers have lived this long:
- * they serve by then, and one that fails at start has died. */
+/* A new master checks this often (/3) whether every worker reported ready. */
 #define UPGRADE_SETTLE_MS 300
 #define TAG_UPGRADE (1ULL << 60) /* the ready pipe's epoll tag; 0 is the signalfd */
+#define TAG_HANDOVER (1ULL << 59) /* | slot: a worker's handover channel */
+#define TAG_HANDOVER_PRED (TAG_HANDOVER | 0x10000) /* from the master we upgraded */
+#define TAG_HANDOVER_SUCC (TAG_HANDOVER | 0x20000) /* to the master that upgraded us */
 
 struct wproc {
     pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
@@ -47,6 +49,9 @@ struct master {
     int nthreads;       /* threads per worker process */
     struct loop loop;
     struct dispatch *dispatch;
+    int ho[SB_MAX_SLOTS];   /* handover channels, on a process's first slot, or -1 */
+    int pred_fd;            /* upgrade: connections from the old master come here, or -1 */
+    int succ_fd;            /* upgraded: ours go to the new master here, or -1 */
     struct listeners ls;
     struct scoreboard *sb;
     struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
@@ -78,6 +83,18 @@ static inline int nslots(const struct master *m) { return (int)m->sb->nslots; }
 
 /* master.c */
 void master_begin_stop(struct master *m, int fast);
+
+/* master_handover.c: a channel for the worker about to start in slot
+ * (returns the worker's end or -errno); its events; closing it once the
+ * worker has gone (what it sent is handled first); in a new child. */
+int master_handover_open(struct master *m, int slot);
+void master_handover_event(struct master *m, int slot);
+void master_handover_close(struct master *m, int slot);
+void master_handover_close_in_child(struct master *m);
+/* Upgrade: what the old master sends us (pred), what the new one bounces
+ * back (succ). */
+void master_handover_pred_event(struct master *m);
+void master_handover_succ_event(struct master *m);
 
 /* master_upgrade.c, old master: USR2 starts one; the ready pipe's events,
  * the deadline and the new master's death (from reap) end it. */

@@ -77,7 +77,7 @@ void master_start_upgrade(struct master *m)
     for (int i = 0; i < m->argc; i++)
         argv[i + 1] = m->argv[i];
     int rc = upgrade_start(&m->up, path, argv, fds, names, n,
-                           clock_now_ms() + UPGRADE_READY_MS, err, sizeof err);
+                           clock_now_ms() + m->cfg->upgrade_timeout_ms, err, sizeof err);
     free(argv);
     if (rc < 0) {
         log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", err,
@@ -111,6 +111,12 @@ void master_upgrade_event(struct master *m)
     log_msg(LOG_NOTICE, "upgrade: the new master (pid %d) serves; the old master (pid %d) "
                         "drains its workers and exits", m->up.pid, m->pid);
     loop_del(&m->loop, m->up.fd);
+    /* Keep the handover channel: our idle connections go that way. */
+    if (m->up.ho_fd >= 0 &&
+        loop_add(&m->loop, m->up.ho_fd, EPOLLIN, TAG_HANDOVER_SUCC) == 0) {
+        m->succ_fd = m->up.ho_fd;
+        m->up.ho_fd = -1;
+    }
     upgrade_clear(&m->up);
     m->handed_over = 1;
     master_begin_stop(m, 0);
@@ -127,19 +133,30 @@ void master_upgrade_deadline(struct master *m)
         master_upgrade_failed(m, "the new master (pid %d) closed its ready pipe without being ready "
                           "(killed)", pid);
     else
-        master_upgrade_failed(m, "the new master (pid %d) was not ready within %d s (killed)", pid,
-                       UPGRADE_READY_MS / 1000);
+        master_upgrade_failed(m, "the new master (pid %d) was not ready within %lld ms "
+                              "(--upgrade-timeout; killed)", pid,
+                              (long long)m->cfg->upgrade_timeout_ms);
 }
 
-/* New master: once every worker has lived UPGRADE_SETTLE_MS, tell the old one. */
+/* Whether the worker process whose first slot is s serves: each of its
+ * slots (threads) said so once its loop was set up. */
+static int worker_ready(const struct master *m, int s)
+{
+    for (int k = 0; k < m->nthreads; k++)
+        if (!SB_GET(m->sb->slots[s + k].ready))
+            return 0;
+    return 1;
+}
+
+/* New master: once every worker reported ready (and none is waiting for a
+ * respawn), tell the old one. Polled every UPGRADE_SETTLE_MS / 3. */
 void master_report_ready(struct master *m)
 {
     if (m->ready_fd < 0 || m->stopping || clock_now_ms() < m->settle_at)
         return;
     int serving = 0, pending = 0;
     for (int s = 0; s < nslots(m); s++)
-        serving += m->w[s].pid && m->w[s].first && !m->w[s].draining &&
-                   clock_now_ms() - m->w[s].started_ms >= UPGRADE_SETTLE_MS;
+        serving += m->w[s].pid && m->w[s].first && !m->w[s].draining && worker_ready(m, s);
     for (int i = 0; i < m->nworkers; i++)
         pending += m->rs[i].at_ms != 0;
     if (serving < m->nworkers || pending) {

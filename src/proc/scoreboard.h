@@ -42,6 +42,7 @@ struct sb_slot {
     uint32_t state;           /* enum sb_state */
     struct sb_upstream up[SB_UPSTREAMS];
     struct sb_latency latency; /* request durations (models/step.c says which) */
+    uint32_t ready;           /* its loop is set up and serves (an upgrade waits for it) */
 } __attribute__((aligned(64)));
 
 struct scoreboard {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "net/inherit.h"
+#include "proc/handover.h"
 
 int upgrade_binary(const char *path, char *out, size_t n, char *err, size_t errlen)
 {
@@ -45,11 +46,18 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
         return -1;
     }
     fcntl(p[0], F_SETFL, O_NONBLOCK);
+    int ho[2] = {-1, -1};
+    if (handover_channel(ho) < 0)
+        ho[0] = ho[1] = -1; /* the upgrade goes on; idle connections just drain */
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
         close(p[0]);
         close(p[1]);
+        if (ho[0] >= 0) {
+            close(ho[0]);
+            close(ho[1]);
+        }
         return -1;
     }
     if (pid == 0) {
@@ -57,7 +65,8 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
          * The signal mask (TERM, HUP, USR2... blocked) survives exec on
          * purpose: a signal sent before the new master opens its signalfd
          * waits there instead of killing it. */
-        int ready = inherit_export(fds, names, n, p[1]);
+        int extra[2] = {p[1], ho[1]};
+        int ready = inherit_export(fds, names, n, extra, ho[1] >= 0 ? 2 : 1);
         if (ready < 0) {
             fprintf(stderr, "herd: upgrade: cannot pass the sockets: %s\n", strerror(-ready));
             _exit(127);
@@ -65,13 +74,22 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
         char num[16];
         snprintf(num, sizeof num, "%d", ready);
         setenv(UPGRADE_READY_ENV, num, 1);
+        if (ho[1] >= 0) {
+            snprintf(num, sizeof num, "%d", ready + 1);
+            setenv(UPGRADE_HANDOVER_ENV, num, 1);
+        } else {
+            unsetenv(UPGRADE_HANDOVER_ENV);
+        }
         execv(path, argv);
         fprintf(stderr, "herd: upgrade: exec %s: %s\n", path, strerror(errno));
         _exit(127);
     }
     close(p[1]);
+    if (ho[1] >= 0)
+        close(ho[1]);
     u->pid = pid;
     u->fd = p[0];
+    u->ho_fd = ho[0];
     u->deadline_ms = deadline_ms;
     return 0;
 }
@@ -91,7 +109,9 @@ void upgrade_clear(struct upgrade *u)
 {
     if (u->fd >= 0)
         close(u->fd);
-    u->fd = -1;
+    if (u->ho_fd >= 0)
+        close(u->ho_fd);
+    u->fd = u->ho_fd = -1;
     u->pid = 0;
     u->deadline_ms = 0;
 }
@@ -128,6 +148,22 @@ int upgrade_ready_fd(const struct inherited *in, int *fd, char *err, size_t errl
     fcntl((int)n, F_SETFD, FD_CLOEXEC);
     *fd = (int)n;
     return 0;
+}
+
+int upgrade_handover_fd(int ready_fd)
+{
+    const char *s = getenv(UPGRADE_HANDOVER_ENV);
+    if (!s || ready_fd < 0)
+        return -1;
+    char *end;
+    long n = strtol(s, &end, 10);
+    unsetenv(UPGRADE_HANDOVER_ENV);
+    struct stat st;
+    /* only right after the ready pipe, and only a socket */
+    if (*end || n != ready_fd + 1 || fstat((int)n, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return -1;
+    fcntl((int)n, F_SETFD, FD_CLOEXEC);
+    return (int)n;
 }
 
 int upgrade_report_ready(int fd)

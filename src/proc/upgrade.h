@@ -17,11 +17,15 @@
 #include "net/inherit.h"
 
 #define UPGRADE_READY_ENV "HERD_UPGRADE_READY_FD"
+/* The new master's end of a handover channel from the old one: the old
+ * master's idle connections come here once the new one serves. */
+#define UPGRADE_HANDOVER_ENV "HERD_UPGRADE_HANDOVER_FD"
 
 /* The old master's view of one upgrade in flight. */
 struct upgrade {
     pid_t pid;          /* the new master, 0 when none is starting */
     int fd;             /* read end of the ready pipe, -1 once closed */
+    int ho_fd;          /* our end of the handover channel to it (proc/handover.h), or -1 */
     int64_t deadline_ms;
 };
 
@@ -51,6 +55,10 @@ void upgrade_clear(struct upgrade *u);
  * someone's file or close a listener, and the "upgrade" would skip
  * --daemon. */
 int upgrade_ready_fd(const struct inherited *in, int *fd, char *err, size_t errlen);
+
+/* New master: the handover channel the old master passed with the ready
+ * pipe (right after it), or -1 when there is none. */
+int upgrade_handover_fd(int ready_fd);
 
 /* Writes the ready byte and closes fd. */
 int upgrade_report_ready(int fd);

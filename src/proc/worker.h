@@ -15,6 +15,8 @@ struct worker_env {
     int signal_fd;             /* TERM/INT: graceful stop, QUIT: at once */
     int exclusive;             /* listen fds shared by workers: EPOLLEXCLUSIVE */
     int channel_fd;            /* dispatch: connections arrive here (SCM_RIGHTS), else -1 */
+    int handover_fd;           /* to and from the master: connections handed over on
+                                * a reload (proc/handover.h), or -1 */
     struct sb_slot *slot;      /* counters: nthreads consecutive slots, or NULL */
     struct scoreboard *sb;     /* for the status page, or NULL */
     int log_fd;                /* access-log datagram socket, or -1 */
@@ -36,6 +38,8 @@ struct model_desc {
     enum socket_layout layout;
     int one_process;    /* one worker process; --workers counts its threads */
     int single_worker;  /* one worker, one thread, whatever --workers says */
+    int hands_over;     /* on HUP its workers hand idle connections to the new
+                         * generation (proc/handover.h); others just drain */
     const char *summary;
 };
 

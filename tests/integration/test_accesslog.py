@@ -38,7 +38,7 @@ COMBINED = re.compile(
     r'"(?P<request>[^"]*)" (?P<status>\d{3}) (?P<bytes>\d+|-) '
     r'"(?P<referer>[^"]*)" "(?P<ua>[^"]*)"$')
 JSON_KEYS = {"time", "remote_addr", "request", "status", "body_bytes_sent", "referer",
-             "user_agent"}
+             "user_agent", "generation"}
 
 
 # ------------------------------------------------------------ helpers

@@ -49,7 +49,8 @@ class Backend:
     """A threaded HTTP/1.1 server that counts requests and connections.
 
     mode: ok (Content-Length), chunked, close10 (HTTP/1.0, body until close),
-    status404, midclose (half a response, then close), silent (reads, never
+    status404, midclose (half a response, then close), dropsecond (answers the
+    first request of a connection, closes on the second), silent (reads, never
     answers), garbage (not HTTP), stall (answers request number stall_at
     after stall_s seconds)."""
 
@@ -95,7 +96,7 @@ class Backend:
     def _answer(self, n, close):
         b = self.body
         conn = b"Connection: close\r\n" if close else b""
-        if self.mode in ("ok", "stall"):
+        if self.mode in ("ok", "stall", "dropsecond"):
             return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
         if self.mode == "status404":
             return b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
@@ -145,6 +146,9 @@ class Backend:
                             self.bodies.append(body)
                     if self.mode == "silent":
                         continue
+                    if self.mode == "dropsecond" and n == 2:
+                        done = True       # closes instead of answering
+                        break
                     if self.mode == "stall" and seq == self.stall_at:
                         time.sleep(self.stall_s)
                     close = (re.search(rb"(?im)^connection:\s*close", head) is not None
@@ -222,7 +226,8 @@ def test_load_herd_serve_reports_and_json(server, tmp_path):
     assert set(lat) >= {"p50", "p75", "p90", "p99", "p999", "p9999", "max", "mean", "stdev"}
     assert 0 < lat["p50"] <= lat["p75"] <= lat["p90"] <= lat["p99"] <= lat["p999"] \
         <= lat["p9999"] <= lat["max"]
-    assert set(j["errors"]) == {"connect", "read", "write", "timeout", "bad_response", "status"}
+    assert set(j["errors"]) == {"connect", "read", "write", "timeout", "bad_response", "status",
+                                "closed_reused"}
     assert sum(j["errors"].values()) == 0, j["errors"]
     assert j["histogram"]["count"] == j["requests"]
     body_len = (s.docroot / "index.html").stat().st_size
@@ -334,6 +339,21 @@ def test_keepalive_reuses_connections(backend, tmp_path):
     b.settle()
     assert b.accepted == 3, b.accepted
     assert sum(b.per_conn) == j["requests"] > 30
+
+
+def test_closed_reused_connection_is_its_own_error_and_never_resent(backend, tmp_path):
+    """A server that closes a keep-alive connection instead of answering its
+    second request (the reload race of issue 13): herd load counts each such
+    request once, as its own kind of error, and never sends it again (a
+    client that resent it would count no error at all)."""
+    b = backend("dropsecond")
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "500ms", b.url())
+    b.settle()
+    dropped = b.requests - j["requests"]
+    assert j["errors"]["closed_reused"] == dropped > 5, (j["errors"], b.requests)
+    assert j["errors"]["read"] == 0
+    assert "closed before the response on a reused connection" in r.stdout
+    assert max(b.per_conn) == 2
 
 
 def test_method_body_and_headers_are_sent(backend, tmp_path):

@@ -85,7 +85,8 @@ def test_settings_that_need_a_restart_are_named(configured):
     cfg.write_text(base.replace("workers = 2", "workers = 3").replace("herd.pid", "new.pid"))
     r = reload("--pid-file", pidfile)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == ("reload: the model and worker count change only on restart\n"
+    assert r.stdout == ("reload: with --model reuseport the worker count changes only on "
+                        "restart\n"
                         "reload: the error log and pid file change only on restart\n"
                         "reloaded: generation 2, 2 workers\n"), r.stdout
     # the master keeps its pid file, and answers there

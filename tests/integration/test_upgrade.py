@@ -11,12 +11,14 @@ import os
 import re
 import signal
 import stat
+import threading
 import time
 
 import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, Server, descendants, fd_count, require_binary
 from herdtest import get_req, wait_for
+from test_hitless import Load
 from test_reload import Hammer, gone
 
 pytestmark = pytest.mark.skipif(
@@ -265,3 +267,54 @@ def test_upgrade_binary_flag(upgradable, tmp_path):
     new = upgrade(srv, pidfile)
     assert os.readlink(f"/proc/{new}/exe") == str(copy)
     assert fetch_ok(srv)
+
+
+def test_upgrade_timeout_abandons_a_binary_that_never_gets_ready(upgradable, tmp_path):
+    """--upgrade-timeout: a new binary that starts but never reports ready
+    is killed at the deadline, and the old master keeps serving."""
+    hang = script(tmp_path / "hang-herd", "#!/bin/sh\nexec sleep 30\n")
+    srv, pidfile = upgradable("--workers", "1", "--upgrade-timeout", "1s",
+                              "--upgrade-binary", hang)
+    first = srv.pid
+    wait_for(lambda: read_pid(pidfile) == first, timeout=5, what="pid file written")
+    mark = srv.stderr_mark()
+    t0 = time.monotonic()
+    os.kill(first, signal.SIGUSR2)
+    lines = wait_for(lambda: failure_lines(srv, mark), timeout=10, what="a failure line")
+    took = time.monotonic() - t0
+    assert "was not ready within 1000 ms (--upgrade-timeout; killed)" in lines[0], lines
+    assert 0.9 < took < 5, took
+    still_serving(srv, pidfile, first)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro"])
+def test_three_upgrades_lose_nothing_without_retries(upgradable, model):
+    """Three USR2 upgrades under a client that never retries (test_hitless's
+    Load: 100 keep-alive connections, half busy, half idling 0-500 ms): the
+    old master's idle connections move to the new master's workers, so
+    every request gets its whole response on the connection it was sent on."""
+    srv, pidfile = upgradable("--model", model, "--workers", "2", "--keepalive-timeout", "30s")
+    nprocs = 1 if model in ("threads", "coro") else 2
+    wait_for(lambda: len(descendants(srv.pid)) == nprocs, timeout=5, what="the workers")
+    load = Load(("127.0.0.1", srv.port), 100)
+    load.start()
+    stop = threading.Event()
+
+    def run():
+        while not stop.is_set():
+            load.step(time.monotonic())
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        time.sleep(0.3)
+        for _ in range(3):
+            upgrade(srv, pidfile)
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        t.join(10)
+    load.finish()
+    assert load.ok > 100, (load.ok, load.errors[:5])
+    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
+                             f"requests: {load.errors[:8]}\n{srv.stderr_text()[-2000:]}")

@@ -199,7 +199,7 @@ static int parse_json(const char *p, const char *end)
         int slot; /* dec[] index for strings, -1 for numbers */
     } keys[] = {
         {"time", 3}, {"remote_addr", 3}, {"request", 0}, {"status", -1},
-        {"body_bytes_sent", -1}, {"referer", 1}, {"user_agent", 2},
+        {"body_bytes_sent", -1}, {"referer", 1}, {"user_agent", 2}, {"generation", -1},
     };
     if (p == end || *p++ != '{')
         return 0;

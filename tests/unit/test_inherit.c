@@ -69,7 +69,7 @@ static int round_trip(const char *dir)
     int pipefd[2];
     if (pipe(pipefd) < 0)
         return 2;
-    int extra = inherit_export(fds, names, 4, pipefd[1]);
+    int extra = inherit_export(fds, names, 4, &pipefd[1], 1);
     if (extra != 7)
         return 3;
     struct inherited in;

@@ -1,0 +1,300 @@
+"""Hitless reload (issue 13): clients that never retry see no error across
+HUPs. A draining worker hands its idle keep-alive connections over to the
+new generation instead of closing them while a request may be on the wire.
+
+The client here is deliberately not forgiving: a keep-alive connection that
+closes (EOF or RST) before the whole response to a request it sent is an
+error, as wrk and ab count it. A response that says Connection: close is
+honoured (the client then opens a new connection): that is not an error."""
+
+import json
+import os
+import random
+import re
+import selectors
+import signal
+import socket
+import time
+
+import pytest
+
+from conftest import HERD_ARGS, descendants
+from herdtest import RawConn, get_req, wait_for
+
+pytestmark = pytest.mark.skipif(
+    "--model" in HERD_ARGS, reason="drives the models itself")
+
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
+TARGET = "/small.txt"
+BODY = b"0123456789abcdefghijklmnopqrstuvwxyz"
+REQ = f"GET {TARGET} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+HEAD_RE = re.compile(rb"^HTTP/1\.1 (\d{3}) ")
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def worker_count(srv):
+    return sum(1 for k in descendants(srv.pid) if comm(k).startswith("herd-w"))
+
+
+class Client:
+    """One keep-alive connection: sends a request, reads the whole response,
+    then sends the next at once (busy) or after 0-500 ms (idle)."""
+
+    def __init__(self, addr, idle):
+        self.addr, self.idle = addr, idle
+        self.sock = None
+        self.buf = b""
+        self.due = 0.0           # when to send the next request (idle ones)
+        self.waiting = False     # a request is on the wire
+        self.reused = False
+
+    def open(self, sel):
+        self.sock = socket.create_connection(self.addr, timeout=5)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.setblocking(False)
+        self.reused = False
+        sel.register(self.sock, selectors.EVENT_READ, self)
+
+    def close(self, sel):
+        if self.sock is not None:
+            sel.unregister(self.sock)
+            self.sock.close()
+            self.sock = None
+
+    def send(self):
+        self.sock.sendall(REQ)   # 40 bytes: fits any socket buffer at once
+        self.waiting = True
+        self.buf = b""
+
+    def parse(self):
+        """None while incomplete, else (ok, close, detail)."""
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        head = self.buf[:end].lower()
+        m = re.search(rb"\r\ncontent-length: *(\d+)", head)
+        if not m:
+            return (False, True, "no content-length")
+        total = end + 4 + int(m.group(1))
+        if len(self.buf) < total:
+            return None
+        if len(self.buf) > total:
+            return (False, True, "bytes after the response")
+        ok = HEAD_RE.match(self.buf) is not None and self.buf[:12] == b"HTTP/1.1 200" \
+            and self.buf[end + 4:] == BODY
+        close = b"\r\nconnection: close" in head
+        return (ok, close, None if ok else self.buf[:200])
+
+
+class Load:
+    """n connections, half busy and half idling; counts complete correct
+    responses and errors (closed before a whole response, wrong bytes)."""
+
+    def __init__(self, addr, n):
+        self.sel = selectors.DefaultSelector()
+        self.clients = [Client(addr, idle=i % 2 == 1) for i in range(n)]
+        self.ok = 0
+        self.errors = []
+        self.closes = 0          # server said Connection: close (honoured)
+
+    def start(self):
+        now = time.monotonic()
+        for c in self.clients:
+            c.open(self.sel)
+            c.due = now + (random.uniform(0, 0.5) if c.idle else 0)
+
+    def step(self, now, timeout=0.02):
+        for c in self.clients:
+            if c.sock is None:
+                c.open(self.sel)
+            if not c.waiting and now >= c.due:
+                try:
+                    c.send()
+                except OSError as e:
+                    self.errors.append(("send", repr(e), c.reused))
+                    c.close(self.sel)
+        for key, _ in self.sel.select(timeout):
+            self.readable(key.data)
+
+    def readable(self, c):
+        try:
+            data = c.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            data, err = b"", repr(e)
+        else:
+            err = "EOF"
+        if not data:
+            what = "closed before the response" if c.waiting else "closed while idle"
+            if c.waiting:
+                self.errors.append((what, err, c.reused))
+            c.close(self.sel)
+            c.waiting = False
+            return
+        if not c.waiting:
+            self.errors.append(("unasked bytes", data[:100], c.reused))
+            c.close(self.sel)
+            return
+        c.buf += data
+        r = c.parse()
+        if r is None:
+            return
+        ok, close, detail = r
+        c.waiting = False
+        c.reused = True
+        if ok:
+            self.ok += 1
+        else:
+            self.errors.append(("bad response", detail, True))
+        c.due = time.monotonic() + (random.uniform(0, 0.5) if c.idle else 0)
+        if close:
+            self.closes += 1
+            c.close(self.sel)
+
+    def finish(self, limit=5.0):
+        """Lets every request on the wire complete (bounded), then closes."""
+        end = time.monotonic() + limit
+        for c in self.clients:
+            c.due = float("inf")
+        while any(c.waiting for c in self.clients) and time.monotonic() < end:
+            self.step(time.monotonic())
+        for c in self.clients:
+            if c.waiting:
+                self.errors.append(("no response", None, c.reused))
+            c.close(self.sel)
+        self.sel.close()
+
+
+def worker_pids(srv):
+    return {k for k in descendants(srv.pid) if comm(k).startswith("herd-w")}
+
+
+def reload_under_load(srv, nconns, hups):
+    """Sends `hups` HUPs under load, each once the previous generation has
+    gone; returns the load and how long each old generation took to go."""
+    load = Load(("127.0.0.1", srv.port), nconns)
+    load.start()
+    took = []
+    old, hup_at = None, 0.0
+    end_run = time.monotonic() + 60
+    next_hup = time.monotonic() + 0.5
+    while (len(took) < hups) and time.monotonic() < end_run:
+        now = time.monotonic()
+        load.step(now)
+        if old is not None and not old & worker_pids(srv):
+            took.append(now - hup_at)
+            old = None
+        if old is None and len(took) < hups and now >= next_hup:
+            old = worker_pids(srv)
+            srv.send_signal(signal.SIGHUP)
+            hup_at, next_hup = now, now + 0.7
+    end = time.monotonic() + 0.5   # serve on a little with the last generation
+    while time.monotonic() < end:
+        load.step(time.monotonic())
+    load.finish()
+    return load, took
+
+
+def server_args(model, extra=()):
+    return ["--model", model, "--workers", "2", "--shutdown-timeout", "5s",
+            "--keepalive-timeout", "30s", *extra]
+
+
+@pytest.mark.slow
+@pytest.mark.concurrency
+@pytest.mark.parametrize("nconns", [20, 200, 1000])
+@pytest.mark.parametrize("model", MODELS)
+def test_hups_lose_no_request(server, model, nconns):
+    """5 HUPs under a non-retrying load: every request sent gets its whole,
+    correct response on the connection it was sent on, and each old
+    generation leaves well before its shutdown timeout."""
+    srv = server(*server_args(model))
+    load, took = reload_under_load(srv, nconns, 5)
+    assert len(took) == 5, took
+    assert load.ok > nconns, (load.ok, load.errors[:5])
+    # Each old generation left by handing its connections over, not at the
+    # 5 s shutdown timeout.
+    assert max(took) < 4, took
+    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
+                             f"requests: {load.errors[:8]}")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_idle_connection_moves_to_the_new_generation(server, tmp_path, model):
+    """An idle keep-alive connection opened before a HUP is answered after
+    it, on the same TCP connection, by a worker of the new generation (the
+    JSON access log's "generation" field says which answered)."""
+    log = tmp_path / "access.json"
+    srv = server(*server_args(model, ["--access-log", log, "--access-log-format", "json"]))
+    procs = 1 if model in ("threads", "coro") else 2
+    c = RawConn.open(("127.0.0.1", srv.port), timeout=5)
+    port = c.sock.getsockname()[1]
+    c.send(get_req(TARGET + "?before"))
+    assert c.read_response().body == BODY
+    old = set(k for k in descendants(srv.pid) if comm(k).startswith("herd-w"))
+    srv.send_signal(signal.SIGHUP)
+    # the old workers have gone, the new ones serve
+    wait_for(lambda: worker_count(srv) == procs and not old & set(descendants(srv.pid)),
+             timeout=8, what="old generation gone")
+    c.send(get_req(TARGET + "?after"))
+    r = c.read_response()
+    assert r.body == BODY
+    assert "close" not in r.conn_tokens()
+    assert c.sock.getsockname()[1] == port
+    c.close()
+
+    def records():
+        out = {}
+        if log.exists():
+            for line in log.read_text().splitlines():
+                rec = json.loads(line)
+                out[rec["request"].split()[1]] = rec
+        return out
+    recs = wait_for(lambda: len(records()) >= 2 and records(), timeout=5,
+                    what="both access-log records")
+    assert recs[TARGET + "?before"]["generation"] == 1
+    assert recs[TARGET + "?after"]["generation"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.concurrency
+@pytest.mark.parametrize("model", ["prefork", "dispatch", "coro"])
+def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
+    """HUP applies a changed worker count (models whose sockets do not
+    depend on it): 4 -> 2 -> 4 under a non-retrying load, no error."""
+    cfg = tmp_path / "herd.conf"
+    key = "threads" if model == "coro" else "workers"
+    cfg.write_text(f"{key} = 4\n")
+    srv = server("--config", cfg, "--model", model, "--shutdown-timeout", "5s",
+                 "--keepalive-timeout", "30s", "--status-path", "/herd-status")
+
+    def running():
+        r = srv.get("/herd-status")
+        return sum(1 for s in json.loads(r.body)["slots"] if s["state"] == "running")
+    wait_for(lambda: running() == 4, timeout=5, what="4 workers")
+    load = Load(("127.0.0.1", srv.port), 100)
+    load.start()
+    for n in (2, 4):
+        cfg.write_text(f"{key} = {n}\n")
+        old = worker_pids(srv)
+        srv.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 8
+        while time.monotonic() < end and (old & worker_pids(srv)):
+            load.step(time.monotonic())
+        assert not old & worker_pids(srv), "the old generation did not leave"
+        assert running() == n
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        load.step(time.monotonic())
+    load.finish()
+    assert load.ok > 100, (load.ok, load.errors[:5])
+    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
+                             f"requests: {load.errors[:8]}")
