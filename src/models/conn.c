@@ -59,7 +59,8 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 }
 
 
-void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
+void conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
+               const struct sockaddr_storage *peer)
 {
     if (fd >= ev->max_fds) {
         close(fd);
@@ -73,6 +74,12 @@ void conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct socka
         close(fd);
         return;
     }
+    if (tls && !(c->ssl = tls_open(ev->tls_ctx, fd))) {
+        loop_del(&ev->loop, fd);
+        close(fd);
+        return;
+    }
+    c->handshaking = c->ssl != NULL;
     c->open = 1;
     c->tcp = (uint8_t)tcp;
     step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
@@ -93,6 +100,10 @@ void conn_close(struct evloop *ev, struct conn *c)
         bufpool_put(&ev->inbufs, c->in);
     c->out = NULL;
     c->in = NULL;
+    if (c->ssl) {
+        tls_free(c->ssl);
+        c->ssl = NULL;
+    }
     disarm(ev, c);
     close(conn_fd(ev, c));
     c->open = 0;
@@ -152,6 +163,15 @@ static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_
     return c->out ? IO_BLOCKED : IO_FATAL;
 }
 
+/* sendmsg, or the TLS transport: bytes or -errno. */
+static ssize_t conn_send(struct conn *c, int fd, const struct msghdr *m, int more)
+{
+    if (c->ssl)
+        return tls_writev(c->ssl, m->msg_iov, (int)m->msg_iovlen);
+    ssize_t n = sendmsg(fd, m, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+    return n < 0 ? -errno : n;
+}
+
 static int io_result(int rc)
 {
     return rc == 0 ? IO_DONE : rc == -EAGAIN ? IO_BLOCKED : IO_FATAL;
@@ -159,11 +179,12 @@ static int io_result(int rc)
 
 /* sendfile until done or EAGAIN. Returns IO_DONE, IO_BLOCKED or IO_FATAL
  * (an error, or a file that shrank under us: Content-Length is a promise). */
-static int send_file_range(struct evloop *ev, int fd, struct fc_entry *f, off_t *off,
-                           off_t end)
+static int send_file_range(struct evloop *ev, struct conn *c, int fd, struct fc_entry *f,
+                           off_t *off, off_t end)
 {
     uint64_t sent = 0;
-    int rc = plan_sendfile(fd, f->fd, off, end, &sent);
+    int rc = c->ssl ? tls_sendfile(c->ssl, f->fd, off, end, &sent)
+                    : plan_sendfile(fd, f->fd, off, end, &sent);
     SB_ADD(ev->slot->bytes_out, sent);
     return io_result(rc);
 }
@@ -194,11 +215,11 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
             m.msg_iov = tmp;
             m.msg_iovlen = (size_t)k;
         }
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | (file ? MSG_MORE : 0));
+        ssize_t n = conn_send(c, fd, &m, file != NULL);
         if (n < 0) {
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            if (errno != EAGAIN)
+            if (n != -EAGAIN)
                 rc = IO_FATAL;
             break;
         }
@@ -216,7 +237,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         rc = block_with(ev, c, done, file, off, off + len);
     } else if (file) {
         off_t end = off + len;
-        rc = send_file_range(ev, fd, file, &off, end);
+        rc = send_file_range(ev, c, fd, file, &off, end);
         if (rc == IO_BLOCKED) {
             batch_reset(ev);
             batch_release(ev);
@@ -234,7 +255,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
 static int write_owed(struct evloop *ev, struct conn *c)
 {
     uint64_t sent;
-    int rc = pending_write(c->out, conn_fd(ev, c), &sent);
+    int rc = pending_write(c->out, conn_fd(ev, c), c->ssl, &sent);
     SB_ADD(ev->slot->bytes_out, sent);
     if (rc < 0)
         return io_result(rc);
@@ -362,7 +383,10 @@ static void finish_closing(struct evloop *ev, struct conn *c)
     }
     /* Closing with unread input makes the kernel send RST, which can destroy
      * the response before the client reads it: shut our side and read until
-     * the peer closes (or the linger timer fires). */
+     * the peer closes (or the linger timer fires). TLS says close_notify
+     * first; what the peer sends meanwhile is drained as raw bytes. */
+    if (c->ssl)
+        tls_close_notify(c->ssl);
     shutdown(conn_fd(ev, c), SHUT_WR);
     c->lingering = 1;
     if (c->in) {
@@ -453,11 +477,13 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         char *buf = c->in ? c->in : ev->rbuf;
         size_t have = c->in ? c->in_len : 0;
         size_t space = ev->in_cap - have;
-        ssize_t n = read(fd, buf + have, space);
+        ssize_t n = c->ssl ? tls_read(c->ssl, buf + have, space) : read(fd, buf + have, space);
+        if (n < 0 && !c->ssl)
+            n = -errno;
         if (n < 0) {
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            if (errno != EAGAIN)
+            if (n != -EAGAIN)
                 conn_close(ev, c);
             return;
         }
@@ -469,14 +495,15 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         size_t len = have + (size_t)n, pos;
         /* A proxy exchange may take over in serve_input: it reads the
          * socket again afterwards only if this read may have left bytes. */
-        c->want_read = (size_t)n >= space || rdhup;
+        c->want_read = (size_t)n >= space || rdhup || c->ssl;
         int served = 0;
         int rc = serve_input(ev, c, buf, len, &pos, &served);
         if (settle(ev, c, buf, pos, len, rc, served) == SETTLED_DONE)
             return;
         /* Edge-triggered: a short read means the socket is drained, and new
-         * bytes will raise a new event. After RDHUP read on to see the EOF. */
-        if ((size_t)n < space && !rdhup)
+         * bytes will raise a new event. After RDHUP read on to see the EOF.
+         * TLS returns a record at a time: read on until -EAGAIN. */
+        if ((size_t)n < space && !rdhup && !c->ssl)
             return;
     }
 }
@@ -519,8 +546,40 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
     }
 }
 
+/* One handshake step; 1 once it is done (the connection serves). The
+ * header timer, armed at open, cuts a handshake that stalls. */
+static int handshake(struct evloop *ev, struct conn *c)
+{
+    enum tls_fail why;
+    int rc = tls_handshake(c->ssl, &why);
+    if (rc == -EAGAIN)
+        return 0;
+    if (rc < 0) {
+        SB_ADD(ev->slot->tls_failed[why], 1);
+        log_debug("connection %d: TLS handshake failed (%s)", conn_fd(ev, c),
+                  why == TLS_FAIL_PLAIN_HTTP ? "plain HTTP" : why == TLS_FAIL_PROTOCOL
+                  ? "protocol" : "closed");
+        if (why == TLS_FAIL_PLAIN_HTTP)
+            tls_refuse_plain_http(conn_fd(ev, c));
+        conn_close(ev, c);
+        return 0;
+    }
+    c->handshaking = 0;
+    SB_ADD(ev->slot->tls_handshakes, 1);
+    if (SSL_session_reused(c->ssl))
+        SB_ADD(ev->slot->tls_resumed, 1);
+    return 1;
+}
+
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 {
+    if (c->ssl) {
+        if (c->handshaking && !handshake(ev, c))
+            return;
+        /* OpenSSL may wait on either direction (and holds decrypted
+         * records of its own): any event retries both. */
+        events |= EPOLLIN | (c->out ? EPOLLOUT : 0);
+    }
     if (c->xfer) {
         ev->hooks.proxy_client_event(ev, c, events);
         return;
@@ -555,9 +614,12 @@ void conn_timeout(struct evloop *ev, struct conn *c)
         return;
     log_debug("connection %d: %s timeout", conn_fd(ev, c),
               c->lingering ? "linger" : c->out ? "send" : c->queue == Q_BODY ? "body"
+              : c->handshaking ? "TLS handshake"
               : c->in_len ? "header" : "idle");
     if (c->queue == Q_KEEPALIVE)
         SB_ADD(ev->slot->idle, -1);
+    if (c->handshaking)
+        SB_ADD(ev->slot->tls_failed[TLS_FAIL_TIMEOUT], 1);
     c->queue = Q_NONE;
     conn_close(ev, c);
 }

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 static const char *const path_settings[] = {
-    "docroot", "access-log", "error-log", "pid-file", "upgrade-binary",
+    "docroot", "access-log", "error-log", "pid-file", "upgrade-binary", "tls-cert", "tls-key",
 };
 
 static int is_path_setting(const char *name)
