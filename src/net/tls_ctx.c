@@ -7,6 +7,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "core/log.h"
 #include "net/tls_tickets.h"
@@ -165,7 +166,12 @@ static SSL_CTX *ctx_new(const struct tls_conf *c, const char *cert, const char *
         goto fail;
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        ssl_reason("private key", key, err, errlen);
+        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+            snprintf(err, errlen, "private key %s does not match certificate %s", key, cert);
+            ERR_clear_error();
+        } else {
+            ssl_reason("private key", key, err, errlen);
+        }
         goto fail;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {

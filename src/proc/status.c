@@ -166,12 +166,13 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
             "%s{\"slot\":%u,\"worker\":%u,\"pid\":%d,\"generation\":%u,\"state\":\"%s\","
             "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,\"accepted\":%llu,"
             "\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,\"log_dropped\":%llu,"
-            "\"uptime_s\":%lld}",
+            "\"tls_handshakes\":%llu,\"tls_resumed\":%llu,\"uptime_s\":%lld}",
             first ? "" : ",", i, s.index, s.pid, s.generation, state_name(s.state),
             (unsigned long long)s.requests, (unsigned long long)s.bytes_in,
             (unsigned long long)s.bytes_out, (unsigned long long)s.accepted,
             (unsigned long long)s.active, (unsigned long long)s.idle,
             (unsigned long long)s.empty_wakeups, (unsigned long long)s.log_dropped,
+            (unsigned long long)s.tls_handshakes, (unsigned long long)s.tls_resumed,
             (long long)(now - s.started));
         first = 0;
     }
