@@ -23,6 +23,8 @@ import pytest
 
 from conftest import HERD_ARGS, descendants
 from herdtest import OP_TIMEOUT, RawConn, build_request, wait_for
+from test_socket_activation import launched, tcp_listener  # noqa: F401 - a fixture
+from test_upgrade import upgradable  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
                                 reason="no openssl CLI: apt-get install openssl")
@@ -281,6 +283,29 @@ def test_start_refuses_missing_or_mismatched_key(pki, tmp_path):
     assert r.returncode == 1 and "nope.pem" in r.stderr, r.stderr
     r = run_herd(["serve", str(tmp_path), "--tls-protocols", "SSLv3"], extra=False)
     assert r.returncode == 2 and "SSLv3" in r.stderr, r.stderr
+
+
+def test_usr2_upgrade_keeps_tls_listener(upgradable, pki):
+    from test_upgrade import upgrade
+    srv, pidfile = upgradable("--workers", "2", *tls_args(pki), listen=("127.0.0.1:0 tls",))
+    with tls_conn(srv, pki) as c:
+        assert get(c, "/small.txt").status == 200
+    upgrade(srv, pidfile)
+    for _ in range(5):
+        with tls_conn(srv, pki) as c:
+            assert peer_serial(c) == "03E9"
+            assert get(c, "/small.txt", [("Connection", "close")]).status == 200
+
+
+def test_socket_activation_on_tls_listener(launched, pki):
+    sock = tcp_listener()
+    port = sock.getsockname()[1]
+    srv = launched([sock], "--listen", f"127.0.0.1:{port} tls", "--workers", "2",
+                   *tls_args(pki))
+    assert f"listening on http://127.0.0.1:{port}/ (TLS) (inherited)" in srv.stderr_text()
+    for _ in range(5):
+        with tls_conn(srv, pki) as c:
+            assert get(c, "/small.txt", [("Connection", "close")]).status == 200
 
 
 # ------------------------------------------------------------ bad input
