@@ -201,6 +201,15 @@ def test_sessions_resume_on_every_worker(server, pki, version):
     assert st["tls"]["resumed"] >= 16, st["tls"]
     slots = [s for s in st["slots"] if s["tls_resumed"] > 0]
     assert len(slots) == 2, st["slots"]
+    # Workers of the next generation have new contexts, and the master's
+    # keys: the ticket still resumes there.
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10, what="reload")
+    wait_for(lambda: all(s["generation"] == 2 for s in status(srv, pki)["slots"]), timeout=10,
+             what="generation 1 gone")
+    for _ in range(4):
+        with tls_conn(srv, pki, ctx=ctx, session=sess) as c:
+            assert c.sock.session_reused, "no resumption after a reload"
 
 
 # ------------------------------------------------------------ reload
