@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, descendants
+from conftest import HERD_ARGS, Server, herd_cmd
 from herdtest import OP_TIMEOUT, RawConn, build_request, wait_for
 from test_socket_activation import launched, tcp_listener  # noqa: F401 - a fixture
 from test_upgrade import upgradable  # noqa: F401 - a fixture
@@ -170,6 +170,35 @@ def test_sni_picks_the_certificate(server, pki):
     # an unknown name gets the default certificate (and fails verification)
     with pytest.raises(ssl.SSLCertVerificationError):
         tls_conn(srv, pki, name="unknown.test")
+
+
+def test_config_file_lines_with_relative_paths(server, site, pki, tmp_path):
+    """The options as config lines; certificate paths relative to the file."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    for f in (pki.cert, pki.key, pki.other_cert, pki.other_key):
+        shutil.copyfile(f, conf / f.name)
+    (conf / "herd.conf").write_text(
+        "listen = 127.0.0.1:0 tls\n"
+        "tls-cert = localhost.pem\ntls-key = localhost.key\n"
+        "tls-sni = other.test=other.test.pem,other.test.key\n"
+        "tls-protocols = TLSv1.2, TLSv1.3\n"
+        "tls-ciphers = ECDHE-ECDSA-AES128-GCM-SHA256\n"
+        "tls-session-timeout = 10m\n")
+    # its listen line is the only one: started without the fixture's --listen
+    cmd = herd_cmd("serve", str(site.root), "--config", str(conf / "herd.conf"), *HERD_ARGS)
+    srv = Server([], ["one listener"], site.root, cwd=tmp_path.parent, cmd=cmd)
+    try:
+        assert "(TLS)" in srv.stderr_text()
+        with tls_conn(srv, pki, name="other.test") as c:
+            assert dict(x[0] for x in c.sock.getpeercert()["subject"])["commonName"] == \
+                "other.test"
+        with tls_conn(srv, pki, ctx=client_ctx(pki, maxver=ssl.TLSVersion.TLSv1_2)) as c:
+            assert c.sock.cipher()[0] == "ECDHE-ECDSA-AES128-GCM-SHA256"
+            assert get(c, "/small.txt").status == 200
+    finally:
+        problems = srv.finish()
+    assert not problems, problems
 
 
 def test_alpn_selects_http11(server, pki):
