@@ -45,14 +45,14 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, timeout=30, **kw)
 
 
-def make_cert(d, ca, name, sans, serial):
+def make_cert(d, ca, name, sans, serial, days=2, ext_lines=()):
     key, csr, pem, ext = (d / f"{name}.key", d / f"{name}.csr", d / f"{name}.pem",
                           d / f"{name}.ext")
     run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(key)])
     run(["openssl", "req", "-new", "-key", str(key), "-subj", f"/CN={name}", "-out", str(csr)])
-    ext.write_text("subjectAltName=" + ",".join(sans) + "\n")
+    ext.write_text("subjectAltName=" + ",".join(sans) + "\n" + "".join(l + "\n" for l in ext_lines))
     run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca / "ca.pem"), "-CAkey",
-         str(ca / "ca.key"), "-set_serial", str(serial), "-days", "2", "-extfile", str(ext),
+         str(ca / "ca.key"), "-set_serial", str(serial), "-days", str(days), "-extfile", str(ext),
          "-out", str(pem)])
     return pem, key
 
@@ -67,7 +67,7 @@ def pki(tmp_path_factory):
     run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout",
          "-out", str(d / "ca.key")])
     run(["openssl", "req", "-x509", "-new", "-key", str(d / "ca.key"), "-subj", "/CN=herd test CA",
-         "-days", "2", "-out", str(d / "ca.pem")])
+         "-days", "400", "-out", str(d / "ca.pem")])
     p = Pki()
     p.dir = d
     p.ca = d / "ca.pem"
@@ -422,11 +422,15 @@ def test_client_renegotiation_is_refused(server, pki):
 def test_testssl_finds_nothing_high_or_critical(server, pki, tmp_path):
     if shutil.which("testssl") is None:
         pytest.skip("testssl.sh missing: apt-get install testssl.sh")
-    srv = start(server, pki)
+    # testssl also rates the certificate: give it one a real site could
+    # have (a year long, with a CRL address; testssl does not fetch it)
+    cert, key = make_cert(pki.dir, pki.dir, "testssl", ["DNS:localhost"], 1004, days=365,
+                          ext_lines=["crlDistributionPoints=URI:http://localhost/ca.crl"])
+    srv = start(server, pki, cert=cert, key=key)
     out = tmp_path / "testssl.json"
     r = subprocess.run(["timeout", "600", "testssl", "--quiet", "--warnings", "off",
-                        "--color", "0", "--ip", "127.0.0.1", "--jsonfile", str(out),
-                        f"localhost:{srv.port}"],
+                        "--color", "0", "--ip", "127.0.0.1", "--add-ca", str(pki.ca),
+                        "--jsonfile", str(out), f"localhost:{srv.port}"],
                        capture_output=True, timeout=660)
     assert out.exists(), r.stdout[-2000:] + r.stderr[-2000:]
     findings = json.loads(out.read_text())
