@@ -138,4 +138,4 @@ for _ in $(seq "$ROUNDS"); do
 done
 # whether wrk's new connections resumed sessions (the same client for both)
 curl -sk "https://127.0.0.1:$HPORT/herd-status" | python3 -c \
-    'import json,sys; t=json.load(sys.stdin)["tls"]; print(f"# herd: {t[\"handshakes\"]} handshakes, {t[\"resumed\"]} resumed")'
+    'import json,sys; t=json.load(sys.stdin)["tls"]; print("# herd: %d handshakes, %d resumed" % (t["handshakes"], t["resumed"]))'
