@@ -55,9 +55,8 @@ long proxy_strip_prefix(const struct proxy_route *route, const char *path, size_
  * stand in for herd's X-Forwarded-For (nginx drops them too). Returns the
  * length, or -1 when it does not fit. */
 long proxy_build_request(const struct http_request *req, const struct http_str *path,
-                         const char *client_addr,
-                         const char *default_host, int pass_underscores, char *buf,
-                         size_t cap);
+                         const char *client_addr, const char *default_host,
+                         int pass_underscores, int https, char *buf, size_t cap);
 
 /* May req be sent again on another connection after one failed before any
  * byte of a response came back? Only when its method is idempotent (RFC

@@ -539,8 +539,9 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
     } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == SETTLED_DONE) {
         return;
     }
-    /* Input that arrived meanwhile raised its edge then. */
-    if (c->want_read) {
+    /* Input that arrived meanwhile raised its edge then (TLS may hold
+     * decrypted bytes that raise none). */
+    if (c->want_read || c->ssl) {
         c->want_read = 0;
         on_readable(ev, c, 1);
     }

@@ -144,6 +144,7 @@ struct conn_state {
     int fd;
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
+    uint8_t tls_unread; /* a proxy exchange ended: TLS may hold decrypted bytes */
     char *in;          /* only while a request is in progress (thread pools) */
     SSL *ssl;          /* TLS listener: the transport (net/tls.h), else NULL */
     struct step_conn sc; /* the request step's state */
@@ -226,9 +227,11 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             break;
         if (a == STEP_UPSTREAM) {
             size_t left;
-            enum coro_proxy_end e = coro_proxy_run(t->proxy, st->fd, &st->sc, r.route, &req,
-                                                   st->in, pos, r.head_len, st->len, &left);
+            enum coro_proxy_end e = coro_proxy_run(t->proxy, st->fd, st->ssl, &st->sc, r.route,
+                                                   &req, st->in, pos, r.head_len, st->len,
+                                                   &left);
             ret = e == CP_KEEP ? GO_ON : e == CP_LINGER ? LINGER : CLOSE;
+            st->tls_unread = st->ssl != NULL;
             pos = 0;
             st->len = (uint32_t)left;
             *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
@@ -273,6 +276,8 @@ static int serve(struct conn_state *st, int resumed)
             int r = answer_buffered(st, &head_deadline);
             if (r != GO_ON)
                 return r;
+            if (st->tls_unread) /* no edge will say so: read before waiting */
+                drained = st->tls_unread = 0;
         }
         int between = !st->len && !step_in_body(&st->sc) && st->sc.nreq > 0;
         if (!st->len && st->in) {

@@ -241,6 +241,38 @@ def test_sessions_resume_on_every_worker(server, pki, version):
             assert c.sock.session_reused, "no resumption after a reload"
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_proxy_over_tls(server, pki, tmp_path, model):
+    """Proxy routes on a TLS listener: X-Forwarded-Proto https, a body up
+    (chunked, with the next request in the same write), a large body down,
+    keep-alive around the exchanges."""
+    from proxy_backend import Backend, pattern_sha
+    b = Backend(f"unix:{tmp_path}/b.sock", "b")
+    try:
+        srv = start(server, pki, "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                    "--max-body-size", "8m", model=model)
+        with tls_conn(srv, pki) as c:
+            r = get(c, "/api/echo", [("X-Forwarded-Proto", "http")])
+            info = json.loads(r.body)
+            protos = [v for k, v in info["headers"] if k.lower() == "x-forwarded-proto"]
+            assert protos == ["https"], info["headers"]
+            body = os.urandom(300000)
+            chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            c.send(build_request("POST", "/api/up", headers=[("Transfer-Encoding", "chunked")])
+                   + chunked + build_request("GET", "/small.txt"))
+            info = json.loads(c.read_response().body)
+            assert info["body_sha"] == hashlib.sha256(body).hexdigest()
+            assert c.read_response().status == 200
+            n = 3 * 1024 * 1024 + 17
+            h = hashlib.sha256()
+            c.send(build_request("GET", f"/api/big?n={n}"))
+            r = c.read_response(sink=h.update)
+            assert r.status == 200 and h.hexdigest() == pattern_sha(n)
+            assert get(c, "/api/echo").status == 200
+    finally:
+        b.close()
+
+
 # ------------------------------------------------------------ reload
 
 def swap_in(pki, cert_path, key_path, new_cert, new_key):
