@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/pp.h"
 #include "models/evloop_internal.h"
 #include "models/plan_write.h"
 
@@ -547,10 +548,32 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
     }
 }
 
+/* A PROXY header before the TLS handshake: peeked until whole, then
+ * consumed exactly, so the ClientHello behind it stays in the socket.
+ * 1 when it is taken, 0 to wait for more, -1 to close. */
+static int take_raw_pp(struct evloop *ev, struct conn *c)
+{
+    int fd = conn_fd(ev, c);
+    ssize_t n = recv(fd, ev->rbuf, ev->in_cap < PP_V2_MAX ? ev->in_cap : PP_V2_MAX, MSG_PEEK);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    long k = n ? step_take_pp(&ev->step, &c->st, ev->rbuf, (size_t)n) : -1;
+    if (k <= 0)
+        return (int)k;
+    return recv(fd, ev->rbuf, (size_t)k, 0) == k ? 1 : -1;
+}
+
 /* One handshake step; 1 once it is done (the connection serves). The
  * header timer, armed at open, cuts a handshake that stalls. */
 static int handshake(struct evloop *ev, struct conn *c)
 {
+    if (c->st.await_pp) {
+        int pp = take_raw_pp(ev, c);
+        if (pp < 0)
+            conn_close(ev, c);
+        if (pp <= 0)
+            return 0;
+    }
     enum tls_fail why;
     int rc = tls_handshake(c->ssl, &why);
     if (rc == -EAGAIN)

@@ -33,6 +33,7 @@
 #include "core/signals.h"
 #include "coro/sched.h"
 #include "core/bufpool.h"
+#include "http/pp.h"
 #include "models/coro_proxy.h"
 #include "models/models.h"
 #include "models/plan_write.h"
@@ -173,10 +174,34 @@ static uint32_t tls_wants(const struct conn_state *st)
     return st->ssl && SSL_want_write(st->ssl) ? EPOLLOUT : EPOLLIN;
 }
 
+/* A PROXY header before the TLS handshake (see step_take_pp): peeked
+ * until whole, then consumed exactly. 0 taken, -1 to close. */
+static int take_raw_pp(struct conn_state *st, int64_t deadline)
+{
+    char buf[PP_V2_MAX];
+    for (;;) {
+        ssize_t n = recv(st->fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_io(st->fd, EPOLLIN, deadline, 0) < 0)
+                return -1;
+            continue;
+        }
+        long k = n > 0 ? step_take_pp(&here()->step, &st->sc, buf, (size_t)n) : -1;
+        if (k < 0)
+            return -1;
+        if (k > 0)
+            return recv(st->fd, buf, (size_t)k, MSG_DONTWAIT) == k ? 0 : -1;
+        if (wait_io(st->fd, EPOLLIN, deadline, 0) < 0)
+            return -1;
+    }
+}
+
 /* The TLS handshake, within the header timeout: 0 done, -1 failed. */
 static int handshake(struct conn_state *st)
 {
     int64_t deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+    if (st->sc.await_pp && take_raw_pp(st, deadline) < 0)
+        return -1;
     enum tls_fail why;
     int rc;
     while ((rc = tls_handshake(st->ssl, &why)) == -EAGAIN) {

@@ -874,12 +874,6 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
                      cfg->model);
             return -1;
         }
-        for (int i = 0; i < cfg->nlisten; i++)
-            if (cfg->listen_tls[i] && cfg->listen_proxy[i]) {
-                snprintf(err, errlen, "listen %s: tls with proxy_protocol is not supported yet",
-                         cfg->listen[i].text);
-                return -1;
-            }
     }
     if (cfg->nroutes && (!strcmp(cfg->model, "iterative") || !strcmp(cfg->model, "uring"))) {
         snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",

@@ -273,6 +273,32 @@ def test_proxy_over_tls(server, pki, tmp_path, model):
         b.close()
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_proxy_protocol_before_tls(server, pki, model):
+    """`ADDR tls proxy_protocol`: the PROXY header comes before the
+    ClientHello; the client it names is the one --status-allow judges."""
+    srv = server("--model", model, *tls_args(pki), "--status-path", STATUS,
+                 "--status-allow", "203.0.113.9", listen=("127.0.0.1:0 tls proxy_protocol",))
+
+    def via(src, header_parts):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=OP_TIMEOUT)
+        for part in header_parts:  # a header split over two writes
+            s.sendall(part)
+            time.sleep(0.05)
+        t = client_ctx(pki).wrap_socket(s, server_hostname="localhost")
+        with RawConn(t) as c:
+            return get(c, STATUS, [("Connection", "close")]).status
+
+    line = b"PROXY TCP4 %s 127.0.0.1 5555 443\r\n"
+    assert via("203.0.113.9", [line % b"203.0.113.9"]) == 200
+    assert via("198.51.100.1", [(line % b"198.51.100.1")[:9], (line % b"198.51.100.1")[9:]]) == 403
+    # no PROXY header at all: closed without an answer
+    with srv.connect() as c:
+        c.send(b"\x16\x03\x01\x00\x05hello")
+        closed, _, rest = c.closed_within(5)
+        assert closed and rest == b""
+
+
 # ------------------------------------------------------------ reload
 
 def swap_in(pki, cert_path, key_path, new_cert, new_key):
