@@ -299,6 +299,18 @@ def test_proxy_protocol_before_tls(server, pki, model):
         assert closed and rest == b""
 
 
+def test_master_rotates_ticket_keys(server, pki):
+    srv = start(server, pki, "-v", "--tls-session-timeout", "1s", "--workers", "2")
+    wait_for(lambda: srv.stderr_text().count("session ticket keys rotated") >= 2, timeout=5,
+             what="two rotations")
+    ctx = client_ctx(pki)
+    with tls_conn(srv, pki, ctx=ctx) as c:
+        assert get(c, "/small.txt").status == 200
+        sess = c.sock.session
+    with tls_conn(srv, pki, ctx=ctx, session=sess) as c:
+        assert c.sock.session_reused
+
+
 # ------------------------------------------------------------ reload
 
 def swap_in(pki, cert_path, key_path, new_cert, new_key):
