@@ -869,9 +869,16 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
             snprintf(err, errlen, "a TLS listener needs --tls-cert and --tls-key");
             return -1;
         }
-        if (!strcmp(cfg->model, "iterative")) {
-            snprintf(err, errlen, "TLS listeners need an event-loop or the coro model (not %s)",
-                     cfg->model);
+        /* The drivers that move bytes through the TLS transport; any other
+         * (iterative, a new one) is refused rather than served in clear. */
+        static const char *const tls_models[] = {"reuseport", "prefork", "dispatch",
+                                                 "threads", "coro", "single"};
+        int ok = 0;
+        for (size_t k = 0; k < sizeof tls_models / sizeof tls_models[0]; k++)
+            ok |= !strcmp(cfg->model, tls_models[k]);
+        if (!ok) {
+            snprintf(err, errlen, "TLS listeners are not supported by --model %s (use "
+                     "reuseport, prefork, dispatch, threads, coro or single)", cfg->model);
             return -1;
         }
     }

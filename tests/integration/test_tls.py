@@ -389,6 +389,9 @@ def test_start_refuses_missing_or_mismatched_key(pki, tmp_path):
     r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
                   str(tmp_path / "nope.pem"), "--tls-key", str(pki.key)], extra=False)
     assert r.returncode == 1 and "nope.pem" in r.stderr, r.stderr
+    r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
+                  str(pki.cert), "--tls-key", str(pki.key), "--model", "iterative"], extra=False)
+    assert r.returncode == 2 and "not supported by --model iterative" in r.stderr, r.stderr
     r = run_herd(["serve", str(tmp_path), "--tls-protocols", "SSLv3"], extra=False)
     assert r.returncode == 2 and "SSLv3" in r.stderr, r.stderr
 
