@@ -47,9 +47,10 @@ long proxy_strip_prefix(const struct proxy_route *route, const char *path, size_
  * request line as HTTP/1.1 (with the target's path replaced by path when
  * it is not NULL: a route that strips its prefix; the query is kept), its end-to-end headers, Host (the client's, or
  * default_host when it sent none), X-Forwarded-For (the client's list plus
- * client_addr), X-Forwarded-Proto: http, and the framing of the body herd
- * sends (http/reframe.h): its Content-Length when the client gave one, else
- * Transfer-Encoding: chunked for herd's own chunks of a chunked body.
+ * client_addr), X-Forwarded-Proto: http (https: the client came over TLS),
+ * and the framing of the body herd sends (http/reframe.h): its
+ * Content-Length when the client gave one, else Transfer-Encoding: chunked
+ * for herd's own chunks of a chunked body.
  * Header names with '_' are dropped unless pass_underscores: CGI and WSGI
  * servers map '_' and '-' to the same variable, so "X_Forwarded_For" would
  * stand in for herd's X-Forwarded-For (nginx drops them too). Returns the
