@@ -32,13 +32,19 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
 STATUS = "/herd-status"
 
 
+TLS_MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
+
+
 def _models():
     args = shlex.join(HERD_ARGS)
     m = re.search(r"--model[ =](\S+)", args)
-    return [m.group(1)] if m else ["reuseport", "prefork", "dispatch", "threads", "coro"]
+    return [m.group(1)] if m else TLS_MODELS
 
 
 MODELS = _models()
+if MODELS[0] not in TLS_MODELS + ["single"]:
+    pytestmark = [pytestmark, pytest.mark.skip(
+        reason=f"--model {MODELS[0]} refuses TLS listeners (test_start_refuses... checks it)")]
 
 
 def run(cmd, **kw):
