@@ -23,6 +23,7 @@ import pytest
 
 from conftest import HERD_ARGS, Server, herd_cmd
 from herdtest import OP_TIMEOUT, RawConn, build_request, wait_for
+from test_fastcgi import docroot, php_cgi  # noqa: F401 - fixtures
 from test_socket_activation import launched, tcp_listener  # noqa: F401 - a fixture
 from test_upgrade import upgradable  # noqa: F401 - a fixture
 
@@ -277,6 +278,18 @@ def test_proxy_over_tls(server, pki, tmp_path, model):
             assert get(c, "/api/echo").status == 200
     finally:
         b.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fastcgi_gets_https_on(server, pki, docroot, php_cgi, model):  # noqa: F811
+    sock, _ = php_cgi()
+    srv = server("--model", model, *tls_args(pki), "--upstream", f"php=unix:{sock}",
+                 "--fastcgi", "*.php=php", docroot=docroot, listen=("127.0.0.1:0 tls",))
+    with tls_conn(srv, pki) as c:
+        for _ in range(2):  # keep-alive around the exchange
+            r = get(c, "/env.php")
+            assert r.status == 200, r
+            assert json.loads(r.body)["server"]["HTTPS"] == "on"
 
 
 @pytest.mark.parametrize("model", MODELS)
