@@ -17,7 +17,7 @@ BINDIR     ?= $(PREFIX)/bin
 DOCDIR     ?= $(PREFIX)/share/doc/herd
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
-LDLIBS  := -pthread -lm -luring
+LDLIBS  := -pthread -lm -luring -lssl -lcrypto
 FUZZ_SECONDS ?= 20
 
 SRCS      := $(wildcard src/*/*.c)

@@ -10,6 +10,7 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_cmd gcc || need gcc
 need libc6-dev
 need liburing-dev # --model uring
+need libssl-dev
 if [ "$what" = test ]; then
     have_cmd python3 || need python3
     python3 -c 'import pytest' >/dev/null 2>&1 || need python3-pytest
@@ -17,6 +18,8 @@ if [ "$what" = test ]; then
     have_cmd clang || need clang
     need libclang-rt-14-dev
     have_cmd timeout || need coreutils
+    have_cmd openssl || need openssl
+    have_cmd testssl || need testssl.sh
     python3 -m pip --version >/dev/null 2>&1 || need python3-pip
     # real PHP behind herd (tests/integration/test_fastcgi.py)
     have_cmd php-cgi || need php8.2-cgi

@@ -20,6 +20,7 @@
 #include "proc/config_paths.h"
 #include "proc/daemon.h"
 #include "proc/master.h"
+#include "proc/tls_setup.h"
 
 static const char serve_usage_head[] =
     "usage: herd serve [DOCROOT] [options]\n"
@@ -235,7 +236,13 @@ static int serve_single(struct serve_config *cfg)
     for (int i = 0; i < cfg->nlisten; i++) {
         char desc[160];
         listen_describe(&cfg->listen[i], desc, sizeof desc);
-        log_msg(LOG_NOTICE, "listening on %s%s", desc, inherited[i] ? " (inherited)" : "");
+        log_msg(LOG_NOTICE, "listening on %s%s%s", desc, cfg->listen_tls[i] ? " (TLS)" : "",
+                inherited[i] ? " (inherited)" : "");
+    }
+    static struct tls_setup tls; /* no master: the keys never rotate */
+    if (tls_setup_load(&tls, cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
     }
     if (cfg->daemon && daemonize(err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
@@ -263,7 +270,8 @@ static int serve_single(struct serve_config *cfg)
     }
     struct worker_env env = {.listen_fds = fds, .nthreads = 1, .signal_fd = sfd,
                              .channel_fd = -1, .handover_fd = -1, .log_fd = -1,
-                             .slot = sb ? &sb->slots[0] : NULL, .sb = sb};
+                             .slot = sb ? &sb->slots[0] : NULL, .sb = sb,
+                             .tls = tls.server};
     int rc = evloop_run(cfg, &env);
     for (int i = 0; i < cfg->nlisten; i++)
         if (!inherited[i]) /* a path systemd made is systemd's */

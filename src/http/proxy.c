@@ -120,7 +120,7 @@ static int dropped(const struct http_header *hs, int n, const struct http_str *n
 
 long proxy_build_request(const struct http_request *req, const struct http_str *path,
                          const char *client_addr, const char *default_host,
-                         int pass_underscores, char *buf, size_t cap)
+                         int pass_underscores, int https, char *buf, size_t cap)
 {
     struct bw w;
     bw_init(&w, buf, cap);
@@ -176,7 +176,8 @@ long proxy_build_request(const struct http_request *req, const struct http_str *
         bw_put(&w, ", ", 2);
     }
     bw_puts(&w, client_addr);
-    bw_puts(&w, "\r\nX-Forwarded-Proto: http\r\n");
+    bw_puts(&w, https ? "\r\nX-Forwarded-Proto: https\r\n"
+                      : "\r\nX-Forwarded-Proto: http\r\n");
     if (req->chunked) { /* herd's chunks (reframe.h), not the client's */
         bw_puts(&w, "Transfer-Encoding: chunked\r\n");
     } else if (req->content_length >= 0) {

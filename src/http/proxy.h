@@ -47,17 +47,17 @@ long proxy_strip_prefix(const struct proxy_route *route, const char *path, size_
  * request line as HTTP/1.1 (with the target's path replaced by path when
  * it is not NULL: a route that strips its prefix; the query is kept), its end-to-end headers, Host (the client's, or
  * default_host when it sent none), X-Forwarded-For (the client's list plus
- * client_addr), X-Forwarded-Proto: http, and the framing of the body herd
- * sends (http/reframe.h): its Content-Length when the client gave one, else
- * Transfer-Encoding: chunked for herd's own chunks of a chunked body.
+ * client_addr), X-Forwarded-Proto: http (https: the client came over TLS),
+ * and the framing of the body herd sends (http/reframe.h): its
+ * Content-Length when the client gave one, else Transfer-Encoding: chunked
+ * for herd's own chunks of a chunked body.
  * Header names with '_' are dropped unless pass_underscores: CGI and WSGI
  * servers map '_' and '-' to the same variable, so "X_Forwarded_For" would
  * stand in for herd's X-Forwarded-For (nginx drops them too). Returns the
  * length, or -1 when it does not fit. */
 long proxy_build_request(const struct http_request *req, const struct http_str *path,
-                         const char *client_addr,
-                         const char *default_host, int pass_underscores, char *buf,
-                         size_t cap);
+                         const char *client_addr, const char *default_host,
+                         int pass_underscores, int https, char *buf, size_t cap);
 
 /* May req be sent again on another connection after one failed before any
  * byte of a response came back? Only when its method is idempotent (RFC

@@ -24,6 +24,7 @@ struct upstream_req_info {
     int pass_underscores;        /* keep header names with '_' */
     const struct http_str *path; /* the path to send (a stripped prefix), or NULL: as sent */
     const struct fcgi_env *fcgi; /* FastCGI: the script and its parameters */
+    int https;                   /* the client came over TLS (X-Forwarded-Proto) */
 };
 
 /* FastCGI's record reader (http/fcgi_codec.c), 24 bytes as body_skip. */

@@ -16,7 +16,7 @@ static long request_head(const struct http_request *req, const struct upstream_r
                          char *buf, size_t cap)
 {
     return proxy_build_request(req, info->path, info->client_addr, info->default_host,
-                               info->pass_underscores, buf, cap);
+                               info->pass_underscores, info->https, buf, cap);
 }
 
 static void request_body_start(struct upstream_framing *b, const struct http_request *req,

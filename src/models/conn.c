@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/pp.h"
 #include "models/evloop_internal.h"
 #include "models/plan_write.h"
 
@@ -59,7 +60,8 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 }
 
 
-int conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer)
+int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
+              const struct sockaddr_storage *peer)
 {
     if (fd >= ev->max_fds) {
         close(fd);
@@ -73,6 +75,12 @@ int conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockad
         close(fd);
         return -1;
     }
+    if (tls && !(c->ssl = tls_open(ev->tls_ctx, fd))) {
+        loop_del(&ev->loop, fd);
+        close(fd);
+        return -1;
+    }
+    c->handshaking = c->ssl != NULL;
     c->open = 1;
     c->tcp = (uint8_t)tcp;
     step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
@@ -94,6 +102,10 @@ void conn_close(struct evloop *ev, struct conn *c)
         bufpool_put(&ev->inbufs, c->in);
     c->out = NULL;
     c->in = NULL;
+    if (c->ssl) {
+        tls_free(c->ssl);
+        c->ssl = NULL;
+    }
     disarm(ev, c);
     close(conn_fd(ev, c));
     c->open = 0;
@@ -153,6 +165,15 @@ static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_
     return c->out ? IO_BLOCKED : IO_FATAL;
 }
 
+/* sendmsg, or the TLS transport: bytes or -errno. */
+static ssize_t conn_send(struct conn *c, int fd, const struct msghdr *m, int more)
+{
+    if (c->ssl)
+        return tls_writev(c->ssl, m->msg_iov, (int)m->msg_iovlen);
+    ssize_t n = sendmsg(fd, m, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+    return n < 0 ? -errno : n;
+}
+
 static int io_result(int rc)
 {
     return rc == 0 ? IO_DONE : rc == -EAGAIN ? IO_BLOCKED : IO_FATAL;
@@ -160,11 +181,12 @@ static int io_result(int rc)
 
 /* sendfile until done or EAGAIN. Returns IO_DONE, IO_BLOCKED or IO_FATAL
  * (an error, or a file that shrank under us: Content-Length is a promise). */
-static int send_file_range(struct evloop *ev, int fd, struct fc_entry *f, off_t *off,
-                           off_t end)
+static int send_file_range(struct evloop *ev, struct conn *c, int fd, struct fc_entry *f,
+                           off_t *off, off_t end)
 {
     uint64_t sent = 0;
-    int rc = plan_sendfile(fd, f->fd, off, end, &sent);
+    int rc = c->ssl ? tls_sendfile(c->ssl, f->fd, off, end, &sent)
+                    : plan_sendfile(fd, f->fd, off, end, &sent);
     SB_ADD(ev->slot->bytes_out, sent);
     return io_result(rc);
 }
@@ -195,11 +217,11 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
             m.msg_iov = tmp;
             m.msg_iovlen = (size_t)k;
         }
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | (file ? MSG_MORE : 0));
+        ssize_t n = conn_send(c, fd, &m, file != NULL);
         if (n < 0) {
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            if (errno != EAGAIN)
+            if (n != -EAGAIN)
                 rc = IO_FATAL;
             break;
         }
@@ -217,7 +239,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         rc = block_with(ev, c, done, file, off, off + len);
     } else if (file) {
         off_t end = off + len;
-        rc = send_file_range(ev, fd, file, &off, end);
+        rc = send_file_range(ev, c, fd, file, &off, end);
         if (rc == IO_BLOCKED) {
             batch_reset(ev);
             batch_release(ev);
@@ -235,7 +257,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
 static int write_owed(struct evloop *ev, struct conn *c)
 {
     uint64_t sent;
-    int rc = pending_write(c->out, conn_fd(ev, c), &sent);
+    int rc = pending_write(c->out, conn_fd(ev, c), c->ssl, &sent);
     SB_ADD(ev->slot->bytes_out, sent);
     if (rc < 0)
         return io_result(rc);
@@ -365,7 +387,10 @@ static void finish_closing(struct evloop *ev, struct conn *c)
     }
     /* Closing with unread input makes the kernel send RST, which can destroy
      * the response before the client reads it: shut our side and read until
-     * the peer closes (or the linger timer fires). */
+     * the peer closes (or the linger timer fires). TLS says close_notify
+     * first; what the peer sends meanwhile is drained as raw bytes. */
+    if (c->ssl)
+        tls_close_notify(c->ssl);
     shutdown(conn_fd(ev, c), SHUT_WR);
     c->lingering = 1;
     if (c->in) {
@@ -433,7 +458,9 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
     } else if (ev->stopping && ev->handing_over && !c->drain && c->st.nreq) {
         if (conn_hand_over(ev, c) == 0)
             return SETTLED_DONE;
-        c->drain = DRAIN_RETRY; /* its next request is answered with close */
+        /* its next request is answered with close; a TLS connection never
+         * moves (conn_hand_over), so it does not try again */
+        c->drain = c->ssl ? DRAIN_KEEP : DRAIN_RETRY;
         arm(ev, c, Q_KEEPALIVE);
     } else if (ev->stopping && !c->drain) {
         conn_close(ev, c);
@@ -461,11 +488,13 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         char *buf = c->in ? c->in : ev->rbuf;
         size_t have = c->in ? c->in_len : 0;
         size_t space = ev->in_cap - have;
-        ssize_t n = read(fd, buf + have, space);
+        ssize_t n = c->ssl ? tls_read(c->ssl, buf + have, space) : read(fd, buf + have, space);
+        if (n < 0 && !c->ssl)
+            n = -errno;
         if (n < 0) {
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            if (errno != EAGAIN)
+            if (n != -EAGAIN)
                 conn_close(ev, c);
             return;
         }
@@ -477,14 +506,15 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         size_t len = have + (size_t)n, pos;
         /* A proxy exchange may take over in serve_input: it reads the
          * socket again afterwards only if this read may have left bytes. */
-        c->want_read = (size_t)n >= space || rdhup;
+        c->want_read = (size_t)n >= space || rdhup || c->ssl;
         int served = 0;
         int rc = serve_input(ev, c, buf, len, &pos, &served);
         if (settle(ev, c, buf, pos, len, rc, served) == SETTLED_DONE)
             return;
         /* Edge-triggered: a short read means the socket is drained, and new
-         * bytes will raise a new event. After RDHUP read on to see the EOF. */
-        if ((size_t)n < space && !rdhup)
+         * bytes will raise a new event. After RDHUP read on to see the EOF.
+         * TLS returns a record at a time: read on until -EAGAIN. */
+        if ((size_t)n < space && !rdhup && !c->ssl)
             return;
     }
 }
@@ -520,15 +550,70 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
     } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == SETTLED_DONE) {
         return;
     }
-    /* Input that arrived meanwhile raised its edge then. */
-    if (c->want_read) {
+    /* Input that arrived meanwhile raised its edge then (TLS may hold
+     * decrypted bytes that raise none). */
+    if (c->want_read || c->ssl) {
         c->want_read = 0;
         on_readable(ev, c, 1);
     }
 }
 
+/* A PROXY header before the TLS handshake: peeked until whole, then
+ * consumed exactly, so the ClientHello behind it stays in the socket.
+ * 1 when it is taken, 0 to wait for more, -1 to close. */
+static int take_raw_pp(struct evloop *ev, struct conn *c)
+{
+    int fd = conn_fd(ev, c);
+    ssize_t n = recv(fd, ev->rbuf, ev->in_cap < PP_V2_MAX ? ev->in_cap : PP_V2_MAX, MSG_PEEK);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    long k = n ? step_take_pp(&ev->step, &c->st, ev->rbuf, (size_t)n) : -1;
+    if (k <= 0)
+        return (int)k;
+    return recv(fd, ev->rbuf, (size_t)k, 0) == k ? 1 : -1;
+}
+
+/* One handshake step; 1 once it is done (the connection serves). The
+ * header timer, armed at open, cuts a handshake that stalls. */
+static int handshake(struct evloop *ev, struct conn *c)
+{
+    if (c->st.await_pp) {
+        int pp = take_raw_pp(ev, c);
+        if (pp < 0)
+            conn_close(ev, c);
+        if (pp <= 0)
+            return 0;
+    }
+    enum tls_fail why;
+    int rc = tls_handshake(c->ssl, &why);
+    if (rc == -EAGAIN)
+        return 0;
+    if (rc < 0) {
+        SB_ADD(ev->slot->tls_failed[why], 1);
+        log_debug("connection %d: TLS handshake failed (%s)", conn_fd(ev, c),
+                  why == TLS_FAIL_PLAIN_HTTP ? "plain HTTP" : why == TLS_FAIL_PROTOCOL
+                  ? "protocol" : "closed");
+        if (why == TLS_FAIL_PLAIN_HTTP)
+            tls_refuse_plain_http(conn_fd(ev, c));
+        conn_close(ev, c);
+        return 0;
+    }
+    c->handshaking = 0;
+    SB_ADD(ev->slot->tls_handshakes, 1);
+    if (SSL_session_reused(c->ssl))
+        SB_ADD(ev->slot->tls_resumed, 1);
+    return 1;
+}
+
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
 {
+    if (c->ssl) {
+        if (c->handshaking && !handshake(ev, c))
+            return;
+        /* OpenSSL may wait on either direction (and holds decrypted
+         * records of its own): any event retries both. */
+        events |= EPOLLIN | (c->out ? EPOLLOUT : 0);
+    }
     if (c->xfer) {
         ev->hooks.proxy_client_event(ev, c, events);
         return;
@@ -563,9 +648,12 @@ void conn_timeout(struct evloop *ev, struct conn *c)
         return;
     log_debug("connection %d: %s timeout", conn_fd(ev, c),
               c->lingering ? "linger" : c->out ? "send" : c->queue == Q_BODY ? "body"
+              : c->handshaking ? "TLS handshake"
               : c->in_len ? "header" : "idle");
     if (c->queue == Q_KEEPALIVE)
         SB_ADD(ev->slot->idle, -1);
+    if (c->handshaking)
+        SB_ADD(ev->slot->tls_failed[TLS_FAIL_TIMEOUT], 1);
     c->queue = Q_NONE;
     conn_close(ev, c);
 }

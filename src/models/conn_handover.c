@@ -28,7 +28,9 @@ int conn_handover_settled(void)
 
 int conn_hand_over(struct evloop *ev, struct conn *c)
 {
-    if (ev->ho_fd < 0 || c->out || c->xfer || c->lingering || c->st.closing ||
+    /* A TLS connection's state lives in this process's OpenSSL only: it
+     * stays and drains (its next request is answered with close). */
+    if (ev->ho_fd < 0 || c->ssl || c->out || c->xfer || c->lingering || c->st.closing ||
         c->drain == DRAIN_KEEP || step_in_body(&c->st) || c->in_len > HANDOVER_IN_MAX)
         return -1;
     struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp, .state_len = sizeof c->st,
@@ -52,7 +54,7 @@ int conn_hand_over(struct evloop *ev, struct conn *c)
 static void adopt(struct evloop *ev, const struct handover_msg *h, const char *in, int fd)
 {
     if (h->state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap ||
-        conn_open(ev, fd, h->tcp, 0, NULL) < 0) {
+        conn_open(ev, fd, h->tcp, 0, 0, NULL) < 0) {
         if (h->state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap) {
             log_msg(LOG_ERROR, "handover: a connection from another build or with a "
                     "larger head than ours: closing it");

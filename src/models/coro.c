@@ -33,6 +33,7 @@
 #include "core/signals.h"
 #include "coro/sched.h"
 #include "core/bufpool.h"
+#include "http/pp.h"
 #include "models/coro_proxy.h"
 #include "models/models.h"
 #include "models/plan_write.h"
@@ -40,6 +41,8 @@
 #include "models/upstream.h"
 #include "models/step.h"
 #include "net/accept.h"
+#include "net/tls.h"
+#include "net/tls_ctx.h"
 #include "proc/accesslog.h"
 #include "proc/handover.h"
 #include "proc/status.h"
@@ -63,6 +66,7 @@ struct listener {
     int fd;
     int tcp;
     int proxy;         /* connections start with a PROXY protocol header */
+    int tls;           /* connections speak TLS */
     struct acceptor ac;
 };
 
@@ -117,8 +121,10 @@ static int wait_writable(void *arg, int fd)
 /* After a response that closes with input maybe unread: closing now would
  * send RST and could destroy the response, so shut our side and read until
  * the peer closes (or the linger time ends). */
-static void linger_close(int fd)
+static void linger_close(int fd, SSL *ssl)
 {
+    if (ssl)
+        tls_close_notify(ssl);
     shutdown(fd, SHUT_WR);
     char buf[4096];
     int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
@@ -137,14 +143,16 @@ enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3, HANDED = 4 };
 
 /* A connection, alive across its coroutines: between requests it has no
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
-/* 104 bytes per connection (80 of them the request step's state); the
+/* 112 bytes per connection (80 of them the request step's state); the
  * buffers come from the thread's pools only while a request is in progress. */
 struct conn_state {
     int fd;
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
     uint8_t drain;     /* a reload could not hand it over: answer with close */
+    uint8_t tls_unread; /* a proxy exchange ended: TLS may hold decrypted bytes */
     char *in;          /* only while a request is in progress (thread pools) */
+    SSL *ssl;          /* TLS listener: the transport (net/tls.h), else NULL */
     struct step_conn sc; /* the request step's state */
 };
 
@@ -154,6 +162,69 @@ static void set_idle(struct conn_state *st, int idle)
         st->idle = idle;
         count(&M.nidle, idle ? 1 : -1, 1);
     }
+}
+
+/* recv, or the TLS transport: bytes, 0 at the end, or -errno. */
+static ssize_t conn_recv(struct conn_state *st, void *buf, size_t n)
+{
+    if (st->ssl)
+        return tls_read(st->ssl, buf, n);
+    ssize_t r = recv(st->fd, buf, n, MSG_DONTWAIT);
+    return r < 0 ? -errno : r;
+}
+
+/* What to wait for before reading again: TLS may need to write first. */
+static uint32_t tls_wants(const struct conn_state *st)
+{
+    return st->ssl && SSL_want_write(st->ssl) ? EPOLLOUT : EPOLLIN;
+}
+
+/* A PROXY header before the TLS handshake (see step_take_pp): peeked
+ * until whole, then consumed exactly. 0 taken, -1 to close. */
+static int take_raw_pp(struct conn_state *st, int64_t deadline)
+{
+    char buf[PP_V2_MAX];
+    for (;;) {
+        ssize_t n = recv(st->fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_io(st->fd, EPOLLIN, deadline, 0) < 0)
+                return -1;
+            continue;
+        }
+        long k = n > 0 ? step_take_pp(&here()->step, &st->sc, buf, (size_t)n) : -1;
+        if (k < 0)
+            return -1;
+        if (k > 0)
+            return recv(st->fd, buf, (size_t)k, MSG_DONTWAIT) == k ? 0 : -1;
+        if (wait_io(st->fd, EPOLLIN, deadline, 0) < 0)
+            return -1;
+    }
+}
+
+/* The TLS handshake, within the header timeout: 0 done, -1 failed. */
+static int handshake(struct conn_state *st)
+{
+    int64_t deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+    if (st->sc.await_pp && take_raw_pp(st, deadline) < 0)
+        return -1;
+    enum tls_fail why;
+    int rc;
+    while ((rc = tls_handshake(st->ssl, &why)) == -EAGAIN) {
+        if (wait_io(st->fd, tls_wants(st), deadline, 0) < 0) {
+            SB_ADD(here()->slot->tls_failed[TLS_FAIL_TIMEOUT], 1);
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        SB_ADD(here()->slot->tls_failed[why], 1);
+        if (why == TLS_FAIL_PLAIN_HTTP)
+            tls_refuse_plain_http(st->fd);
+        return -1;
+    }
+    SB_ADD(here()->slot->tls_handshakes, 1);
+    if (SSL_session_reused(st->ssl))
+        SB_ADD(here()->slot->tls_resumed, 1);
+    return 0;
 }
 
 /* Answers every complete request in st->in through the request step:
@@ -188,9 +259,11 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             break;
         if (a == STEP_UPSTREAM) {
             size_t left;
-            enum coro_proxy_end e = coro_proxy_run(t->proxy, st->fd, &st->sc, r.route, &req,
-                                                   st->in, pos, r.head_len, st->len, &left);
+            enum coro_proxy_end e = coro_proxy_run(t->proxy, st->fd, st->ssl, &st->sc, r.route,
+                                                   &req, st->in, pos, r.head_len, st->len,
+                                                   &left);
             ret = e == CP_KEEP ? GO_ON : e == CP_LINGER ? LINGER : CLOSE;
+            st->tls_unread = st->ssl != NULL;
             pos = 0;
             st->len = (uint32_t)left;
             *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
@@ -201,7 +274,7 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             break;
         }
         uint64_t sent = 0;
-        int rc = plan_write(st->fd, &out, &r.plan, wait_writable, NULL, &sent);
+        int rc = plan_write(st->fd, st->ssl, &out, &r.plan, wait_writable, NULL, &sent);
         SB_ADD(t->slot->bytes_out, sent);
         if (r.plan.file)
             fc_release(r.plan.file);
@@ -235,6 +308,8 @@ static int serve(struct conn_state *st, int resumed)
             int r = answer_buffered(st, &head_deadline);
             if (r != GO_ON)
                 return r;
+            if (st->tls_unread) /* no edge will say so: read before waiting */
+                drained = st->tls_unread = 0;
         }
         int between = !st->len && !step_in_body(&st->sc) && st->sc.nreq > 0;
         if (!st->len && st->in) {
@@ -253,21 +328,22 @@ static int serve(struct conn_state *st, int resumed)
                                ? body_clock_deadline(&st->sc.body, cfg->body_timeout_ms,
                                                      cfg->body_min_rate)
                                : head_deadline;
-        if (drained && wait_io(fd, EPOLLIN, deadline, 0) < 0)
+        if (drained && wait_io(fd, tls_wants(st), deadline, 0) < 0)
             return CLOSE;
         if (!st->in && !(st->in = bufpool_get(&here()->inbufs)))
             return CLOSE;
         for (;;) {
-            ssize_t n = recv(fd, st->in + st->len, M.in_cap - st->len, MSG_DONTWAIT);
-            if (n < 0 && errno == EINTR)
+            ssize_t n = conn_recv(st, st->in + st->len, M.in_cap - st->len);
+            if (n == -EINTR)
                 continue;
-            if (n < 0 && errno == EAGAIN) {
+            if (n == -EAGAIN) {
                 drained = 1; /* a wakeup for another event: wait again */
                 break;
             }
             if (n <= 0)
                 return CLOSE;
-            drained = (size_t)n < M.in_cap - st->len;
+            /* TLS gives a record at a time: only -EAGAIN says drained. */
+            drained = !st->ssl && (size_t)n < M.in_cap - st->len;
             if (between)
                 head_deadline = clock_now_ms() + cfg->header_timeout_ms;
             st->len += (size_t)n;
@@ -283,6 +359,10 @@ static int serve(struct conn_state *st, int resumed)
 static int hand_over(struct conn_state *st)
 {
     int ch = M.env->handover_fd;
+    /* TLS state lives in this process's OpenSSL only: such a connection
+     * stays and drains (its next request is answered with close). */
+    if (st->ssl)
+        st->drain = 1;
     if (ch < 0 || st->len || st->drain)
         return 0;
     int domain = AF_INET;
@@ -321,8 +401,12 @@ static void *conn_main(void *arg)
         else if (coro_start_result() < 0)
             r = CLOSE;
     }
+    if (r == GO_ON && st->ssl && !resumed && handshake(st) < 0)
+        r = CLOSE;
+    /* After a handshake, the request may have come with its last record
+     * and raised no edge of its own: read before waiting. */
     if (r == GO_ON)
-        r = serve(st, resumed);
+        r = serve(st, resumed || st->ssl);
     if (r == HANDED && hand_over(st))
         return NULL;
     if (r == HANDED)
@@ -339,9 +423,11 @@ static void *conn_main(void *arg)
         r = CLOSE;
     }
     if (r == LINGER)
-        linger_close(st->fd);
+        linger_close(st->fd, st->ssl);
     if (st->in)
         bufpool_put(&here()->inbufs, st->in);
+    if (st->ssl)
+        tls_free(st->ssl);
     coro_fd_forget(st->fd);
     close(st->fd);
     free(st);
@@ -448,6 +534,11 @@ static void *acceptor_main(void *arg)
             continue;
         }
         int fd = net_accept(&l->ac, l->fd, l->tcp, &peer);
+        if (fd >= 0 && l->tls && !(c->ssl = tls_open(tls_server_ctx(M.env->tls), fd))) {
+            close(fd);
+            free(c);
+            continue;
+        }
         if (fd >= 0) {
             c->fd = fd;
             step_conn_init(&c->sc, &here()->step, l->tcp ? &peer : NULL, !l->tcp, l->proxy);
@@ -567,6 +658,7 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         ls->fd = env->listen_fds[l * env->nthreads];
         ls->tcp = cfg->listen[l].family != AF_UNIX;
         ls->proxy = cfg->listen_proxy[l];
+        ls->tls = cfg->listen_tls[l];
         acceptor_init(&ls->ac);
         if (!coro_spawn(M.s, l % M.n, 0, acceptor_main, ls))
             return -1;

@@ -168,7 +168,8 @@ static int wait_once(struct cx *cx, int fd, const struct serve_config *cfg)
     return 0;
 }
 
-enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, struct step_conn *sc, int route,
+enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, SSL *ssl, struct step_conn *sc,
+                                   int route,
                                    const struct http_request *req, char *buf, size_t off,
                                    size_t head_len, size_t len, size_t *left)
 {
@@ -177,8 +178,8 @@ enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, struct step_conn *s
                     .send_timeout = cfg->send_timeout_ms};
     *left = 0;
     char *head = buf + off;
-    long took = upstream_start(px, &cx, fd, sc, route, req, head, head_len, head + head_len,
-                               len - off - head_len, &cx.x);
+    long took = upstream_start(px, &cx, fd, ssl, sc, route, req, head, head_len,
+                               head + head_len, len - off - head_len, &cx.x);
     if (took < 0)
         return CP_CLOSE;
     /* What the exchange did not take is the next request's input (req,

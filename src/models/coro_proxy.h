@@ -10,6 +10,7 @@
 
 #include "http/parser.h"
 #include "models/step.h"
+#include "net/tls.h"
 
 struct proxy;
 
@@ -27,8 +28,8 @@ enum coro_proxy_end { CP_KEEP, CP_CLOSE, CP_LINGER };
  * len bytes; the request head is buf[off..off + head_len), the bytes after
  * it may start its body. On return buf[0..*left) holds the input of the
  * client's next request. Returns how the connection goes on. */
-enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, struct step_conn *sc, int route,
-                                   const struct http_request *req, char *buf, size_t off,
-                                   size_t head_len, size_t len, size_t *left);
+enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, SSL *ssl, struct step_conn *sc,
+                                   int route, const struct http_request *req, char *buf,
+                                   size_t off, size_t head_len, size_t len, size_t *left);
 
 #endif

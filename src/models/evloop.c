@@ -14,6 +14,7 @@
 #include "models/evloop_internal.h"
 #include "models/sizing.h"
 #include "models/upstream_evloop.h"
+#include "net/tls_ctx.h"
 #include "proc/dispatch.h"
 #include "proc/status.h"
 
@@ -30,6 +31,7 @@ struct listener {
     int fd;
     int tcp;
     int proxy;          /* connections start with a PROXY protocol header */
+    int tls;            /* connections speak TLS */
 };
 
 struct server {
@@ -94,7 +96,7 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
         if (fd >= 0) {
             got++;
             SB_ADD(ev->slot->accepted, 1);
-            conn_open(ev, fd, l->tcp, l->proxy, pp);
+            conn_open(ev, fd, l->tcp, l->proxy, l->tls, pp);
             continue;
         }
         if (fd == -EAGAIN) {
@@ -123,16 +125,17 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
     }
 }
 
-/* Whether a connection the master passed us came through a PROXY protocol
- * listener: only asked when listeners differ, by the connection's local
- * address (a wildcard listener matches any address on its port). */
-static int dispatched_proxy(struct server *s, int fd)
+/* A flag (PROXY protocol, TLS) of the listener a connection the master
+ * passed us came through: only asked when listeners differ, by the
+ * connection's local address (a wildcard listener matches any address on
+ * its port). */
+static int dispatched_flag(struct server *s, int fd, const uint8_t *flag)
 {
     const struct serve_config *cfg = s->ev.cfg;
     int some = 0, all = 1;
     for (int i = 0; i < cfg->nlisten; i++) {
-        some |= cfg->listen_proxy[i];
-        all &= cfg->listen_proxy[i];
+        some |= flag[i];
+        all &= flag[i];
     }
     if (!some || all)
         return some;
@@ -148,13 +151,13 @@ static int dispatched_proxy(struct server *s, int fd)
             const struct sockaddr_in *a = (const void *)l, *b = (const void *)&me;
             if (a->sin_port == b->sin_port &&
                 (a->sin_addr.s_addr == INADDR_ANY || a->sin_addr.s_addr == b->sin_addr.s_addr))
-                return cfg->listen_proxy[i];
+                return flag[i];
         } else if (me.ss_family == AF_INET6) {
             const struct sockaddr_in6 *a = (const void *)l, *b = (const void *)&me;
             if (a->sin6_port == b->sin6_port &&
                 (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr) ||
                  IN6_ARE_ADDR_EQUAL(&a->sin6_addr, &b->sin6_addr)))
-                return cfg->listen_proxy[i];
+                return flag[i];
         }
     }
     return 0;
@@ -193,7 +196,9 @@ static void receive_connections(struct server *s)
             socklen_t plen = sizeof peer;
             int have_peer = want_peer(s) &&
                             getpeername(fds[i], (struct sockaddr *)&peer, &plen) == 0;
-            conn_open(ev, fds[i], 1, dispatched_proxy(s, fds[i]), have_peer ? &peer : NULL);
+            const struct serve_config *cfg = ev->cfg;
+            conn_open(ev, fds[i], 1, dispatched_flag(s, fds[i], cfg->listen_proxy),
+                      dispatched_flag(s, fds[i], cfg->listen_tls), have_peer ? &peer : NULL);
         }
         if (n < 64 && (uint32_t)n < room)
             return;
@@ -368,6 +373,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&ev->q_send, cfg->send_timeout_ms);
     tq_init(&ev->q_linger, LINGER_TIMEOUT_MS);
     tq_init(&ev->q_body, cfg->body_timeout_ms);
+    ev->tls_ctx = env->tls ? tls_server_ctx(env->tls) : NULL;
     proxy_create(ev);
     ev->hooks = (struct conn_hooks){.slot_freed = slot_freed, .proxy_start = proxy_start,
                                     .proxy_kick = proxy_kick,
@@ -384,6 +390,9 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
         s->ls[i].fd = env->listen_fds[i * (env->nthreads > 0 ? env->nthreads : 1)];
         s->ls[i].tcp = cfg->listen[i].family != AF_UNIX;
         s->ls[i].proxy = cfg->listen_proxy[i];
+        s->ls[i].tls = cfg->listen_tls[i];
+        if (s->ls[i].tls && !ev->tls_ctx)
+            log_fatal("listener %s: TLS without a context", cfg->listen[i].text);
         /* Edge-triggered: every wakeup accepts until EAGAIN (accept_from).
          * A socket shared with other workers wakes only one of them. */
         uint32_t events = EPOLLIN | LOOP_EDGE | (env->exclusive ? LOOP_EXCLUSIVE : 0);

@@ -16,6 +16,7 @@
 #include "models/step.h"
 #include "models/pending.h"
 #include "net/accept.h"
+#include "net/tls.h"
 #include "proc/accesslog.h"
 #include "proc/scoreboard.h"
 
@@ -38,6 +39,7 @@ struct conn {
     struct pending *out;     /* only while a write is blocked */
     struct step_conn st;     /* the request step's state: body, peer, counts */
     struct xfer *xfer;       /* the proxy exchange this client is in, or NULL */
+    SSL *ssl;                /* TLS listener: the transport, else NULL (plain syscalls) */
     uint32_t in_len;
     uint32_t gen;            /* tells events for an earlier user of this fd */
     uint8_t open;
@@ -46,6 +48,7 @@ struct conn {
     uint8_t lingering;       /* write side shut, draining input until EOF */
     uint8_t tcp;
     uint8_t drain;           /* a reload could not hand it over: DRAIN_* */
+    uint8_t handshaking;     /* TLS: no request bytes before the handshake ends */
 };
 
 enum { DRAIN_NO, DRAIN_RETRY /* the channel was full */, DRAIN_KEEP /* bounced */ };
@@ -102,6 +105,7 @@ struct evloop {
     struct sb_slot *slot;    /* counters, in shared memory */
     struct alog *alog;
     struct proxy *proxy;     /* NULL without proxy routes */
+    void *tls_ctx;           /* SSL_CTX * of TLS listeners, or NULL */
     struct ev_resume *resumes; /* clients to hand back after this batch */
     int nresumes, cap_resumes;
     size_t batch_bytes;      /* bytes in iov */
@@ -112,9 +116,11 @@ struct evloop {
     int ho_fd;               /* handover channel (proc/handover.h), or -1 */
 };
 
-/* proxy: the connection must start with a PROXY protocol header. */
-/* Returns 0, or -1 when fd was closed (beyond the table, or no epoll). */
-int conn_open(struct evloop *ev, int fd, int tcp, int proxy, const struct sockaddr_storage *peer);
+/* proxy: the connection must start with a PROXY protocol header; tls: it
+ * speaks TLS (through ev->tls_ctx). Returns 0, or -1 when fd was closed
+ * (beyond the table, or no epoll). */
+int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
+              const struct sockaddr_storage *peer);
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);

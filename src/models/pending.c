@@ -96,22 +96,27 @@ static void advance(struct pending *p, size_t n)
     }
 }
 
-int pending_write(struct pending *p, int fd, uint64_t *sent)
+int pending_write(struct pending *p, int fd, SSL *ssl, uint64_t *sent)
 {
     *sent = 0;
     while (p->cur < p->niov) {
         int k = p->niov - p->cur;
         struct msghdr m = {.msg_iov = p->iov + p->cur,
                            .msg_iovlen = (size_t)(k > IOV_MAX ? IOV_MAX : k)};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | (p->file ? MSG_MORE : 0));
+        ssize_t n = ssl ? tls_writev(ssl, m.msg_iov, (int)m.msg_iovlen)
+                        : sendmsg(fd, &m, MSG_NOSIGNAL | (p->file ? MSG_MORE : 0));
+        if (n < 0 && !ssl)
+            n = -errno;
         if (n < 0) {
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            return -errno;
+            return (int)n;
         }
         *sent += (uint64_t)n;
         advance(p, (size_t)n);
     }
+    if (p->file && ssl)
+        return tls_sendfile(ssl, p->file->fd, &p->file_off, p->file_end, sent);
     if (p->file)
         return plan_sendfile(fd, p->file->fd, &p->file_off, p->file_end, sent);
     return 0;

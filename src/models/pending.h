@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "http/filecache.h"
+#include "net/tls.h"
 
 struct pending {
     struct iovec *iov;       /* what is left, from iov[cur] on */
@@ -33,10 +34,10 @@ struct pending *pending_new(const struct iovec *iov, int niov, size_t done,
                             struct fc_entry **refs, int nrefs,
                             struct fc_entry *file, off_t file_off, off_t file_end);
 
-/* Writes what p owes to the non-blocking socket fd; *sent gets the bytes
- * written. Returns 0 when everything is out, -EAGAIN when the socket is
+/* Writes what p owes to the non-blocking socket fd (through ssl when it
+ * is not NULL: net/tls.h); *sent gets the bytes written. Returns 0 when everything is out, -EAGAIN when the socket is
  * full, another -errno on failure (-EIO: the file shrank under us). */
-int pending_write(struct pending *p, int fd, uint64_t *sent);
+int pending_write(struct pending *p, int fd, SSL *ssl, uint64_t *sent);
 
 
 /* Releases the references and frees p. */

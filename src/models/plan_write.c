@@ -25,12 +25,15 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
 }
 
 /* Writes all of iov[0..niov), MSG_MORE when a file range follows. */
-static int send_all(int fd, struct iovec *iov, int niov, int more, plan_wait_fn *wait,
-                    void *arg, uint64_t *sent)
+static int send_all(int fd, SSL *ssl, struct iovec *iov, int niov, int more,
+                    plan_wait_fn *wait, void *arg, uint64_t *sent)
 {
     while (niov) {
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        ssize_t n = ssl ? tls_writev(ssl, iov, niov)
+                        : sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        if (n < 0 && ssl)
+            errno = (int)-n;
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN) {
@@ -55,7 +58,7 @@ static int send_all(int fd, struct iovec *iov, int niov, int more, plan_wait_fn 
     return 0;
 }
 
-int plan_write(int fd, const struct http_out *out, const struct http_plan *plan,
+int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
                plan_wait_fn *wait, void *arg, uint64_t *sent)
 {
     struct iovec iov[3];
@@ -67,13 +70,14 @@ int plan_write(int fd, const struct http_out *out, const struct http_plan *plan,
         iov[niov++] = (struct iovec){(char *)plan->file->data + plan->file_off,
                                      (size_t)plan->file_len};
     int by_sendfile = plan->file && !plan->file->data;
-    if (send_all(fd, iov, niov, by_sendfile, wait, arg, sent) < 0)
+    if (send_all(fd, ssl, iov, niov, by_sendfile, wait, arg, sent) < 0)
         return -1;
     if (!by_sendfile)
         return 0;
     off_t off = plan->file_off, end = plan->file_off + plan->file_len;
     for (;;) {
-        int rc = plan_sendfile(fd, plan->file->fd, &off, end, sent);
+        int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, end, sent)
+                     : plan_sendfile(fd, plan->file->fd, &off, end, sent);
         if (rc == 0)
             return 0;
         if (rc != -EAGAIN || wait(arg, fd) < 0)

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "http/response.h"
+#include "net/tls.h"
 
 /* sendfile from file_fd[*off, end) until done or the socket is full.
  * Returns 0 when all went, -EAGAIN when the socket is full, -EIO when the
@@ -21,10 +22,10 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
  * again, -1 to give up (send timeout, stop). */
 typedef int plan_wait_fn(void *arg, int fd);
 
-/* Writes all of plan, waiting through wait when the socket is full.
- * Returns 0, or -1 when the peer is gone, the wait gave up or the file
- * shrank. *sent adds the bytes written. */
-int plan_write(int fd, const struct http_out *out, const struct http_plan *plan,
+/* Writes all of plan, waiting through wait when the socket is full; through
+ * ssl (net/tls.h) when it is not NULL. Returns 0, or -1 when the peer is
+ * gone, the wait gave up or the file shrank. *sent adds the bytes written. */
+int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
                plan_wait_fn *wait, void *arg, uint64_t *sent);
 
 #endif

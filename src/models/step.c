@@ -82,6 +82,11 @@ static long take_pp_header(const struct step_ctx *x, struct step_conn *c, const 
     return k;
 }
 
+long step_take_pp(const struct step_ctx *x, struct step_conn *c, const char *in, size_t len)
+{
+    return take_pp_header(x, c, in, len);
+}
+
 static uint64_t plan_bytes(const struct http_plan *p)
 {
     return p->body_len + p->inline_len + (uint64_t)(p->file ? p->file_len : 0);

@@ -87,6 +87,12 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
 void step_account(struct step_ctx *x, const struct step_conn *c,
                   const struct http_request *req, unsigned status, uint64_t bytes);
 
+/* A TLS listener behind a load balancer: the PROXY header comes before
+ * the handshake, so the driver takes it from the raw bytes in[0..len)
+ * (peeked). Returns its length (consume that much), 0 while incomplete,
+ * -1 when the bytes are not one (close). */
+long step_take_pp(const struct step_ctx *x, struct step_conn *c, const char *in, size_t len);
+
 /* The client's address as a sockaddr (family 0 when unknown). */
 void step_peer(const struct step_conn *c, struct sockaddr_storage *ss);
 

@@ -19,6 +19,7 @@
 
 #include "http/parser.h"
 #include "models/step.h"
+#include "net/tls.h"
 
 struct proxy;
 struct xfer;
@@ -73,13 +74,13 @@ char *upstream_scratch(const struct proxy *px);
 int upstream_route(struct proxy *px, const struct http_request *req);
 
 /* Starts proxying req (parsed from head[0..head_len)) for the client (fd,
- * step state st) to the route's group; body[0..body_len) are the bytes
+ * its TLS transport ssl or NULL, step state st) to the route's group; body[0..body_len) are the bytes
  * that followed the head. Returns the body bytes it took, or -1 when out
  * of memory (close the client). *xp is the exchange; it starts moving
  * with upstream_kick, once the caller has stored the input that is left. */
-long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st, int route,
-                 const struct http_request *req, const char *head, size_t head_len,
-                 const char *body, size_t body_len, struct xfer **xp);
+long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct step_conn *st,
+                    int route, const struct http_request *req, const char *head,
+                    size_t head_len, const char *body, size_t body_len, struct xfer **xp);
 /* Moves bytes until nothing moves; may end the exchange (client_done or
  * client_close). */
 void upstream_kick(struct proxy *px, struct xfer *x);

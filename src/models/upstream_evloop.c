@@ -94,8 +94,8 @@ long proxy_start(struct evloop *ev, struct conn *c, int route, const struct http
                  const char *head, size_t head_len, const char *body, size_t body_len)
 {
     conn_set_timer(ev, c, Q_NONE);
-    return upstream_start(ev->proxy, c, conn_fd(ev, c), &c->st, route, req, head, head_len,
-                          body, body_len, &c->xfer);
+    return upstream_start(ev->proxy, c, conn_fd(ev, c), c->ssl, &c->st, route, req, head,
+                          head_len, body, body_len, &c->xfer);
 }
 
 void proxy_kick(struct evloop *ev, struct conn *c)

@@ -121,8 +121,9 @@ long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_requ
         .uri = whole ? px->path : t->script, .uri_len = whole ? (size_t)n : t->script_len,
         .remote_addr = raddr, .remote_port = rport,
         .server_addr = laddr, .server_port = lport,
+        .https = x->client_ssl != NULL,
         .extra = extra, .nextra = px->cfg->nfastcgi_params,
     };
-    const struct upstream_req_info info = {.fcgi = &env};
+    const struct upstream_req_info info = {.fcgi = &env, .https = x->client_ssl != NULL};
     return x->codec->request_head(req, &info, buf, cap);
 }

@@ -12,6 +12,7 @@
 #include "http/reframe.h"
 #include "http/upstream_codec.h"
 #include "models/upstream.h"
+#include "net/tls.h"
 #include "proc/config.h"
 
 #define DBUF_SIZE 65536          /* upstream -> client */
@@ -98,6 +99,7 @@ struct xfer {
     void *client;                /* the driver's */
     struct step_conn *st;        /* the client's step state */
     int client_fd;
+    SSL *client_ssl;         /* the client's TLS transport, or NULL */
     uint8_t client_timer;        /* UT_* */
     char *loghead;               /* a copy of the request head, for the access log */
     uint32_t loghead_len;

@@ -141,6 +141,36 @@ static int upstream_failed(struct proxy *px, struct xfer *x, int timeout)
     return 1;
 }
 
+/* The client's side, plain or TLS (net/tls.h): bytes or -errno. A TLS
+ * write that said -EAGAIN is retried from the same offsets (dbuf only
+ * grows meanwhile), as OpenSSL requires. */
+static ssize_t client_read(struct xfer *x, void *buf, size_t n)
+{
+    if (x->client_ssl)
+        return tls_read(x->client_ssl, buf, n);
+    ssize_t r = read(x->client_fd, buf, n);
+    return r < 0 ? -errno : r;
+}
+
+static ssize_t client_send(struct xfer *x, const struct msghdr *m)
+{
+    if (x->client_ssl)
+        return tls_writev(x->client_ssl, m->msg_iov, (int)m->msg_iovlen);
+    ssize_t r = sendmsg(x->client_fd, m, MSG_NOSIGNAL);
+    return r < 0 ? -errno : r;
+}
+
+/* A short interim answer, best effort: the socket is empty at that point. */
+static void client_say(struct xfer *x, const char *p, size_t n)
+{
+    if (x->client_ssl) {
+        struct iovec v = {(void *)p, n};
+        (void)tls_writev(x->client_ssl, &v, 1);
+        return;
+    }
+    (void)!send(x->client_fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 /* Client body bytes into ubuf, while it has room. */
 static int client_to_ubuf(struct proxy *px, struct xfer *x)
 {
@@ -161,9 +191,9 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
     size_t room = cap - x->ulen;
     ssize_t n;
     do
-        n = read(x->client_fd, px->rbuf, room < px->in_cap ? room : px->in_cap);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN)
+        n = client_read(x, px->rbuf, room < px->in_cap ? room : px->in_cap);
+    while (n == -EINTR);
+    if (n == -EAGAIN)
         return 0;
     if (n <= 0)
         return client_gone(px, x); /* gone before its body ended */
@@ -373,10 +403,10 @@ static int dbuf_to_client(struct proxy *px, struct xfer *x)
     }
     ssize_t n;
     do
-        n = sendmsg(x->client_fd, &m, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
+        n = client_send(x, &m);
+    while (n == -EINTR);
     if (n < 0) {
-        if (errno == EAGAIN)
+        if (n == -EAGAIN)
             return 0;
         return abort_client(px, x);
     }
@@ -523,9 +553,9 @@ static const struct http_str *upstream_path(struct proxy *px, int route,
     return out;
 }
 
-long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st, int route,
-                 const struct http_request *req, const char *head, size_t head_len,
-                 const char *body, size_t body_len, struct xfer **xp)
+long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct step_conn *st,
+                    int route, const struct http_request *req, const char *head,
+                    size_t head_len, const char *body, size_t body_len, struct xfer **xp)
 {
     struct xfer *x = xfer_get(px);
     *xp = x;
@@ -534,6 +564,7 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     memset(x, 0, offsetof(struct xfer, ubuf));
     x->client = client;
     x->client_fd = fd;
+    x->client_ssl = ssl;
     x->st = st;
     x->group = px->cfg->routes[route].group;
     x->codec = px->groups[x->group].codec;
@@ -551,7 +582,8 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
     struct http_str path;
     const struct upstream_req_info info = {addr, px->groups[x->group].cfg->name,
                                            px->cfg->proxy_pass_underscores,
-                                           upstream_path(px, route, req, &path)};
+                                           upstream_path(px, route, req, &path),
+                                           .https = ssl != NULL};
     long hl = px->cfg->routes[route].fastcgi
                   ? upstream_fcgi_head(px, x, req, x->ubuf, px->ucap - px->in_cap)
                   : x->codec->request_head(req, &info, x->ubuf, px->ucap - px->in_cap);
@@ -587,8 +619,7 @@ long upstream_start(struct proxy *px, void *client, int fd, struct step_conn *st
          * (the upstream never sees the Expect header). An HTTP/1.0 client
          * does not know 100 Continue (RFC 9110 10.1.1): it just sends. */
         if (!x->req_done && x->client_minor && expects_continue(req))
-            (void)!send(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25,
-                        MSG_NOSIGNAL | MSG_DONTWAIT);
+            client_say(x, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     } else {
         x->req_done = 1;
     }

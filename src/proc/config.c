@@ -16,7 +16,17 @@
 
 const char config_help[] =
     "  --listen ADDR            HOST:PORT, [V6]:PORT or unix:/path; repeatable\n"
-    "                           (default 127.0.0.1:8080; port 0 picks a free one)\n"
+    "                           (default 127.0.0.1:8080; port 0 picks a free one);\n"
+    "                           `--listen 'ADDR tls'` serves HTTPS there\n"
+    "  --tls-cert FILE          TLS: the default certificate (PEM, chain after it)\n"
+    "  --tls-key FILE           TLS: its private key (PEM), read before privileges drop\n"
+    "  --tls-sni NAME=CERT,KEY  TLS: another certificate for clients asking for NAME\n"
+    "                           (a host name or *.domain); repeatable\n"
+    "  --tls-protocols LIST     TLSv1.2 and/or TLSv1.3 (default both)\n"
+    "  --tls-ciphers LIST       TLS 1.2 ciphers, OpenSSL syntax (default: ECDHE with\n"
+    "                           AES-GCM or ChaCha20-Poly1305 only)\n"
+    "  --tls-session-timeout DUR  session tickets live this long; their keys, shared\n"
+    "                           by every worker, rotate as often (default 1h)\n"
     "  --docroot DIR            the files to serve (or the first argument; default .)\n"
     "  --config FILE            read settings from FILE (`name = value` lines; its\n"
     "                           relative paths start at its folder); flags override it\n"
@@ -138,6 +148,17 @@ void config_defaults(struct serve_config *cfg)
     cfg->proxy_send_timeout_ms = 60000;
     strcpy(cfg->fastcgi_index, "index.php");
     cfg->coro_stack = 64 * 1024;
+    cfg->tls.proto_min = 2;
+    cfg->tls.proto_max = 3;
+    cfg->tls.session_timeout_ms = 3600 * 1000;
+}
+
+int config_has_tls(const struct serve_config *cfg)
+{
+    for (int i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen_tls[i])
+            return 1;
+    return 0;
 }
 
 static int copy_str(char *dst, size_t cap, const char *v, const char *name, char *err,
@@ -176,7 +197,7 @@ static int worker_count(const char *name, const char *v, uint64_t *out, char *er
     return 0;
 }
 
-/* "ADDR" or "ADDR proxy_protocol", as nginx's listen directive. */
+/* "ADDR", "ADDR proxy_protocol", "ADDR tls", as nginx's listen directive. */
 static int listen_setting(struct serve_config *cfg, const char *v, char *err, size_t errlen)
 {
     char addr[256];
@@ -188,15 +209,18 @@ static int listen_setting(struct serve_config *cfg, const char *v, char *err, si
     }
     memcpy(addr, v, n);
     addr[n] = '\0';
-    uint8_t proxy = 0;
+    uint8_t proxy = 0, tls = 0;
     for (const char *p = sp; p && *p;) {
         while (*p == ' ')
             p++;
         size_t l = strcspn(p, " ");
         if (l == 14 && !strncmp(p, "proxy_protocol", 14))
             proxy = 1;
+        else if (l == 3 && !strncmp(p, "tls", 3))
+            tls = 1;
         else if (l) {
-            snprintf(err, errlen, "unknown listen option '%.*s' in '%s' (known: proxy_protocol)",
+            snprintf(err, errlen,
+                     "unknown listen option '%.*s' in '%s' (known: proxy_protocol, tls)",
                      (int)l, p, v);
             return -1;
         }
@@ -204,6 +228,7 @@ static int listen_setting(struct serve_config *cfg, const char *v, char *err, si
     }
     if (listen_parse(addr, &cfg->listen[cfg->nlisten], err, errlen) < 0)
         return -1;
+    cfg->listen_tls[cfg->nlisten] = tls;
     cfg->listen_proxy[cfg->nlisten++] = proxy;
     return 0;
 }
@@ -413,6 +438,20 @@ static int set_listen(struct serve_config *cfg, const char *name, const char *v,
     return listen_setting(cfg, v, err, errlen);
 }
 
+static int set_tls_sni(struct serve_config *cfg, const char *name, const char *v, char *err,
+                       size_t errlen)
+{
+    (void)name;
+    return tls_conf_add_sni(&cfg->tls, v, err, errlen);
+}
+
+static int set_tls_protocols(struct serve_config *cfg, const char *name, const char *v,
+                             char *err, size_t errlen)
+{
+    (void)name;
+    return tls_conf_protocols(&cfg->tls, v, err, errlen);
+}
+
 static int set_model(struct serve_config *cfg, const char *name, const char *v, char *err,
                      size_t errlen)
 {
@@ -583,6 +622,12 @@ static const struct setting settings[] = {
     SETTER("fastcgi-param", set_fastcgi_param),
     FLAG("proxy-pass-server", proxy_pass_server),
     WORKERS("threads", threads),
+    STRING("tls-cert", tls.cert),
+    STRING("tls-key", tls.key),
+    SETTER("tls-sni", set_tls_sni),
+    SETTER("tls-protocols", set_tls_protocols),
+    STRING("tls-ciphers", tls.ciphers),
+    DURATION("tls-session-timeout", tls.session_timeout_ms),
     /* Below 16k the HTTP code itself overflows; above 8m use threads. */
     SIZE("coro-stack", coro_stack, 16 * 1024, 8 * 1024 * 1024),
 };
@@ -823,6 +868,24 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
                      cfg->route_upstream[i]);
             return -1;
         }
+    if (config_has_tls(cfg)) {
+        if (!cfg->tls.cert[0] || !cfg->tls.key[0]) {
+            snprintf(err, errlen, "a TLS listener needs --tls-cert and --tls-key");
+            return -1;
+        }
+        /* The drivers that move bytes through the TLS transport; any other
+         * (iterative, a new one) is refused rather than served in clear. */
+        static const char *const tls_models[] = {"reuseport", "prefork", "dispatch",
+                                                 "threads", "coro", "single"};
+        int ok = 0;
+        for (size_t k = 0; k < sizeof tls_models / sizeof tls_models[0]; k++)
+            ok |= !strcmp(cfg->model, tls_models[k]);
+        if (!ok) {
+            snprintf(err, errlen, "TLS listeners are not supported by --model %s (use "
+                     "reuseport, prefork, dispatch, threads, coro or single)", cfg->model);
+            return -1;
+        }
+    }
     if (cfg->nroutes && (!strcmp(cfg->model, "iterative") || !strcmp(cfg->model, "uring"))) {
         snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",
                  cfg->model);

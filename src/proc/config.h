@@ -24,6 +24,7 @@
 #include "http/proxy.h"
 #include "net/acl.h"
 #include "net/listen.h"
+#include "net/tls_ctx.h"
 
 #define CONFIG_MAX_LISTEN 16
 /* Worker processes, or threads of the one worker process: the master's
@@ -52,6 +53,8 @@ struct serve_config {
     int nlisten;
     uint8_t listen_proxy[CONFIG_MAX_LISTEN]; /* expects a PROXY protocol header */
     uint8_t proxy_protocol;     /* every listener does */
+    uint8_t listen_tls[CONFIG_MAX_LISTEN];   /* speaks TLS (`--listen 'ADDR tls'`) */
+    struct tls_conf tls;        /* certificates, protocols, ciphers, tickets */
     uint8_t listen_default;     /* no listen address given: 127.0.0.1:8080, or
                                    every socket systemd passed (LISTEN_FDS) */
     struct http_config http;
@@ -100,6 +103,9 @@ struct serve_config {
     int nfastcgi_params;
     uint8_t proxy_pass_server;  /* the upstream's Server and Date reach clients */
 };
+
+/* Whether any listener speaks TLS. */
+int config_has_tls(const struct serve_config *cfg);
 
 /* Fills in the defaults. */
 void config_defaults(struct serve_config *cfg);

@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Settings whose whole value is a path (tls-sni holds two: resolve_sni). */
 static const char *const path_settings[] = {
-    "docroot", "access-log", "error-log", "pid-file", "upgrade-binary",
+    "docroot", "access-log", "error-log", "pid-file", "upgrade-binary", "tls-cert", "tls-key",
 };
 
 static int is_path_setting(const char *name)
@@ -20,10 +21,48 @@ static int is_path_setting(const char *name)
     return 0;
 }
 
+static int resolve_one(const char *conf_path, const char *name, const char *value,
+                       char *out, size_t outlen, char *err, size_t errlen);
+
+/* tls-sni = NAME=CERT,KEY: CERT and KEY are paths (NAME has no '/'). */
+static int resolve_sni(const char *conf_path, const char *value, char *out, size_t outlen,
+                       char *err, size_t errlen)
+{
+    const char *eq = strchr(value, '=');
+    const char *comma = eq ? strchr(eq + 1, ',') : NULL;
+    if (!comma) {
+        snprintf(out, outlen, "%s", value); /* config_set says what is wrong */
+        return 0;
+    }
+    char cert[PATH_MAX], rcert[PATH_MAX + 16], rkey[PATH_MAX + 16];
+    snprintf(cert, sizeof cert, "%.*s", (int)(comma - eq - 1), eq + 1);
+    if (resolve_one(conf_path, "tls-sni", cert, rcert, sizeof rcert, err, errlen) < 0 ||
+        resolve_one(conf_path, "tls-sni", comma + 1, rkey, sizeof rkey, err, errlen) < 0)
+        return -1;
+    if ((size_t)snprintf(out, outlen, "%.*s=%s,%s", (int)(eq - value), value, rcert, rkey) >=
+        outlen) {
+        snprintf(err, errlen, "tls-sni: paths too long");
+        return -1;
+    }
+    return 0;
+}
+
 int config_path_resolve(const char *conf_path, const char *name, const char *value, char *out,
                         size_t outlen, char *err, size_t errlen)
 {
-    if (!value || value[0] == '/' || !is_path_setting(name)) {
+    if (value && !strcmp(name, "tls-sni"))
+        return resolve_sni(conf_path, value, out, outlen, err, errlen);
+    if (value && !is_path_setting(name)) {
+        snprintf(out, outlen, "%s", value);
+        return 0;
+    }
+    return resolve_one(conf_path, name, value, out, outlen, err, errlen);
+}
+
+static int resolve_one(const char *conf_path, const char *name, const char *value,
+                       char *out, size_t outlen, char *err, size_t errlen)
+{
+    if (!value || value[0] == '/') {
         snprintf(out, outlen, "%s", value ? value : "");
         return 0;
     }

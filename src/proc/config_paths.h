@@ -9,7 +9,7 @@
 #include "proc/config.h"
 
 /* A relative value of a path setting (docroot, access-log, error-log,
- * pid-file, upgrade-binary) read from the config file at conf_path is
+ * pid-file, upgrade-binary, tls-cert, tls-key, and tls-sni's CERT and KEY) read from the config file at conf_path is
  * relative to the file's folder, as nginx's are to its prefix; the flags'
  * are relative to the current directory. Writes the value to use into
  * out: value itself for other settings and absolute paths. */

@@ -103,7 +103,8 @@ static int open_one(struct listeners *ls, struct serve_config *cfg, struct inher
         ls->fds[l][i] = ls->fds[l][0];
     char desc[160];
     listen_describe(a, desc, sizeof desc);
-    log_msg(LOG_NOTICE, "listening on %s%s", desc, inherited ? " (inherited)" : "");
+    log_msg(LOG_NOTICE, "listening on %s%s%s", desc, cfg->listen_tls[l] ? " (TLS)" : "",
+            inherited ? " (inherited)" : "");
     return 0;
 }
 

@@ -120,6 +120,7 @@ static void worker_child(struct master *m, int index, int slot, int channel, int
         .slot = &m->sb->slots[slot],
         .sb = m->sb,
         .log_fd = m->cfg->access_log[0] ? m->log_tx : -1,
+        .tls = m->tls.server,
     };
     _exit(m->model->worker_main(m->cfg, &env));
 }
@@ -308,6 +309,8 @@ static int next_timeout(const struct master *m)
         next = m->up.deadline_ms;
     if (m->ready_fd >= 0 && !m->stopping && (next < 0 || m->settle_at < next))
         next = m->settle_at;
+    if (m->tls.rotate_at_ms && (next < 0 || m->tls.rotate_at_ms < next))
+        next = m->tls.rotate_at_ms;
     if (next < 0)
         return -1;
     int64_t d = next - clock_now_ms();
@@ -378,6 +381,14 @@ static int reload(struct master *m)
                    "draining");
         return 0;
     }
+    /* The listeners stay, so TLS is loaded for them (a certificate or key
+     * that does not load keeps the old ones serving). */
+    memcpy(next.listen_tls, m->cfg->listen_tls, sizeof next.listen_tls);
+    next.nlisten = m->cfg->nlisten;
+    if (tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
+        reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
+        return 0;
+    }
     /* With no listen address given, the passed sockets were the set. */
     if (!(next.listen_default && m->ls.passed) && !same_listeners(m->cfg, &next))
         reload_say(m, LOG_WARN, "reload: listen addresses changed; that needs a restart "
@@ -391,6 +402,7 @@ static int reload(struct master *m)
     /* What the sockets and the process tree were built from stays. */
     memcpy(next.listen, m->cfg->listen, sizeof next.listen);
     memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
+    memcpy(next.listen_tls, m->cfg->listen_tls, sizeof next.listen_tls);
     next.nlisten = m->cfg->nlisten;
     if (per_socket) {
         next.workers = m->cfg->workers;
@@ -596,6 +608,12 @@ static int open_master(struct master *m)
         inherit_free(&in);
         return -1;
     }
+    /* Certificates and keys are read now, as the user who started us. */
+    if (tls_setup_load(&m->tls, cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        inherit_free(&in);
+        return -1;
+    }
     /* Signals are blocked before anyone can learn our address: a HUP that
      * follows "listening on" at once must find the signalfd, not kill us. */
     m->sfd = signals_open();
@@ -782,6 +800,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         return 1;
     for (;;) {
         wait_events(m);
+        tls_setup_tick(&m->tls, clock_now_ms());
         if (!m->stopping)
             run_respawns(m);
         master_upgrade_deadline(m);

@@ -15,6 +15,7 @@
 #include "proc/master.h"
 #include "proc/reload_answer.h"
 #include "proc/scoreboard.h"
+#include "proc/tls_setup.h"
 #include "proc/upgrade.h"
 
 #define MAX_WORKERS CONFIG_MAX_WORKERS
@@ -77,6 +78,7 @@ struct master {
     /* the outcome of a HUP, for `herd reload` (proc/reload_answer.h) */
     struct reload_answer answer;
     size_t answer_len;
+    struct tls_setup tls;   /* contexts the workers inherit, ticket keys */
 };
 
 static inline int nslots(const struct master *m) { return (int)m->sb->nslots; }

@@ -35,6 +35,9 @@ struct sb_slot {
     uint64_t idle;            /* of which idle keep-alive */
     uint64_t empty_wakeups;   /* accept wakeups that found nothing */
     uint64_t log_dropped;     /* access-log records lost (logger too slow or gone) */
+    uint64_t tls_handshakes;  /* TLS handshakes completed, */
+    uint64_t tls_resumed;     /* ...of which resumed a session (ticket) */
+    uint64_t tls_failed[4];   /* handshakes failed, by enum tls_fail (net/tls.h) */
     int64_t started;          /* unix seconds */
     int32_t pid;
     uint32_t generation;

@@ -8,9 +8,13 @@
 
 struct totals {
     uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
+    uint64_t tls_handshakes, tls_resumed, tls_failed[4];
     uint32_t workers;
     struct sb_latency lat;      /* merged over every slot, like the counters */
 };
+
+/* The keys of tls_failed, in enum tls_fail's order (net/tls.h). */
+static const char *const tls_fail_names[4] = {"plain_http", "protocol", "closed", "timeout"};
 
 static void snapshot(const struct sb_slot *s, struct sb_slot *o)
 {
@@ -24,6 +28,10 @@ static void snapshot(const struct sb_slot *s, struct sb_slot *o)
     o->idle = SB_GET(s->idle);
     o->empty_wakeups = SB_GET(s->empty_wakeups);
     o->log_dropped = SB_GET(s->log_dropped);
+    o->tls_handshakes = SB_GET(s->tls_handshakes);
+    o->tls_resumed = SB_GET(s->tls_resumed);
+    for (int k = 0; k < 4; k++)
+        o->tls_failed[k] = SB_GET(s->tls_failed[k]);
     o->started = SB_GET(s->started);
     o->pid = SB_GET(s->pid);
     o->generation = SB_GET(s->generation);
@@ -48,6 +56,10 @@ static void sum(const struct scoreboard *sb, struct totals *t)
         t->empty += s.empty_wakeups;
         t->dropped += s.log_dropped;
         lat_merge(&t->lat, &sb->slots[i].latency);
+        t->tls_handshakes += s.tls_handshakes;
+        t->tls_resumed += s.tls_resumed;
+        for (int k = 0; k < 4; k++)
+            t->tls_failed[k] += s.tls_failed[k];
         if (s.state != SB_FREE) {
             t->active += s.active;
             t->idle += s.idle;
@@ -138,7 +150,12 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.active, (unsigned long long)t.idle, (unsigned long long)t.empty,
         (unsigned long long)t.dropped);
     json_latency(w, &t.lat);
-    bw_printf(w, "\"slots\":[");
+    bw_printf(w, "\"tls\":{\"handshakes\":%llu,\"resumed\":%llu,\"failed\":{",
+              (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_resumed);
+    for (int k = 0; k < 4; k++)
+        bw_printf(w, "%s\"%s\":%llu", k ? "," : "", tls_fail_names[k],
+                  (unsigned long long)t.tls_failed[k]);
+    bw_printf(w, "}},\"slots\":[");
     int first = 1;
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
@@ -149,12 +166,13 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
             "%s{\"slot\":%u,\"worker\":%u,\"pid\":%d,\"generation\":%u,\"state\":\"%s\","
             "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,\"accepted\":%llu,"
             "\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,\"log_dropped\":%llu,"
-            "\"uptime_s\":%lld}",
+            "\"tls_handshakes\":%llu,\"tls_resumed\":%llu,\"uptime_s\":%lld}",
             first ? "" : ",", i, s.index, s.pid, s.generation, state_name(s.state),
             (unsigned long long)s.requests, (unsigned long long)s.bytes_in,
             (unsigned long long)s.bytes_out, (unsigned long long)s.accepted,
             (unsigned long long)s.active, (unsigned long long)s.idle,
             (unsigned long long)s.empty_wakeups, (unsigned long long)s.log_dropped,
+            (unsigned long long)s.tls_handshakes, (unsigned long long)s.tls_resumed,
             (long long)(now - s.started));
         first = 0;
     }
@@ -220,6 +238,14 @@ static void render_prometheus(const struct scoreboard *sb, struct bw *w)
     prom(w, "empty_accept_wakeups_total", "counter",
          "Wakeups of a listen socket that found no connection.", t.empty);
     prom(w, "access_log_dropped_total", "counter", "Access-log records dropped.", t.dropped);
+    prom(w, "tls_handshakes_total", "counter", "TLS handshakes completed.", t.tls_handshakes);
+    prom(w, "tls_resumed_total", "counter", "TLS handshakes that resumed a session.",
+         t.tls_resumed);
+    bw_printf(w, "# HELP herd_tls_failed_total TLS handshakes failed, by reason.\n"
+                 "# TYPE herd_tls_failed_total counter\n");
+    for (int k = 0; k < 4; k++)
+        bw_printf(w, "herd_tls_failed_total{reason=\"%s\"} %llu\n", tls_fail_names[k],
+                  (unsigned long long)t.tls_failed[k]);
     prom(w, "workers", "gauge", "Worker processes alive.", t.workers);
     prom(w, "worker_restarts_total", "counter", "Workers respawned after dying.",
          SB_GET(sb->worker_restarts));
@@ -249,6 +275,13 @@ static void render_table(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.accepted, (unsigned long long)t.active,
         (unsigned long long)t.idle, (unsigned long long)t.empty, (unsigned long long)t.dropped,
         (unsigned long long)SB_GET(sb->worker_restarts));
+    if (t.tls_handshakes || t.tls_failed[0] || t.tls_failed[1] || t.tls_failed[2] ||
+        t.tls_failed[3])
+        bw_printf(w, "tls: handshakes %llu  resumed %llu  failed: plain http %llu  protocol %llu"
+                     "  closed %llu  timeout %llu\n\n",
+                  (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_resumed,
+                  (unsigned long long)t.tls_failed[0], (unsigned long long)t.tls_failed[1],
+                  (unsigned long long)t.tls_failed[2], (unsigned long long)t.tls_failed[3]);
     bw_printf(w, "%4s %6s %8s %4s %-8s %12s %8s %6s %6s %8s\n", "slot", "worker", "pid", "gen",
         "state", "requests", "accepted", "open", "idle", "empty");
     for (uint32_t i = 0; i < sb->nslots; i++) {

@@ -4,6 +4,7 @@
 #ifndef HERD_PROC_WORKER_H
 #define HERD_PROC_WORKER_H
 
+#include "net/tls_ctx.h"
 #include "proc/config.h"
 #include "proc/scoreboard.h"
 
@@ -20,6 +21,7 @@ struct worker_env {
     struct sb_slot *slot;      /* counters: nthreads consecutive slots, or NULL */
     struct scoreboard *sb;     /* for the status page, or NULL */
     int log_fd;                /* access-log datagram socket, or -1 */
+    struct tls_server *tls;    /* TLS listeners' contexts (net/tls_ctx.h), or NULL */
 };
 
 /* A worker's main loop; returns its exit status. */

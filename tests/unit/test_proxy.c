@@ -74,7 +74,7 @@ TEST(request_with_a_stripped_path_keeps_the_query)
     struct http_request req;
     parse_req("GET /api/v1?q=1 HTTP/1.1\r\nHost: h\r\n\r\n", &req);
     struct http_str p = {"/v1", 3};
-    long n = proxy_build_request(&req, &p, "1.2.3.4", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, &p, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK(n > 0 && STARTS(out, "GET /v1?q=1 HTTP/1.1\r\n"));
 }
 
@@ -87,7 +87,7 @@ TEST(request_drops_hop_by_hop_and_sets_forwarding)
               "X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n"
               "Expect: 100-continue\r\nAccept: */*\r\n\r\n",
               &req);
-    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, 0, out, sizeof out);
     if (!CHECK(n > 0))
         return;
     CHECK(STARTS(out, "GET /p?q=1 HTTP/1.1\r\nHost: example.org\r\n"));
@@ -102,6 +102,10 @@ TEST(request_drops_hop_by_hop_and_sets_forwarding)
     CHECK(!has(out, n, "Upgrade"));
     CHECK(!has(out, n, "Proxy-Authorization"));
     CHECK(!has(out, n, "Expect"));
+    /* a client that came over TLS: https, whatever it claimed itself */
+    n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, 1, out, sizeof out);
+    CHECK(has(out, n, "\r\nX-Forwarded-Proto: https\r\n"));
+    CHECK(!has(out, n, "X-Forwarded-Proto: http\r\n"));
     CHECK(!has(out, n, "Content-Length"));
     CHECK(n >= 4 && !memcmp(out + n - 4, "\r\n\r\n", 4));
 }
@@ -110,31 +114,31 @@ TEST(request_body_framing_and_versions)
 {
     struct http_request req;
     parse_req("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n", &req);
-    long n = proxy_build_request(&req, NULL, "::1", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "::1", "grp", 0, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
     CHECK(has(out, n, "X-Forwarded-For: ::1\r\n"));
 
     parse_req("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", &req);
-    n = proxy_build_request(&req, NULL, "unix:", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "unix:", "grp", 0, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nTransfer-Encoding: chunked\r\n"));
 
     /* HTTP/1.0 without Host: the group's name, a 1.0 request, no reuse */
     parse_req("GET / HTTP/1.0\r\n\r\n", &req);
-    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK(STARTS(out, "GET / HTTP/1.0\r\nHost: grp\r\n"));
     CHECK(has(out, n, "\r\nConnection: close\r\n"));
 
     /* absolute-form becomes origin-form */
     parse_req("GET http://other.example/a/b?c HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
-    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK(STARTS(out, "GET /a/b?c HTTP/1.1\r\n"));
     parse_req("GET http://other.example?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n", &req);
-    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK(STARTS(out, "GET /?x=1 HTTP/1.1\r\n"));
 
     /* no room: -1, never a partial head */
     for (size_t cap = 0; cap < 40; cap++)
-        CHECK_EQ_INT(proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, cap), -1);
+        CHECK_EQ_INT(proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, cap), -1);
 }
 
 /* The count of needle in hay[0..len). */
@@ -156,19 +160,19 @@ TEST(request_framing_is_herds)
     struct http_request req;
     parse_req("POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
               "Trailer: X-Sum\r\n\r\n", &req);
-    long n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK_EQ_INT(count(out, n, "Transfer-Encoding: chunked\r\n"), 1);
     CHECK(!has(out, n, "Content-Length"));
     CHECK(!has(out, n, "Trailer"));
 
     parse_req("PUT /l HTTP/1.1\r\nHost: h\r\nContent-Length: 0012\r\n\r\n", &req);
-    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK_EQ_INT(count(out, n, "Content-Length"), 1);
     CHECK(has(out, n, "\r\nContent-Length: 12\r\n"));
     CHECK(!has(out, n, "Transfer-Encoding"));
 
     parse_req("GET /n HTTP/1.1\r\nHost: h\r\n\r\n", &req);
-    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "1.2.3.4", "grp", 0, 0, out, sizeof out);
     CHECK(n > 0 && !has(out, n, "Content-Length") && !has(out, n, "Transfer-Encoding"));
 }
 
@@ -177,13 +181,13 @@ TEST(request_drops_underscore_names_unless_asked)
     struct http_request req;
     parse_req("GET /u HTTP/1.1\r\nHost: h\r\nX_Forwarded_For: 6.6.6.6\r\n"
               "X_Forwarded_Proto: https\r\nx_real_ip: 6.6.6.6\r\nX-Kept: 1\r\n\r\n", &req);
-    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, out, sizeof out);
+    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, 0, out, sizeof out);
     CHECK(n > 0);
     CHECK(!has(out, n, "_"));
     CHECK(!has(out, n, "6.6.6.6"));
     CHECK(has(out, n, "\r\nX-Forwarded-For: 192.0.2.5\r\n"));
     CHECK(has(out, n, "\r\nX-Kept: 1\r\n"));
-    n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 1, out, sizeof out);
+    n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 1, 0, out, sizeof out);
     CHECK(has(out, n, "\r\nX_Forwarded_For: 6.6.6.6\r\n"));
     CHECK(has(out, n, "\r\nX_Forwarded_Proto: https\r\n"));
     CHECK(has(out, n, "\r\nx_real_ip: 6.6.6.6\r\n"));

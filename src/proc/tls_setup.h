@@ -1,0 +1,30 @@
+/* The TLS state of a master (or the single process): the contexts its
+ * workers inherit and the shared ticket keys it rotates. Everything is
+ * read here, before any fork or privilege drop. */
+#ifndef HERD_PROC_TLS_SETUP_H
+#define HERD_PROC_TLS_SETUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/tls_ctx.h"
+#include "net/tls_tickets.h"
+#include "proc/config.h"
+
+struct tls_setup {
+    struct tls_server *server;   /* NULL: no TLS listener */
+    struct tls_tickets *tickets; /* made with the first server, kept across reloads */
+    int64_t rotate_at_ms;        /* next ticket-key rotation, 0: none */
+    int64_t period_ms;
+};
+
+/* Loads cfg's contexts when a listener speaks TLS, replacing t->server
+ * only on success (a reload with a bad file keeps the old set). Returns 0,
+ * or -1 with "FILE: reason" in err. */
+int tls_setup_load(struct tls_setup *t, const struct serve_config *cfg, char *err,
+                   size_t errlen);
+
+/* Rotates the ticket keys when due; returns ms until the next rotation, or -1. */
+int64_t tls_setup_tick(struct tls_setup *t, int64_t now_ms);
+
+#endif

@@ -1,0 +1,547 @@
+"""TLS listeners (issue 16): `--listen 'ADDR tls'` with OpenSSL 3.
+
+A test CA and ECDSA P-256 certificates are made with the openssl CLI in a
+tmp dir. Clients: curl --http1.1 --cacert and Python's ssl, each with
+timeouts and no retries. The HTTP checks run on every event-loop model and
+coro (HERD_ARGS' --model, when given, is the only one).
+"""
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import HERD_ARGS, Server, herd_cmd
+from herdtest import OP_TIMEOUT, RawConn, build_request, wait_for
+from test_fastcgi import docroot, php_cgi  # noqa: F401 - fixtures
+from test_socket_activation import launched, tcp_listener  # noqa: F401 - a fixture
+from test_upgrade import upgradable  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
+                                reason="no openssl CLI: apt-get install openssl")
+
+STATUS = "/herd-status"
+
+
+TLS_MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
+
+
+def _models():
+    args = shlex.join(HERD_ARGS)
+    m = re.search(r"--model[ =](\S+)", args)
+    return [m.group(1)] if m else TLS_MODELS
+
+
+MODELS = _models()
+if MODELS[0] not in TLS_MODELS + ["single"]:
+    pytestmark = [pytestmark, pytest.mark.skip(
+        reason=f"--model {MODELS[0]} refuses TLS listeners (test_start_refuses... checks it)")]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, timeout=30, **kw)
+
+
+def make_cert(d, ca, name, sans, serial, days=2, ext_lines=()):
+    key, csr, pem, ext = (d / f"{name}.key", d / f"{name}.csr", d / f"{name}.pem",
+                          d / f"{name}.ext")
+    run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(key)])
+    run(["openssl", "req", "-new", "-key", str(key), "-subj", f"/CN={name}", "-out", str(csr)])
+    ext.write_text("subjectAltName=" + ",".join(sans) + "\n" + "".join(l + "\n" for l in ext_lines))
+    run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca / "ca.pem"), "-CAkey",
+         str(ca / "ca.key"), "-set_serial", str(serial), "-days", str(days), "-extfile", str(ext),
+         "-out", str(pem)])
+    return pem, key
+
+
+class Pki:
+    pass
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout",
+         "-out", str(d / "ca.key")])
+    run(["openssl", "req", "-x509", "-new", "-key", str(d / "ca.key"), "-subj", "/CN=herd test CA",
+         "-days", "400", "-out", str(d / "ca.pem")])
+    p = Pki()
+    p.dir = d
+    p.ca = d / "ca.pem"
+    p.cert, p.key = make_cert(d, d, "localhost", ["DNS:localhost", "IP:127.0.0.1"], 1001)
+    p.other_cert, p.other_key = make_cert(d, d, "other.test", ["DNS:other.test"], 1002)
+    p.new_cert, p.new_key = make_cert(d, d, "localhost-new", ["DNS:localhost", "IP:127.0.0.1"],
+                                      1003)
+    return p
+
+
+def tls_args(p, *extra):
+    return ["--tls-cert", p.cert, "--tls-key", p.key, *extra]
+
+
+def start(server, p, *args, model="reuseport", cert=None, key=None):
+    return server("--model", model, "--tls-cert", cert or p.cert, "--tls-key", key or p.key,
+                  "--status-path", STATUS, *args, listen=("127.0.0.1:0 tls",))
+
+
+def client_ctx(p, alpn=None, maxver=None):
+    ctx = ssl.create_default_context(cafile=str(p.ca))
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    if maxver:
+        ctx.maximum_version = maxver
+    return ctx
+
+
+def tls_conn(srv, p, name="localhost", ctx=None, session=None):
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=OP_TIMEOUT)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        t = (ctx or client_ctx(p)).wrap_socket(s, server_hostname=name, session=session)
+    except Exception:
+        s.close()
+        raise
+    return RawConn(t)
+
+
+def get(conn, target, headers=()):
+    conn.send(build_request("GET", target, headers=list(headers)))
+    return conn.read_response()
+
+
+def status(srv, p):
+    with tls_conn(srv, p) as c:
+        r = get(c, STATUS, [("Connection", "close")])
+    assert r.status == 200, r
+    return json.loads(r.body)
+
+
+def peer_serial(conn):
+    return conn.sock.getpeercert()["serialNumber"]
+
+
+# ------------------------------------------------------------ HTTP over TLS
+
+@pytest.mark.parametrize("model", MODELS)
+def test_curl_gets_files_over_tls(server, site, pki, model):
+    srv = start(server, pki, model=model)
+    url = f"https://localhost:{srv.port}"
+    base = ["curl", "-sS", "--http1.1", "--cacert", str(pki.ca), "--max-time", "20",
+            "--resolve", f"localhost:{srv.port}:127.0.0.1"]
+    r = subprocess.run(base + ["-w", "%{http_code} %{http_version}", "-o", "-",
+                               url + "/small.txt"], capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == site.files["small.txt"] + b"200 1.1"
+    # 50 MiB: the file path (pread + SSL_write), not the file cache
+    r = subprocess.run(base + [url + "/big.bin"], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256(r.stdout).hexdigest() == site.big_sha
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_keepalive_pipelining_and_range_over_tls(server, site, big_bytes, pki, model):
+    srv = start(server, pki, model=model)
+    with tls_conn(srv, pki) as c:
+        for _ in range(3):
+            r = get(c, "/small.txt")
+            assert r.status == 200 and r.body == site.files["small.txt"]
+        # pipelined: three requests in one write, three answers in order
+        c.send(b"".join(build_request("GET", t) for t in
+                        ("/small.txt", "/style.css", "/index.html")))
+        for t in ("small.txt", "style.css", "index.html"):
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files[t], t
+        r = get(c, "/big.bin", [("Range", "bytes=1000000-1999999")])
+        assert r.status == 206 and r.body == big_bytes[1000000:2000000]
+        r = get(c, "/small.txt", [("Range", "bytes=-5")])
+        assert r.status == 206 and r.body == site.files["small.txt"][-5:]
+
+
+def test_sni_picks_the_certificate(server, pki):
+    srv = start(server, pki, "--tls-sni", f"other.test={pki.other_cert},{pki.other_key}")
+    with tls_conn(srv, pki, name="other.test") as c:
+        assert dict(x[0] for x in c.sock.getpeercert()["subject"])["commonName"] == "other.test"
+        assert get(c, "/small.txt").status == 200
+    with tls_conn(srv, pki, name="localhost") as c:
+        assert dict(x[0] for x in c.sock.getpeercert()["subject"])["commonName"] == "localhost"
+    # an unknown name gets the default certificate (and fails verification)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        tls_conn(srv, pki, name="unknown.test")
+
+
+def test_config_file_lines_with_relative_paths(server, site, pki, tmp_path):
+    """The options as config lines; certificate paths relative to the file."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    for f in (pki.cert, pki.key, pki.other_cert, pki.other_key):
+        shutil.copyfile(f, conf / f.name)
+    (conf / "herd.conf").write_text(
+        "listen = 127.0.0.1:0 tls\n"
+        "tls-cert = localhost.pem\ntls-key = localhost.key\n"
+        "tls-sni = other.test=other.test.pem,other.test.key\n"
+        "tls-protocols = TLSv1.2, TLSv1.3\n"
+        "tls-ciphers = ECDHE-ECDSA-AES128-GCM-SHA256\n"
+        "tls-session-timeout = 10m\n")
+    # its listen line is the only one: started without the fixture's --listen
+    cmd = herd_cmd("serve", str(site.root), "--config", str(conf / "herd.conf"), *HERD_ARGS)
+    srv = Server([], ["one listener"], site.root, cwd=tmp_path.parent, cmd=cmd)
+    try:
+        assert "(TLS)" in srv.stderr_text()
+        with tls_conn(srv, pki, name="other.test") as c:
+            assert dict(x[0] for x in c.sock.getpeercert()["subject"])["commonName"] == \
+                "other.test"
+        with tls_conn(srv, pki, ctx=client_ctx(pki, maxver=ssl.TLSVersion.TLSv1_2)) as c:
+            assert c.sock.cipher()[0] == "ECDHE-ECDSA-AES128-GCM-SHA256"
+            assert get(c, "/small.txt").status == 200
+    finally:
+        problems = srv.finish()
+    assert not problems, problems
+
+
+def test_alpn_selects_http11(server, pki):
+    srv = start(server, pki)
+    with tls_conn(srv, pki, ctx=client_ctx(pki, alpn=["h2", "http/1.1"])) as c:
+        assert c.sock.selected_alpn_protocol() == "http/1.1"
+        assert c.sock.version() == "TLSv1.3"
+    with tls_conn(srv, pki, ctx=client_ctx(pki, maxver=ssl.TLSVersion.TLSv1_2)) as c:
+        assert c.sock.version() == "TLSv1.2"
+        assert get(c, "/small.txt").status == 200
+
+
+@pytest.mark.parametrize("version", ["TLSv1_3", "TLSv1_2"])
+def test_sessions_resume_on_every_worker(server, pki, version):
+    """A ticket one worker issued resumes on the others: the ticket keys
+    are shared by the master. 16 connections over 2 reuseport workers
+    reach both (all on one worker: 2^-15)."""
+    srv = start(server, pki, "--workers", "2")
+    ctx = client_ctx(pki, maxver=getattr(ssl.TLSVersion, version))
+    with tls_conn(srv, pki, ctx=ctx) as c:
+        assert get(c, "/small.txt").status == 200  # TLS 1.3 tickets come after the handshake
+        sess = c.sock.session
+    assert sess is not None
+    for _ in range(16):
+        with tls_conn(srv, pki, ctx=ctx, session=sess) as c:
+            assert c.sock.session_reused, "a full handshake instead of a resumption"
+            assert get(c, "/small.txt", [("Connection", "close")]).status == 200
+    st = status(srv, pki)
+    assert st["tls"]["resumed"] >= 16, st["tls"]
+    slots = [s for s in st["slots"] if s["tls_resumed"] > 0]
+    assert len(slots) == 2, st["slots"]
+    # Workers of the next generation have new contexts, and the master's
+    # keys: the ticket still resumes there.
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10, what="reload")
+    wait_for(lambda: all(s["generation"] == 2 for s in status(srv, pki)["slots"]), timeout=10,
+             what="generation 1 gone")
+    for _ in range(4):
+        with tls_conn(srv, pki, ctx=ctx, session=sess) as c:
+            assert c.sock.session_reused, "no resumption after a reload"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_proxy_over_tls(server, pki, tmp_path, model):
+    """Proxy routes on a TLS listener: X-Forwarded-Proto https, a body up
+    (chunked, with the next request in the same write), a large body down,
+    keep-alive around the exchanges."""
+    from proxy_backend import Backend, pattern_sha
+    b = Backend(f"unix:{tmp_path}/b.sock", "b")
+    try:
+        srv = start(server, pki, "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                    "--max-body-size", "8m", model=model)
+        with tls_conn(srv, pki) as c:
+            r = get(c, "/api/echo", [("X-Forwarded-Proto", "http")])
+            info = json.loads(r.body)
+            protos = [v for k, v in info["headers"] if k.lower() == "x-forwarded-proto"]
+            assert protos == ["https"], info["headers"]
+            body = os.urandom(300000)
+            chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            c.send(build_request("POST", "/api/up", headers=[("Transfer-Encoding", "chunked")])
+                   + chunked + build_request("GET", "/small.txt"))
+            info = json.loads(c.read_response().body)
+            assert info["body_sha"] == hashlib.sha256(body).hexdigest()
+            assert c.read_response().status == 200
+            n = 3 * 1024 * 1024 + 17
+            h = hashlib.sha256()
+            c.send(build_request("GET", f"/api/big?n={n}"))
+            r = c.read_response(sink=h.update)
+            assert r.status == 200 and h.hexdigest() == pattern_sha(n)
+            assert get(c, "/api/echo").status == 200
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fastcgi_gets_https_on(server, pki, docroot, php_cgi, model):  # noqa: F811
+    sock, _ = php_cgi()
+    srv = server("--model", model, *tls_args(pki), "--upstream", f"php=unix:{sock}",
+                 "--fastcgi", "*.php=php", docroot=docroot, listen=("127.0.0.1:0 tls",))
+    with tls_conn(srv, pki) as c:
+        for _ in range(2):  # keep-alive around the exchange
+            r = get(c, "/env.php")
+            assert r.status == 200, r
+            assert json.loads(r.body)["server"]["HTTPS"] == "on"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_proxy_protocol_before_tls(server, pki, model):
+    """`ADDR tls proxy_protocol`: the PROXY header comes before the
+    ClientHello; the client it names is the one --status-allow judges."""
+    srv = server("--model", model, *tls_args(pki), "--status-path", STATUS,
+                 "--status-allow", "203.0.113.9", listen=("127.0.0.1:0 tls proxy_protocol",))
+
+    def via(src, header_parts):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=OP_TIMEOUT)
+        for part in header_parts:  # a header split over two writes
+            s.sendall(part)
+            time.sleep(0.05)
+        t = client_ctx(pki).wrap_socket(s, server_hostname="localhost")
+        with RawConn(t) as c:
+            return get(c, STATUS, [("Connection", "close")]).status
+
+    line = b"PROXY TCP4 %s 127.0.0.1 5555 443\r\n"
+    assert via("203.0.113.9", [line % b"203.0.113.9"]) == 200
+    assert via("198.51.100.1", [(line % b"198.51.100.1")[:9], (line % b"198.51.100.1")[9:]]) == 403
+    # no PROXY header at all: closed without an answer
+    with srv.connect() as c:
+        c.send(b"\x16\x03\x01\x00\x05hello")
+        closed, _, rest = c.closed_within(5)
+        assert closed and rest == b""
+
+
+def test_master_rotates_ticket_keys(server, pki):
+    srv = start(server, pki, "-v", "--tls-session-timeout", "1s", "--workers", "2")
+    wait_for(lambda: srv.stderr_text().count("session ticket keys rotated") >= 2, timeout=5,
+             what="two rotations")
+    ctx = client_ctx(pki)
+    with tls_conn(srv, pki, ctx=ctx) as c:
+        assert get(c, "/small.txt").status == 200
+        sess = c.sock.session
+    with tls_conn(srv, pki, ctx=ctx, session=sess) as c:
+        assert c.sock.session_reused
+
+
+# ------------------------------------------------------------ reload
+
+def swap_in(pki, cert_path, key_path, new_cert, new_key):
+    """Replace the files the server was started with (rename: atomic)."""
+    for src, dst in ((new_cert, cert_path), (new_key, key_path)):
+        tmp = dst.with_suffix(".tmp")
+        shutil.copyfile(src, tmp)
+        os.rename(tmp, dst)
+
+
+def test_hup_swaps_certificate_under_load(server, pki, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copyfile(pki.cert, cert)
+    shutil.copyfile(pki.key, key)
+    srv = start(server, pki, "--workers", "2", cert=cert, key=key)
+    errors, serials, stop = [], [], threading.Event()
+
+    def loop():
+        for _ in range(2000):  # bounded in count and time
+            if stop.is_set():
+                return
+            try:
+                with tls_conn(srv, pki) as c:
+                    r = get(c, "/small.txt", [("Connection", "close")])
+                    if r.status != 200:
+                        errors.append(r.status)
+                    serials.append(peer_serial(c))
+            except Exception as e:  # noqa: BLE001 - every failure counts
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=loop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: len(serials) > 20, timeout=10, what="load running")
+        swap_in(pki, cert, key, pki.new_cert, pki.new_key)
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10,
+                 what="reload")
+        n = len(serials)
+        wait_for(lambda: len(serials) > n + 20, timeout=10, what="load after reload")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(20)
+    assert errors == [], errors[:5]
+    assert serials[0] == "03E9" and serials[-1] == "03EB", (serials[0], serials[-1])
+    with tls_conn(srv, pki) as c:
+        assert peer_serial(c) == "03EB"
+
+
+@pytest.mark.parametrize("model", [m for m in ("reuseport", "coro") if m in MODELS])
+def test_idle_tls_connection_is_answered_after_hup(server, site, pki, model):
+    """Idle plain connections move to the new generation on HUP; a TLS
+    one cannot (its session lives in the old worker's OpenSSL), so the old
+    worker keeps it and answers its next request, with close: no reset."""
+    srv = start(server, pki, "--workers", "1", "--shutdown-timeout", "5s", model=model)
+    with tls_conn(srv, pki) as c:
+        assert get(c, "/small.txt").status == 200
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10,
+                 what="reload")
+        time.sleep(0.3)  # the old worker is draining now
+        r = get(c, "/small.txt")
+        assert r.status == 200 and r.body == site.files["small.txt"], r
+        assert r.get("Connection", "").lower() == "close", r.headers
+
+
+def test_hup_with_bad_key_keeps_old_certificate(server, pki, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copyfile(pki.cert, cert)
+    shutil.copyfile(pki.key, key)
+    srv = start(server, pki, cert=cert, key=key)
+    secret = key.read_text()
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: "reload refused" in srv.stderr_text(), timeout=10, what="refusal")
+    line = [l for l in srv.stderr_text().splitlines() if "reload refused" in l][0]
+    assert str(key) in line, line
+    assert "not a key" not in srv.stderr_text() and secret not in srv.stderr_text()
+    with tls_conn(srv, pki) as c:
+        assert peer_serial(c) == "03E9"
+        assert get(c, "/small.txt").status == 200
+
+
+def test_start_refuses_missing_or_mismatched_key(pki, tmp_path):
+    from conftest import run_herd
+    r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls"], extra=False)
+    assert r.returncode == 2 and "--tls-cert and --tls-key" in r.stderr, r.stderr
+    r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
+                  str(pki.cert), "--tls-key", str(pki.other_key)], extra=False)
+    assert r.returncode == 1 and "does not match" in r.stderr, r.stderr
+    r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
+                  str(tmp_path / "nope.pem"), "--tls-key", str(pki.key)], extra=False)
+    assert r.returncode == 1 and "nope.pem" in r.stderr, r.stderr
+    r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
+                  str(pki.cert), "--tls-key", str(pki.key), "--model", "iterative"], extra=False)
+    assert r.returncode == 2 and "not supported by --model iterative" in r.stderr, r.stderr
+    r = run_herd(["serve", str(tmp_path), "--tls-protocols", "SSLv3"], extra=False)
+    assert r.returncode == 2 and "SSLv3" in r.stderr, r.stderr
+
+
+def test_usr2_upgrade_keeps_tls_listener(upgradable, pki):
+    from test_upgrade import upgrade
+    srv, pidfile = upgradable("--workers", "2", *tls_args(pki), listen=("127.0.0.1:0 tls",))
+    with tls_conn(srv, pki) as c:
+        assert get(c, "/small.txt").status == 200
+    upgrade(srv, pidfile)
+    for _ in range(5):
+        with tls_conn(srv, pki) as c:
+            assert peer_serial(c) == "03E9"
+            assert get(c, "/small.txt", [("Connection", "close")]).status == 200
+
+
+def test_socket_activation_on_tls_listener(launched, pki):
+    sock = tcp_listener()
+    port = sock.getsockname()[1]
+    srv = launched([sock], "--listen", f"127.0.0.1:{port} tls", "--workers", "2",
+                   *tls_args(pki))
+    assert f"listening on http://127.0.0.1:{port}/ (TLS) (inherited)" in srv.stderr_text()
+    for _ in range(5):
+        with tls_conn(srv, pki) as c:
+            assert get(c, "/small.txt", [("Connection", "close")]).status == 200
+
+
+# ------------------------------------------------------------ bad input
+
+def settle_fds(srv, base):
+    wait_for(lambda: srv.tree_fd_count(sockets_only=True) <= base, timeout=5,
+             what=f"socket fds back to {base}")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_bad_input_is_closed_and_fds_come_back(server, pki, model):
+    srv = start(server, pki, "--header-timeout", "1s", model=model)
+    assert status(srv, pki)["tls"]["handshakes"] == 1
+    base = srv.tree_fd_count(sockets_only=True)
+    # plain HTTP: a plain-text 400 that says what to do
+    with srv.connect() as c:
+        c.send(build_request("GET", "/small.txt"))
+        r = c.read_response()
+        assert r.status == 400 and b"HTTPS" in r.body
+    # garbage instead of a ClientHello
+    with srv.connect() as c:
+        c.send(os.urandom(3000))
+        closed, _, _ = c.closed_within(5)
+        assert closed
+    # a record longer than TLS allows (2^14 + 2048): closed at its header
+    with srv.connect() as c:
+        c.send(b"\x16\x03\x01\x4a\x01" + b"\x00" * 1000)
+        closed, took, _ = c.closed_within(5)
+        assert closed and took < 1, took
+    # a stalled handshake: half a ClientHello, then nothing
+    with srv.connect() as c:
+        c.send(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+        closed, took, _ = c.closed_within(5)
+        assert closed and took < 4, took
+    # silent after connecting
+    with srv.connect() as c:
+        closed, took, _ = c.closed_within(5)
+        assert closed and took < 4, took
+    settle_fds(srv, base)
+    failed = status(srv, pki)["tls"]["failed"]
+    assert failed["plain_http"] == 1 and failed["protocol"] >= 2 and failed["timeout"] == 2, \
+        failed
+    assert srv.alive()
+
+
+def test_protocols_option_refuses_tls12(server, pki):
+    srv = start(server, pki, "--tls-protocols", "TLSv1.3")
+    with pytest.raises(ssl.SSLError):
+        tls_conn(srv, pki, ctx=client_ctx(pki, maxver=ssl.TLSVersion.TLSv1_2))
+    with tls_conn(srv, pki) as c:
+        assert c.sock.version() == "TLSv1.3"
+
+
+def test_client_renegotiation_is_refused(server, pki):
+    """TLS 1.2 renegotiation (s_client's R command) gets no new handshake."""
+    srv = start(server, pki)
+    p = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{srv.port}", "-tls1_2",
+                          "-CAfile", str(pki.ca), "-servername", "localhost"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(0.5)  # s_client reads its commands once connected
+        out, _ = p.communicate(b"R\n", timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = out.decode("utf-8", "replace")
+    assert "RENEGOTIATING" in text, text[-2000:]
+    assert "no renegotiation" in text.split("RENEGOTIATING", 1)[1], text[-2000:]
+    assert status(srv, pki)["tls"]["handshakes"] == 2  # s_client's first, and ours
+
+
+# ------------------------------------------------------------ testssl.sh
+
+@pytest.mark.slow
+def test_testssl_finds_nothing_high_or_critical(server, pki, tmp_path):
+    if shutil.which("testssl") is None:
+        pytest.skip("testssl.sh missing: apt-get install testssl.sh")
+    # testssl also rates the certificate: give it one a real site could
+    # have (a year long, with a CRL address; testssl does not fetch it)
+    cert, key = make_cert(pki.dir, pki.dir, "testssl", ["DNS:localhost"], 1004, days=365,
+                          ext_lines=["crlDistributionPoints=URI:http://localhost/ca.crl"])
+    srv = start(server, pki, cert=cert, key=key)
+    out = tmp_path / "testssl.json"
+    r = subprocess.run(["timeout", "600", "testssl", "--quiet", "--warnings", "off",
+                        "--color", "0", "--ip", "127.0.0.1", "--add-ca", str(pki.ca),
+                        "--jsonfile", str(out), f"localhost:{srv.port}"],
+                       capture_output=True, timeout=660)
+    assert out.exists(), r.stdout[-2000:] + r.stderr[-2000:]
+    findings = json.loads(out.read_text())
+    bad = [f for f in findings if f.get("severity") in ("HIGH", "CRITICAL")]
+    assert bad == [], bad
