@@ -4,12 +4,7 @@
 #include <string.h>
 
 #include "http/response.h"
-
-static int tchar(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c && strchr("!#$%&'*+-.^_`|~", c));
-}
+#include "http/token.h"
 
 static int is(const struct http_str *s, const char *lower)
 {
@@ -35,26 +30,12 @@ static int parse_status(const struct http_str *v, struct upstream_response *r)
     return 0;
 }
 
-static int parse_length(const struct http_str *v, int64_t *out)
-{
-    if (!v->len || v->len > 18)
-        return -1;
-    int64_t n = 0;
-    for (size_t i = 0; i < v->len; i++) {
-        if (v->p[i] < '0' || v->p[i] > '9')
-            return -1;
-        n = n * 10 + (v->p[i] - '0');
-    }
-    *out = n;
-    return 0;
-}
-
 /* One "Name: value" line p[0..eol) into r. */
 static int header_line(const char *p, const char *eol, struct upstream_response *r,
                        int *has_location)
 {
     const char *colon = p;
-    while (colon < eol && tchar((unsigned char)*colon))
+    while (colon < eol && http_tchar((unsigned char)*colon))
         colon++;
     if (colon == p || colon == eol || *colon != ':')
         return -1;
@@ -72,7 +53,7 @@ static int header_line(const char *p, const char *eol, struct upstream_response 
     if (is(&name, "transfer-encoding"))
         return 0;
     if (is(&name, "content-length")) {
-        if (r->content_length >= 0 || parse_length(&val, &r->content_length) < 0)
+        if (r->content_length >= 0 || http_parse_length(&val, &r->content_length) < 0)
             return -1;
     }
     if (is(&name, "location"))

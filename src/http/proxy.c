@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "http/path.h"
 #include "http/response.h"
+#include "http/token.h"
 
 int proxy_route_slash(const struct proxy_route *routes, int n, const char *path, size_t len)
 {
@@ -208,26 +209,6 @@ int proxy_may_retry(const struct http_request *req)
 
 /* ---- the upstream's response ---- */
 
-static int tchar(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static int parse_length(const struct http_str *v, int64_t *out)
-{
-    if (!v->len || v->len > 18)
-        return -1;
-    int64_t n = 0;
-    for (uint32_t i = 0; i < v->len; i++) {
-        if (v->p[i] < '0' || v->p[i] > '9')
-            return -1;
-        n = n * 10 + (v->p[i] - '0');
-    }
-    *out = n;
-    return 0;
-}
-
 static int has_token(const struct http_str *v, const char *word)
 {
     const char *p = v->p, *end = v->p + v->len;
@@ -280,7 +261,7 @@ int upstream_parse_response(const char *buf, size_t len, size_t max_head,
         if (eol == p)
             break; /* the empty line */
         const char *colon = p;
-        while (colon < eol && tchar((unsigned char)*colon))
+        while (colon < eol && http_tchar((unsigned char)*colon))
             colon++;
         if (colon == p || colon == eol || *colon != ':')
             return HTTP_PARSE_ERROR; /* also obs-fold and space before ':' */
@@ -301,7 +282,7 @@ int upstream_parse_response(const char *buf, size_t len, size_t max_head,
             /* a repeat must be the same bytes: "5" then "05" are two
              * framings to a stricter parser on the client's side */
             int64_t cl;
-            if (parse_length(&h->value, &cl) < 0 ||
+            if (http_parse_length(&h->value, &cl) < 0 ||
                 (cl_first && (cl_first->len != h->value.len ||
                               memcmp(cl_first->p, h->value.p, h->value.len) != 0)))
                 return HTTP_PARSE_ERROR;
