@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 head -c 64 /dev/zero | tr '\0' 'x' > "$TMP/small.html"
 head -c 32768 /dev/urandom > "$TMP/f32k.bin"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/lib.sh" # free_port, tree_ticks
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TCK=$(getconf CLK_TCK)
 PERF=

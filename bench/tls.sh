@@ -27,26 +27,8 @@ trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk not installed" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx not installed" >&2; exit 1; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/lib.sh" # free_port, tree_ticks
 
-# CPU ticks (utime + stime) of a process and its descendants.
-tree_ticks() {
-    python3 - "$1" <<'EOF'
-import os, sys
-root = int(sys.argv[1]); par = {}; ticks = {}
-for d in os.listdir("/proc"):
-    if not d.isdigit(): continue
-    try: st = open(f"/proc/{d}/stat").read()
-    except OSError: continue
-    f = st[st.rfind(")") + 2:].split()
-    par[int(d)] = int(f[1]); ticks[int(d)] = int(f[11]) + int(f[12])
-todo, tot = [root], 0
-while todo:
-    p = todo.pop(); tot += ticks.get(p, 0)
-    todo += [c for c, pp in par.items() if pp == p]
-print(tot)
-EOF
-}
 
 wait_https() {
     for _ in $(seq 100); do
