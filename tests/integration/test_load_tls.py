@@ -44,7 +44,9 @@ def test_keepalive_over_tls(server, pki, tmp_path, host):
                      https(srv, host=host))
     assert sum(j["errors"].values()) == 0, (j["errors"], r.stderr)
     assert j["requests"] > 50, r.stdout
-    assert j["connects"] == 4, j  # one handshake per connection, then keep-alive
+    # one handshake per connection, then keep-alive (herd serve closes a
+    # connection after --keepalive-requests, 10000)
+    assert j["connects"] <= 4 + j["requests"] // 10000, j
     assert "Requests/sec:" in r.stdout
 
 
