@@ -100,3 +100,17 @@ def test_tls_flags_usage(server, pki, tmp_path):
     r = herd_load("-d", "100ms", "--cacert", tmp_path / "missing.pem", https(srv))
     assert r.returncode == 1 and "cannot load CA certificates" in one_line_error(r), r
     no_figures(r)
+
+
+def test_large_file_and_pipelining_over_tls(server, site, pki, tmp_path):
+    """Responses span many TLS records, and records carry several responses."""
+    srv = start(server, pki)
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "1s", "--cacert", pki.ca,
+                     https(srv, "/big.bin"))
+    assert sum(j["errors"].values()) == 0, (j["errors"], r.stderr)
+    assert j["requests"] >= 2
+    assert j["transfer_bytes"] >= j["requests"] * site.big_size
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "500ms", "--pipeline", 8, "--cacert",
+                     pki.ca, https(srv))
+    assert sum(j["errors"].values()) == 0, (j["errors"], r.stderr)
+    assert j["requests"] > 100
