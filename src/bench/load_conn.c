@@ -107,7 +107,8 @@ static int handshake(struct load_thread *t, struct lconn *c)
 static void connected(struct load_thread *t, struct lconn *c, int64_t now)
 {
     if (t->tls_ctx) {
-        c->ssl = load_tls_new(t->tls_ctx, c->fd, &t->cfg->target, t->tls_session);
+        c->ssl = load_tls_new(t->tls_ctx, c->fd, &t->cfg->target, t->tls_session,
+                             &c->tls_drained);
         if (!c->ssl) {
             lconn_fail(t, c, LERR_TLS, ENOMEM, "TLS client");
             return;
@@ -426,8 +427,8 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
             }
         }
         if (n > 0) {
-            /* TLS: a short read is one record, not a drained socket. */
-            if ((size_t)n == cap || drain || c->state == LC_CLOSING || c->ssl)
+            if ((size_t)n == cap || drain || c->state == LC_CLOSING ||
+                (c->ssl && load_tls_more(c->ssl, c->tls_drained)))
                 continue;
             break;
         }

@@ -45,6 +45,7 @@ struct lconn {
     int64_t heap_key;
     struct rate rate;
     SSL *ssl;               /* https only; NULL: plain send and recv */
+    unsigned char tls_drained; /* https: the last read from the socket was short */
 };
 
 struct load_stats {

@@ -59,7 +59,21 @@ void load_tls_ctx_free(SSL_CTX *ctx)
     SSL_CTX_free(ctx);
 }
 
-SSL *load_tls_new(SSL_CTX *ctx, int fd, const struct target *t, SSL_SESSION *session)
+/* After each read from the socket: was it short (so the socket was
+ * drained then)? */
+static long note_drained(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
+                         int ret, size_t *processed)
+{
+    (void)argp, (void)argi, (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        unsigned char *drained = (unsigned char *)BIO_get_callback_arg(b);
+        *drained = ret <= 0 || !processed || *processed < len;
+    }
+    return ret;
+}
+
+SSL *load_tls_new(SSL_CTX *ctx, int fd, const struct target *t, SSL_SESSION *session,
+                  unsigned char *drained)
 {
     SSL *ssl = SSL_new(ctx);
     if (!ssl)
@@ -75,6 +89,10 @@ SSL *load_tls_new(SSL_CTX *ctx, int fd, const struct target *t, SSL_SESSION *ses
         SSL_free(ssl);
         return NULL;
     }
+    *drained = 0;
+    BIO *rbio = SSL_get_rbio(ssl);
+    BIO_set_callback_arg(rbio, (char *)drained);
+    BIO_set_callback_ex(rbio, note_drained);
     if (session)
         SSL_set_session(ssl, session);
     SSL_set_connect_state(ssl);
@@ -116,6 +134,11 @@ int load_tls_handshake(SSL *ssl, char *why, size_t n)
 int load_tls_resumed(SSL *ssl)
 {
     return SSL_session_reused(ssl);
+}
+
+int load_tls_more(SSL *ssl, unsigned char drained)
+{
+    return !drained || SSL_has_pending(ssl);
 }
 
 /* errno for a failed SSL_read or SSL_write that returned rc. */

@@ -25,12 +25,20 @@ void load_tls_ctx_free(SSL_CTX *ctx);
 
 /* A client for the connected socket fd: SNI and the certificate check use
  * t->name (an IP address is checked as one, without SNI); session, when
- * not NULL, is offered for resumption. Returns NULL when out of memory. */
-SSL *load_tls_new(SSL_CTX *ctx, int fd, const struct target *t, SSL_SESSION *session);
+ * not NULL, is offered for resumption. *drained is kept up to date: 1 when
+ * the last read from the socket was short. Returns NULL when out of memory. */
+SSL *load_tls_new(SSL_CTX *ctx, int fd, const struct target *t, SSL_SESSION *session,
+                  unsigned char *drained);
 
 /* Advances the handshake. Returns 1 when done, 0 when it waits for the
  * socket, -1 on failure with the reason in why. */
 int load_tls_handshake(SSL *ssl, char *why, size_t n);
+
+/* After load_tls_recv returned data: whether more may be read without a
+ * new edge from epoll. A record is shorter than a read, so a short read
+ * does not say the socket is drained; the last read OpenSSL made from it
+ * (drained) and what OpenSSL holds still do. */
+int load_tls_more(SSL *ssl, unsigned char drained);
 
 /* Whether the handshake resumed an earlier session. */
 int load_tls_resumed(SSL *ssl);
