@@ -55,6 +55,10 @@ static void release_stash(struct load_thread *t, struct lconn *c)
  * for it still in this batch stale. */
 static void close_conn(struct load_thread *t, struct lconn *c)
 {
+    if (c->ssl) {
+        load_tls_free(c->ssl, &t->tls_session);
+        c->ssl = NULL;
+    }
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -73,14 +77,48 @@ static void close_conn(struct load_thread *t, struct lconn *c)
 
 static void pump(struct load_thread *t, struct lconn *c, int64_t now);
 
-static void connected(struct load_thread *t, struct lconn *c, int64_t now)
+/* Open for requests: connected, and for https past the handshake. */
+static void ready(struct load_thread *t, struct lconn *c, int64_t now)
 {
     c->state = LC_OPEN;
     c->deadline_ns = 0;
-    if (t->measuring)
+    if (t->measuring) {
         t->st.connects++;
+        if (c->ssl && load_tls_resumed(c->ssl))
+            t->st.tls_resumed++;
+    }
     load_resp_start(&c->rp, t->head_method);
     pump(t, c, now);
+}
+
+/* Returns 1 once the handshake is done; 0 while it waits for the socket
+ * or when it failed (then c is closed). */
+static int handshake(struct load_thread *t, struct lconn *c)
+{
+    char why[160];
+    int rc = load_tls_handshake(c->ssl, why, sizeof why);
+    if (rc < 0)
+        lconn_fail(t, c, LERR_TLS, 0, why);
+    return rc > 0;
+}
+
+/* TCP is connected: plain http is ready; https starts its handshake,
+ * within the same timeout as the connect. */
+static void connected(struct load_thread *t, struct lconn *c, int64_t now)
+{
+    if (t->tls_ctx) {
+        c->ssl = load_tls_new(t->tls_ctx, c->fd, &t->cfg->target, t->tls_session,
+                             &c->tls_drained);
+        if (!c->ssl) {
+            lconn_fail(t, c, LERR_TLS, ENOMEM, "TLS client");
+            return;
+        }
+        c->state = LC_HANDSHAKE;
+        c->deadline_ns = c->connect_ns + t->timeout_ns;
+        if (!handshake(t, c))
+            return;
+    }
+    ready(t, c, now);
 }
 
 static void open_conn(struct load_thread *t, struct lconn *c, int64_t now)
@@ -133,7 +171,9 @@ void lconn_fail(struct load_thread *t, struct lconn *c, enum load_err kind, int 
     note(t, kind, errnum, what);
     int64_t now = load_now_ns();
     close_conn(t, c);
-    restart(t, c, now, kind == LERR_CONNECT ? RETRY_NS : 0);
+    if (kind == LERR_TLS) /* the next handshake starts afresh */
+        load_tls_session_free(&t->tls_session);
+    restart(t, c, now, kind == LERR_CONNECT || kind == LERR_TLS ? RETRY_NS : 0);
 }
 
 /* Writes the rest of the current batch. Returns 0, or -1 when the
@@ -141,7 +181,9 @@ void lconn_fail(struct load_thread *t, struct lconn *c, enum load_err kind, int 
 static int flush(struct load_thread *t, struct lconn *c)
 {
     while (c->wr_off < c->wr_len) {
-        ssize_t n = send(c->fd, t->reqs->buf + c->wr_off, c->wr_len - c->wr_off, MSG_NOSIGNAL);
+        const char *p = t->reqs->buf + c->wr_off;
+        size_t len = c->wr_len - c->wr_off;
+        ssize_t n = c->ssl ? load_tls_send(c->ssl, p, len) : send(c->fd, p, len, MSG_NOSIGNAL);
         if (n > 0) {
             c->wr_off += (uint32_t)n;
             continue;
@@ -150,7 +192,10 @@ static int flush(struct load_thread *t, struct lconn *c)
             continue;
         if (n < 0 && errno == EAGAIN)
             return 0; /* EPOLLOUT (edge) resumes it */
-        lconn_fail(t, c, LERR_WRITE, n < 0 ? errno : EPIPE, "send");
+        if (n < 0 && errno == EPROTO && c->ssl)
+            lconn_fail(t, c, LERR_TLS, 0, "TLS error while sending");
+        else
+            lconn_fail(t, c, LERR_WRITE, n < 0 ? errno : EPIPE, "send");
         return -1;
     }
     c->wr_off = c->wr_len = 0;
@@ -368,7 +413,7 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
         } else {
             char *buf = c->stash ? c->stash + c->stash_len : t->rbuf;
             cap = c->stash ? RESP_MAX_HEAD - c->stash_len : t->rbuf_size;
-            n = recv(c->fd, buf, cap, 0);
+            n = c->ssl ? load_tls_recv(c->ssl, buf, cap) : recv(c->fd, buf, cap, 0);
             if (n > 0) {
                 if (t->measuring)
                     t->st.bytes += (uint64_t)n;
@@ -382,7 +427,8 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
             }
         }
         if (n > 0) {
-            if ((size_t)n == cap || drain || c->state == LC_CLOSING)
+            if ((size_t)n == cap || drain || c->state == LC_CLOSING ||
+                (c->ssl && load_tls_more(c->ssl, c->tls_drained)))
                 continue;
             break;
         }
@@ -399,6 +445,8 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
              * for it (some servers linger until the client closes). */
             close_conn(t, c);
             restart(t, c, load_now_ns(), 0);
+        } else if (errno == EPROTO && c->ssl) {
+            lconn_fail(t, c, LERR_TLS, 0, "TLS error while receiving");
         } else if (c->reused && c->outstanding && c->rp.state == RESP_HEAD && !c->stash_len) {
             lconn_fail(t, c, LERR_CLOSED_REUSED, errno, "recv on a reused keep-alive connection");
         } else {
@@ -406,7 +454,7 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
         }
         return;
     }
-    if (c->state == LC_OPEN)
+    if (c->state == LC_OPEN && !c->ssl)
         set_lowat(c);
 }
 
@@ -435,8 +483,9 @@ void lconn_start(struct load_thread *t, struct lconn *c, int64_t now, int adopt_
         lconn_fail(t, c, LERR_CONNECT, -rc, "epoll_ctl");
         return;
     }
-    if (t->cfg->rate > 0 && !t->cfg->keepalive && rate_next(&c->rate) > now) {
-        /* Connection per request: this one waits for its due time. */
+    if (t->cfg->rate > 0 && !t->cfg->keepalive && rate_next(&c->rate) > now && !t->tls_ctx) {
+        /* Connection per request: this one waits for its due time (an
+         * https one handshakes now, and its request waits in pump). */
         c->state = LC_OPEN;
         load_resp_start(&c->rp, t->head_method);
         load_heap_push(t, c, rate_next(&c->rate));
@@ -461,6 +510,11 @@ void lconn_event(struct load_thread *t, struct lconn *c, uint32_t events)
         connected(t, c, load_now_ns());
         return;
     }
+    if (c->state == LC_HANDSHAKE) {
+        if (handshake(t, c))
+            ready(t, c, load_now_ns());
+        return;
+    }
     if (c->state == LC_IDLE)
         return;
     if ((events & EPOLLOUT) && c->wr_len && flush(t, c) < 0)
@@ -481,6 +535,10 @@ void lconn_tick(struct load_thread *t, struct lconn *c, int64_t now)
     case LC_CONNECTING:
         if (now >= c->deadline_ns)
             lconn_fail(t, c, LERR_CONNECT, ETIMEDOUT, "connect");
+        break;
+    case LC_HANDSHAKE:
+        if (now >= c->deadline_ns)
+            lconn_fail(t, c, LERR_TLS, ETIMEDOUT, "handshake");
         break;
     case LC_OPEN:
         if (c->outstanding && c->deadline_ns && now >= c->deadline_ns)

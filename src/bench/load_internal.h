@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bench/load_reqs.h"
+#include "bench/load_tls.h"
 #include "bench/load_run.h"
 #include "bench/rate.h"
 #include "bench/load_resp.h"
@@ -18,6 +19,7 @@
 enum lconn_state {
     LC_IDLE,        /* no socket: waiting to connect (retry_ns, or the rate schedule) */
     LC_CONNECTING,
+    LC_HANDSHAKE,   /* https: connected, the TLS handshake under way */
     LC_OPEN,
     LC_CLOSING,     /* the last response said close: waiting for the server's FIN */
 };
@@ -42,10 +44,12 @@ struct lconn {
     int32_t heap_pos;       /* in the thread's rate heap, or -1 */
     int64_t heap_key;
     struct rate rate;
+    SSL *ssl;               /* https only; NULL: plain send and recv */
+    unsigned char tls_drained; /* https: the last read from the socket was short */
 };
 
 struct load_stats {
-    uint64_t requests, bytes, connects;
+    uint64_t requests, bytes, connects, tls_resumed;
     uint64_t errors[LOAD_NERR];
     char why[LOAD_NERR][160];
     struct hdr *latency;
@@ -62,6 +66,8 @@ struct load_thread {
     const struct load_reqs *reqs; /* what is sent, in turn (bench/load_reqs.h) */
     uint32_t next_req;      /* this thread's next request in reqs */
     int head_method;
+    SSL_CTX *tls_ctx;       /* https: shared by all threads; NULL for http */
+    SSL_SESSION *tls_session; /* offered on connect: the last resumable one a connection had */
     int tcp;                /* MSG_TRUNC discards TCP data; unix sockets do not support it */
     char *rbuf;
     size_t rbuf_size;

@@ -17,7 +17,7 @@ static const struct {
 
 static const char *const err_words[LOAD_NERR] = {
     "connect", "read", "write", "timeout", "bad response", "status >= 400",
-    "closed before the response on a reused connection",
+    "closed before the response on a reused connection", "tls",
 };
 
 int load_failure(const struct load_result *r, char *msg, size_t n)
@@ -123,6 +123,8 @@ void load_print_text(FILE *f, const struct load_result *r, int distribution)
             r->duration_s, fmt_bytes((double)r->bytes, a, sizeof a));
     if (!r->keepalive || r->connects > r->conns)
         fprintf(f, ", %llu connections", (unsigned long long)r->connects);
+    if (r->tls_resumed)
+        fprintf(f, ", %llu TLS sessions resumed", (unsigned long long)r->tls_resumed);
     fputc('\n', f);
     uint64_t errs = 0;
     for (int k = 0; k < LOAD_NERR; k++)
@@ -166,14 +168,14 @@ int load_write_json(const char *path, const struct load_result *r, char *err, si
                "  \"keepalive\": %s,\n  \"rate\": %.17g,\n"
                "  \"duration_s\": %.6f,\n  \"requests\": %llu,\n  \"requests_per_sec\": %.2f,\n"
                "  \"transfer_bytes\": %llu,\n  \"transfer_bytes_per_sec\": %.2f,\n"
-               "  \"connects\": %llu,\n  \"interrupted\": %s,\n"
+               "  \"connects\": %llu,\n  \"tls_resumed\": %llu,\n  \"interrupted\": %s,\n"
                "  \"rate_missed\": %s,\n  \"rate_shortfall_pct\": %.2f,\n"
                "  \"thread_req_per_sec\": {\"mean\": %.2f, \"stdev\": %.2f, \"max\": %.2f, "
                "\"within_stdev_pct\": %.2f, \"samples\": %llu},\n  \"latency_us\": {",
             r->runs, r->threads, r->conns, r->keepalive ? "true" : "false", r->rate,
             r->duration_s, (unsigned long long)r->requests, r->requests_per_sec,
             (unsigned long long)r->bytes, r->bytes_per_sec, (unsigned long long)r->connects,
-            r->interrupted ? "true" : "false",
+            (unsigned long long)r->tls_resumed, r->interrupted ? "true" : "false",
             load_rate_shortfall(r) > LOAD_RATE_TOLERANCE_PCT ? "true" : "false",
             load_rate_shortfall(r), r->thread_rps.mean, r->thread_rps.stdev, r->thread_rps.max,
             r->thread_rps.within_pct, (unsigned long long)r->thread_rps.nsamples);
@@ -254,7 +256,7 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         return -1;
     }
     int rc = -1;
-    uint64_t requests, bytes, connects = 0, runs = 1, threads = 0, conns = 0;
+    uint64_t requests, bytes, connects = 0, resumed = 0, runs = 1, threads = 0, conns = 0;
     double duration, rps, bps, rate = 0;
     const struct json *errs = json_get(root, "errors");
     const struct json *hist = json_get(root, "histogram");
@@ -266,9 +268,10 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         snprintf(err, errlen, "%s: not a herd load result (--json)", path);
         goto out;
     }
-    uint64_t e[LOAD_NERR] = {0}; /* closed_reused: absent in older files */
+    uint64_t e[LOAD_NERR] = {0}; /* closed_reused, tls: absent in older files */
     for (int k = 0; k < LOAD_NERR; k++)
-        if (json_get_u64(errs, load_err_names[k], &e[k]) && k != LERR_CLOSED_REUSED) {
+        if (json_get_u64(errs, load_err_names[k], &e[k]) && k != LERR_CLOSED_REUSED &&
+            k != LERR_TLS) {
             snprintf(err, errlen, "%s: errors.%s is missing", path, load_err_names[k]);
             goto out;
         }
@@ -277,6 +280,7 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         goto out;
     }
     json_get_u64(root, "connects", &connects);
+    json_get_u64(root, "tls_resumed", &resumed);
     json_get_u64(root, "runs", &runs);
     json_get_u64(root, "threads", &threads);
     json_get_u64(root, "connections", &conns);
@@ -298,6 +302,7 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
     r->requests += requests;
     r->bytes += bytes;
     r->connects += connects;
+    r->tls_resumed += resumed;
     r->requests_per_sec += rps;
     r->bytes_per_sec += bps;
     if (duration > r->duration_s)

@@ -31,7 +31,7 @@
 #define SPIN_NS 100000
 
 const char *const load_err_names[LOAD_NERR] = {
-    "connect", "read", "write", "timeout", "bad_response", "status", "closed_reused",
+    "connect", "read", "write", "timeout", "bad_response", "status", "closed_reused", "tls",
 };
 
 /* ---- the open-loop heap: connections by the due time of their next request */
@@ -281,9 +281,13 @@ static void free_thread(struct load_thread *t)
 {
     if (t->conns)
         for (uint32_t i = 0; i < t->nconns; i++)
-            if (t->conns[i].fd >= 0)
+            if (t->conns[i].fd >= 0) {
+                if (t->conns[i].ssl)
+                    load_tls_free(t->conns[i].ssl, NULL);
                 close(t->conns[i].fd);
+            }
     loop_close(&t->loop);
+    load_tls_session_free(&t->tls_session);
     free(t->conns);
     free(t->starts);
     free(t->heap);
@@ -331,9 +335,13 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
     memset(res, 0, sizeof *res);
     if (raise_fd_limit((uint64_t)cfg->conns + 32, err, errlen) < 0)
         return -1;
+    SSL_CTX *tls = NULL;
+    if (cfg->target.tls && !(tls = load_tls_ctx_new(cfg->cacert, cfg->insecure, err, errlen)))
+        return -1;
     struct load_reqs reqs;
     if (load_reqs_build(cfg, &reqs) < 0) {
         snprintf(err, errlen, "out of memory for the requests");
+        load_tls_ctx_free(tls);
         return -1;
     }
     /* Fail now, with the reason, rather than count connect errors for the
@@ -342,6 +350,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
     if (pre < 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", cfg->target.addr, strerror(-pre));
         load_reqs_free(&reqs);
+        load_tls_ctx_free(tls);
         return -1;
     }
 
@@ -352,6 +361,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         snprintf(err, errlen, "out of memory");
         close(pre);
         load_reqs_free(&reqs);
+        load_tls_ctx_free(tls);
         return -1;
     }
     int64_t start = load_now_ns();
@@ -364,7 +374,9 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         t->preflight_fd = i == 0 ? pre : -1;
         t->reqs = &reqs;
         t->head_method = !cfg->script && !strcmp(cfg->method, "HEAD");
-        t->tcp = cfg->target.family != AF_UNIX;
+        t->tls_ctx = tls;
+        /* MSG_TRUNC would drop TLS records undecrypted */
+        t->tcp = cfg->target.family != AF_UNIX && !tls;
         t->timeout_ns = cfg->timeout_ms * 1000000;
         t->start_ns = start;
         t->measure_ns = start + cfg->warmup_ms * 1000000;
@@ -432,6 +444,7 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         res->requests += t->st.requests;
         res->bytes += t->st.bytes;
         res->connects += t->st.connects;
+        res->tls_resumed += t->st.tls_resumed;
         for (int k = 0; k < LOAD_NERR; k++) {
             res->errors[k] += t->st.errors[k];
             if (!res->why[k][0])
@@ -459,6 +472,7 @@ out:
         close(pre);
     free(th);
     load_reqs_free(&reqs);
+    load_tls_ctx_free(tls);
     return rc;
 }
 

@@ -26,11 +26,12 @@ enum load_err {
      * answered before, without a byte of the response to a request sent on
      * it: the reload race of issue 13. herd load never resends it. */
     LERR_CLOSED_REUSED,
+    LERR_TLS,           /* https: the TLS handshake failed (certificate, protocol) or a TLS error later */
     LOAD_NERR
 };
 
 /* JSON keys and report words: "connect", "read", ..., "bad_response", "status",
- * "closed_reused". */
+ * "closed_reused", "tls". */
 extern const char *const load_err_names[LOAD_NERR];
 
 #define LOAD_MAX_HEADERS 64
@@ -42,6 +43,8 @@ struct load_config {
     int64_t duration_ms, warmup_ms, timeout_ms;
     double rate;              /* requests/s over all connections; 0 = closed loop */
     int keepalive;
+    const char *cacert;       /* https: verify the server against this CA file; NULL: the system's */
+    int insecure;             /* https: no certificate verification */
     const char *method;       /* GET, or POST with a body */
     const char *headers[LOAD_MAX_HEADERS]; /* "Name: value" */
     int nheaders;
@@ -64,6 +67,7 @@ struct load_result {
     uint64_t requests;              /* complete responses of any status */
     uint64_t bytes;                 /* bytes received */
     uint64_t connects;              /* connections established */
+    uint64_t tls_resumed;           /* https: of those, how many resumed a TLS session */
     double requests_per_sec, bytes_per_sec; /* summed when merging concurrent runs */
     uint64_t errors[LOAD_NERR];
     char why[LOAD_NERR][160];       /* the first error of each kind, in words */

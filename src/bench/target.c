@@ -121,20 +121,17 @@ int target_parse_url(const char *url, struct target *t, char *err, size_t errlen
             return -1;
         path = sep ? sep + 1 : "/";
     } else {
-        if (!strncmp(url, "https://", 8)) {
-            snprintf(err, errlen, "https is not supported: '%s'", url);
+        t->tls = !strncmp(url, "https://", 8);
+        if (!t->tls && strncmp(url, "http://", 7)) {
+            snprintf(err, errlen, "bad URL '%s' (want http[s]://HOST[:PORT]/PATH or unix:/SOCKET[:/PATH])", url);
             return -1;
         }
-        if (strncmp(url, "http://", 7)) {
-            snprintf(err, errlen, "bad URL '%s' (want http://HOST[:PORT]/PATH or unix:/SOCKET[:/PATH])", url);
-            return -1;
-        }
-        const char *auth = url + 7;
+        const char *auth = url + (t->tls ? 8 : 7);
         const char *slash = strchr(auth, '/');
         size_t alen = slash ? (size_t)(slash - auth) : strlen(auth);
         const char *host;
         size_t hlen;
-        unsigned short port = 80;
+        unsigned short port = t->tls ? 443 : 80;
         if (memchr(auth, '@', alen) || split_host_port(auth, alen, &host, &hlen, &port) < 0 || !hlen) {
             snprintf(err, errlen, "bad host or port in URL '%s'", url);
             return -1;
@@ -145,6 +142,10 @@ int target_parse_url(const char *url, struct target *t, char *err, size_t errlen
         }
         memcpy(t->host, auth, alen);
         t->host[alen] = '\0';
+        if (hlen < sizeof t->name) {
+            memcpy(t->name, host, hlen);
+            t->name[hlen] = '\0';
+        }
         int rc = resolve(t, host, hlen, port, err, errlen);
         if (rc < 0)
             return rc;

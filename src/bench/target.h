@@ -1,4 +1,5 @@
-/* Where a benchmark connects: "http://HOST[:PORT][/PATH]" and
+/* Where a benchmark connects: "http://HOST[:PORT][/PATH]",
+ * "https://HOST[:PORT][/PATH]" and
  * "unix:/SOCKET[:/PATH]" for herd load, "HOST[:PORT]", "[V6]:PORT" and
  * "unix:/SOCKET" for herd lat. Names are resolved once, here, before any
  * timing starts. */
@@ -17,6 +18,8 @@ struct target {
     char host[300];                 /* the Host header: "name[:port]" or "localhost" */
     char path[TARGET_PATH_MAX];     /* request target, starts with '/' */
     char addr[160];                 /* the resolved address, for messages */
+    int tls;                        /* https: */
+    char name[256];                 /* https: the host without port, for SNI and the certificate check */
 };
 
 /* Parse errors return -1 (a usage error: exit 2); a name that does not

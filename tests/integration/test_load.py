@@ -227,7 +227,7 @@ def test_load_herd_serve_reports_and_json(server, tmp_path):
     assert 0 < lat["p50"] <= lat["p75"] <= lat["p90"] <= lat["p99"] <= lat["p999"] \
         <= lat["p9999"] <= lat["max"]
     assert set(j["errors"]) == {"connect", "read", "write", "timeout", "bad_response", "status",
-                                "closed_reused"}
+                                "closed_reused", "tls"}
     assert sum(j["errors"].values()) == 0, j["errors"]
     assert j["histogram"]["count"] == j["requests"]
     body_len = (s.docroot / "index.html").stat().st_size
@@ -494,7 +494,9 @@ def test_server_dies_mid_run(tmp_path):
 
 @pytest.mark.parametrize("args", [
     ["ftp://127.0.0.1/"],
-    ["https://127.0.0.1/"],
+    ["https://127.0.0.1:99999/"],
+    ["--cacert", "ca.pem", "http://127.0.0.1:1/"],
+    ["--insecure", "--cacert", "ca.pem", "https://127.0.0.1:1/"],
     ["http://127.0.0.1:99999/"],
     ["-c", "0", "http://127.0.0.1:1/"],
     ["-c", "2", "-t", "4", "http://127.0.0.1:1/"],
