@@ -456,7 +456,7 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         if (served || c->queue != Q_HEADER)
             arm(ev, c, Q_HEADER);
     } else if (ev->stopping && ev->handing_over && !c->drain && c->st.nreq) {
-        if (conn_hand_over(ev, c) == 0)
+        if (ev->hooks.hand_over(ev, c) == 0)
             return SETTLED_DONE;
         /* its next request is answered with close; a TLS connection never
          * moves (conn_hand_over), so it does not try again */

@@ -378,7 +378,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     ev->hooks = (struct conn_hooks){.slot_freed = slot_freed, .proxy_start = proxy_start,
                                     .proxy_kick = proxy_kick,
                                     .proxy_client_event = proxy_client_event,
-                                    .proxy_abort = proxy_abort};
+                                    .proxy_abort = proxy_abort,
+                                    .hand_over = conn_hand_over};
     ev->step = (struct step_ctx){.cfg = cfg, .http = &ev->http, .slot = ev->slot,
                                  .alog = ev->alog, .route = ev->proxy ? route_of : NULL,
                                  .route_arg = ev};

@@ -81,6 +81,9 @@ struct conn_hooks {
     void (*proxy_kick)(struct evloop *ev, struct conn *c);
     void (*proxy_client_event)(struct evloop *ev, struct conn *c, uint32_t events);
     void (*proxy_abort)(struct evloop *ev, struct conn *c);
+    /* a reload: pass an idle connection to the next generation
+     * (conn_hand_over in conn_handover.c, which calls back into conn.c) */
+    int (*hand_over)(struct evloop *ev, struct conn *c);
 };
 
 struct evloop {
