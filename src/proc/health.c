@@ -128,12 +128,14 @@ static const char *judge_status(const struct check *c)
     return p[9] == '2' || p[9] == '3' ? NULL : "status not 2xx or 3xx";
 }
 
-/* The request, for check c into buf; its length. */
+/* The request, for check c into buf; its length. Host is the server's
+ * address ("localhost" for a unix socket: a path is no valid Host). */
 static size_t request(const struct check *c, char *buf, size_t cap)
 {
+    const struct listen_addr *a = &c->g->servers[c->server];
     int n = snprintf(buf, cap, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: herd-health\r\n"
                      "Connection: close\r\n\r\n", c->g->health_path,
-                     c->g->servers[c->server].text);
+                     a->family == AF_UNIX ? "localhost" : a->text);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
@@ -195,6 +197,14 @@ static void start(struct health *h, struct check *c, int i)
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     int rc = connect(c->fd, (const struct sockaddr *)&a->ss, a->len);
+    if (rc < 0 && errno == EAGAIN) {
+        /* a unix socket whose listen queue is full: busy, not down (as
+         * the workers judge it); the verdict stays, the next check comes */
+        close(c->fd);
+        c->fd = -1;
+        c->next_at = c->deadline;
+        return;
+    }
     if (rc < 0 && errno != EINPROGRESS) {
         verdict(h, c, strerror(errno));
         return;

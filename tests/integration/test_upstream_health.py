@@ -142,3 +142,16 @@ def test_reload_restarts_the_checks_from_the_new_config(server, pair, tmp_path):
     n = b.paths().count("/health")
     time.sleep(0.6)
     assert b.paths().count("/health") == n, "a check after the reload removed them"
+
+
+def test_unix_socket_server_is_checked_with_a_valid_host(server, tmp_path):
+    u = Backend(f"unix:{tmp_path}/u.sock", "u")
+    try:
+        srv = server("--workers", "1", "--upstream", f"g={u.address}", "--proxy", "/app/=g",
+                     "--status-path", "/st", "--upstream-health", "g=/health,200ms")
+        wait_for(lambda: health_of(srv) == {u.address: "up"}, timeout=3, what="u up")
+        check = next(r for r in u.requests if r["path"] == "/health")
+        assert check["method"] == "GET"
+        assert ["Host", "localhost"] in [list(h) for h in check["headers"]], check["headers"]
+    finally:
+        u.close()
