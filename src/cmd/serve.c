@@ -255,6 +255,8 @@ static int serve_single(struct serve_config *cfg)
     }
     if (cfg->access_log[0])
         log_msg(LOG_WARN, "--access-log needs the master (not --model single): ignored");
+    if (cfg->nhealth)
+        log_msg(LOG_WARN, "--upstream-health needs the master (not --model single): ignored");
     log_msg(LOG_NOTICE, "serving %s (single process)", cfg->docroot);
     /* A scoreboard of one, so the status page works here too. */
     struct scoreboard *sb = sb_create(1);

@@ -21,6 +21,8 @@
 #include "http/path.h"
 #include "http/proxy.h"
 #include "models/upstream_internal.h"
+#include "proc/health.h"
+#include "proc/scoreboard.h"
 
 
 /* ---- set-up ---- */
@@ -172,10 +174,18 @@ struct up_server *server_of(struct proxy *px, const struct xfer *x)
     return &px->groups[x->group].servers[x->server];
 }
 
+/* Did the master's health check (proc/health.h) find srv down? */
+static int health_down(const struct proxy *px, const struct up_server *srv)
+{
+    return px->sb && srv->index < SB_UPSTREAMS &&
+           SB_GET(px->sb->upstream_health[srv->index]) == HEALTH_DOWN;
+}
+
 /* Round-robin, or the fewest active exchanges (ties rotate). A server
  * marked down is skipped until its fail timeout passes; in a group of one
- * it is always tried, as in nginx. */
-static int pick_server(struct proxy *px, int group)
+ * it is always tried, as in nginx. With use_health, so is a server whose
+ * health check failed. */
+static int pick_among(struct proxy *px, int group, int use_health)
 {
     struct up_group *g = &px->groups[group];
     int n = g->cfg->nservers, best = -1;
@@ -183,7 +193,7 @@ static int pick_server(struct proxy *px, int group)
     for (int i = 0; i < n; i++) {
         int k = (int)((g->next + (uint32_t)i) % (uint32_t)n);
         struct up_server *s = &g->servers[k];
-        if (n > 1 && s->down_until > now)
+        if (n > 1 && (s->down_until > now || (use_health && health_down(px, s))))
             continue;
         if (!px->least) {
             best = k;
@@ -195,6 +205,15 @@ static int pick_server(struct proxy *px, int group)
     if (best >= 0)
         g->next = px->least ? g->next + 1 : (uint32_t)best + 1;
     return best;
+}
+
+/* Healthy servers first; when every one failed its health check, they are
+ * tried anyway (as nginx does when all are down): a check path that broke
+ * while the application still answers must not turn all traffic into 502. */
+static int pick_server(struct proxy *px, int group)
+{
+    int s = pick_among(px, group, 1);
+    return s >= 0 ? s : pick_among(px, group, 0);
 }
 
 void mark_down(struct proxy *px, struct xfer *x, const char *why)

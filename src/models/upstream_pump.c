@@ -120,23 +120,40 @@ static int client_left(struct proxy *px, struct xfer *x)
     return client_gone(px, x);
 }
 
+/* The upstream failed (error, early close, timeout) before a byte of an
+ * answer: may the request go again? Only an idempotent one (the server
+ * may have acted on it and died: a POST must not run twice) whose bytes
+ * ubuf still holds from the start (a body streamed on past it cannot be
+ * sent twice). A pooled connection that closed unanswered is no fault of
+ * its server (it closed the idle connection as we sent): a fresh
+ * connection follows, not counted as a try. A fresh one that closed, or
+ * any that timed out, counts against the group's size (up_connect) and a
+ * close marks the server down (the caller marked a read timeout). */
+static int retry_elsewhere(struct proxy *px, struct xfer *x, int timeout)
+{
+    if (x->got_bytes || x->udiscarded || !x->may_retry)
+        return -1;
+    if (x->reused && !timeout) {
+        up_release(px, x, 0);
+    } else {
+        if (!timeout)
+            mark_down(px, x, "closed before answering");
+        up_release(px, x, 0);
+        x->tries++;
+    }
+    x->uoff = 0;
+    return up_connect(px, x);
+}
+
 /* The upstream failed (error, early close, timeout). Before the response
- * head: retry on a fresh connection when a pooled one turned out dead
- * without a byte of an answer and the request is idempotent (the server
- * may have closed the idle connection as we sent, or may have acted on
- * the request and died: a POST must not run twice), else answer 502 (504
- * on timeout). After it: close the client. */
+ * head: retry when retry_elsewhere may, else answer 502 (504 on timeout).
+ * After it: close the client (a truncated response; never re-sent). */
 static int upstream_failed(struct proxy *px, struct xfer *x, int timeout)
 {
     if (x->head_done)
         return abort_client(px, x);
-    if (x->reused && !x->got_bytes && !x->udiscarded && !timeout && x->may_retry) {
-        /* the server closed an idle connection as we sent on it */
-        up_release(px, x, 0);
-        x->uoff = 0;
-        if (up_connect(px, x) == 0)
-            return 1;
-    }
+    if (retry_elsewhere(px, x, timeout) == 0)
+        return 1;
     respond_error(px, x, timeout ? 504 : 502);
     return 1;
 }

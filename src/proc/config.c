@@ -96,6 +96,10 @@ const char config_help[] =
     "  --upstream-balance rr|least  pick servers round-robin (default) or by fewest\n"
     "                           active requests\n"
     "  --upstream-fail-timeout DUR  a server that failed is skipped this long (10s)\n"
+    "  --upstream-health NAME=PATH,INTERVAL  the master sends GET PATH to each server\n"
+    "                           of group NAME every INTERVAL; a non-2xx/3xx answer,\n"
+    "                           no answer within INTERVAL or a failed connect marks\n"
+    "                           it down (skipped) until a check passes; repeatable\n"
     "  --upstream-keepalive N   idle upstream connections kept per worker and server\n"
     "                           (default 32; 0: close after each response)\n"
     "  --upstream-stall DUR     a request without an answer this long while its\n"
@@ -507,6 +511,63 @@ static int set_upstream_group(struct serve_config *cfg, const char *name, const 
     return set_upstream(cfg, v, err, errlen);
 }
 
+/* NAME=PATH,INTERVAL: PATH an origin-form target, INTERVAL a duration. The
+ * group is looked up in config_finish (it may be defined after). */
+static int set_upstream_health(struct serve_config *cfg, const char *name, const char *v,
+                               char *err, size_t errlen)
+{
+    const char *eq = strchr(v, '=');
+    const char *comma = eq ? strrchr(eq, ',') : NULL;
+    size_t plen = comma ? (size_t)(comma - eq - 1) : 0;
+    struct upstream_health h = {0};
+    int bad = !eq || !name_ok(v, (size_t)(eq - v)) || !comma || plen == 0 ||
+              plen >= sizeof h.path || eq[1] != '/';
+    for (size_t i = 0; !bad && i < plen; i++)
+        bad = (unsigned char)eq[1 + i] <= ' ' || eq[1 + i] == 0x7f;
+    if (bad) {
+        snprintf(err, errlen, "%s '%s': expected NAME=/PATH,INTERVAL (e.g. api=/health,5s)",
+                 name, v);
+        return -1;
+    }
+    if (duration(name, comma + 1, &h.interval_ms, err, errlen) < 0)
+        return -1;
+    memcpy(h.group, v, (size_t)(eq - v));
+    memcpy(h.path, eq + 1, plen);
+    int i = 0;
+    while (i < cfg->nhealth && strcmp(cfg->health[i].group, h.group))
+        i++; /* a group's later line wins */
+    if (i == CONFIG_MAX_UPSTREAMS) {
+        snprintf(err, errlen, "too many %s lines (at most %d)", name, CONFIG_MAX_UPSTREAMS);
+        return -1;
+    }
+    cfg->health[i] = h;
+    if (i == cfg->nhealth)
+        cfg->nhealth++;
+    return 0;
+}
+
+/* Each upstream-health line onto its group, which must exist and speak HTTP. */
+static int resolve_health(struct serve_config *cfg, char *err, size_t errlen)
+{
+    for (int i = 0; i < cfg->nhealth; i++) {
+        const struct upstream_health *h = &cfg->health[i];
+        int g = find_upstream(cfg, h->group);
+        if (g < 0) {
+            snprintf(err, errlen, "upstream-health %s: unknown upstream '%s' (define it "
+                     "with upstream)", h->group, h->group);
+            return -1;
+        }
+        if (cfg->upstreams[g].fastcgi) {
+            snprintf(err, errlen, "upstream-health %s: the group speaks FastCGI; health "
+                     "checks speak HTTP", h->group);
+            return -1;
+        }
+        memcpy(cfg->upstreams[g].health_path, h->path, sizeof h->path);
+        cfg->upstreams[g].health_interval_ms = h->interval_ms;
+    }
+    return 0;
+}
+
 static int set_proxy_route(struct serve_config *cfg, const char *name, const char *v,
                            char *err, size_t errlen)
 {
@@ -608,6 +669,7 @@ static const struct setting settings[] = {
     STRING("upgrade-binary", upgrade_binary),
     SETTER("upstream", set_upstream_group),
     SETTER("proxy", set_proxy_route),
+    SETTER("upstream-health", set_upstream_health),
     RR_LEAST("upstream-balance", upstream_least),
     DURATION("upstream-fail-timeout", upstream_fail_timeout_ms),
     DURATION("upstream-stall", upstream_stall_ms),
@@ -868,6 +930,8 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
                      cfg->route_upstream[i]);
             return -1;
         }
+    if (resolve_health(cfg, err, errlen) < 0)
+        return -1;
     if (config_has_tls(cfg)) {
         if (!cfg->tls.cert[0] || !cfg->tls.key[0]) {
             snprintf(err, errlen, "a TLS listener needs --tls-cert and --tls-key");

@@ -43,6 +43,18 @@ struct upstream_group {
     struct listen_addr servers[CONFIG_MAX_UPSTREAM_SERVERS]; /* unix:/path or host:port */
     int nservers;
     uint8_t fastcgi;            /* spoken to in FastCGI (a --fastcgi route names it) */
+    /* `upstream-health = NAME=PATH,INTERVAL`: the master sends GET PATH to
+     * each server every interval (proc/health.c); "" when off */
+    char health_path[256];
+    int64_t health_interval_ms;
+};
+
+/* An upstream-health line as given (its group may come later): resolved
+ * into the group's health_* fields by config_finish. */
+struct upstream_health {
+    char group[UPSTREAM_NAME_MAX];
+    char path[256];
+    int64_t interval_ms;
 };
 
 enum log_format { ACCESS_LOG_COMBINED, ACCESS_LOG_JSON };
@@ -88,6 +100,8 @@ struct serve_config {
     struct proxy_route routes[CONFIG_MAX_ROUTES];
     char route_upstream[CONFIG_MAX_ROUTES][UPSTREAM_NAME_MAX]; /* resolved in finish */
     int nroutes;
+    struct upstream_health health[CONFIG_MAX_UPSTREAMS];
+    int nhealth;
     uint8_t upstream_least;     /* least connections, else round-robin */
     uint32_t upstream_keepalive; /* idle connections kept per worker and server */
     int64_t upstream_fail_timeout_ms;

@@ -18,6 +18,7 @@
 #include "net/inherit.h"
 #include "proc/daemon.h"
 #include "proc/logger.h"
+#include "proc/health.h"
 #include "proc/master_internal.h"
 
 #define BACKOFF_MIN_MS 100
@@ -38,6 +39,8 @@ static void child_setup(struct master *m)
         close(m->up.fd);
     if (m->ready_fd >= 0)
         close(m->ready_fd);
+    health_close_in_child(m->health);
+    m->health = NULL;
 }
 
 static pid_t spawn_logger(struct master *m)
@@ -311,6 +314,9 @@ static int next_timeout(const struct master *m)
         next = m->settle_at;
     if (m->tls.rotate_at_ms && (next < 0 || m->tls.rotate_at_ms < next))
         next = m->tls.rotate_at_ms;
+    int64_t hc = m->stopping ? -1 : health_next(m->health);
+    if (hc >= 0 && (next < 0 || hc < next))
+        next = hc;
     if (next < 0)
         return -1;
     int64_t d = next - clock_now_ms();
@@ -420,6 +426,9 @@ static int reload(struct master *m)
             spawn_logger(m);
         }
     }
+    /* the checks follow the new groups (server indexes may have moved) */
+    health_destroy(m->health);
+    m->health = health_create(m->cfg, m->sb, &m->loop, TAG_HEALTH);
     m->gen++;
     SB_SET(m->sb->generation, m->gen);
     for (int i = 0; i < MAX_WORKERS; i++)
@@ -688,6 +697,7 @@ static int start_children(struct master *m)
     }
     if (m->model->layout == LAYOUT_DISPATCH)
         start_dispatch(m);
+    m->health = health_create(cfg, m->sb, &m->loop, TAG_HEALTH);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
     m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;
@@ -722,6 +732,8 @@ static void wait_events(struct master *m)
             master_handover_pred_event(m);
         } else if (ev[i].data.u64 == TAG_HANDOVER_SUCC) {
             master_handover_succ_event(m);
+        } else if (ev[i].data.u64 & TAG_HEALTH) {
+            health_event(m->health, (int)(ev[i].data.u64 & 0xffff), ev[i].events);
         } else if (ev[i].data.u64 & TAG_HANDOVER) {
             master_handover_event(m, (int)(ev[i].data.u64 & 0xffff));
         } else if (m->dispatch && !m->stopping) {
@@ -766,6 +778,8 @@ static int stopped(struct master *m)
 static void finish(struct master *m)
 {
     struct serve_config *cfg = m->cfg;
+    health_destroy(m->health);
+    m->health = NULL;
     loop_close(&m->loop);
     reload_answer_remove(cfg->pid_file, m->pid);
     pidfile_remove(cfg->pid_file);
@@ -801,6 +815,8 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     for (;;) {
         wait_events(m);
         tls_setup_tick(&m->tls, clock_now_ms());
+        if (!m->stopping)
+            health_tick(m->health);
         if (!m->stopping)
             run_respawns(m);
         master_upgrade_deadline(m);

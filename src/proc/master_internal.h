@@ -10,6 +10,7 @@
 
 #include "core/loop.h"
 #include "proc/dispatch.h"
+#include "proc/health.h"
 #include "proc/handover.h"
 #include "proc/listeners.h"
 #include "proc/master.h"
@@ -26,6 +27,7 @@
 #define TAG_HANDOVER (1ULL << 59) /* | slot: a worker's handover channel */
 #define TAG_HANDOVER_PRED (TAG_HANDOVER | 0x10000) /* from the master we upgraded */
 #define TAG_HANDOVER_SUCC (TAG_HANDOVER | 0x20000) /* to the master that upgraded us */
+#define TAG_HEALTH (1ULL << 58) /* | check: an upstream health check's socket */
 
 struct wproc {
     pid_t pid;          /* 0: slot unused; a threaded worker holds several slots */
@@ -79,6 +81,7 @@ struct master {
     struct reload_answer answer;
     size_t answer_len;
     struct tls_setup tls;   /* contexts the workers inherit, ticket keys */
+    struct health *health;  /* upstream health checks (proc/health.h), or NULL */
 };
 
 static inline int nslots(const struct master *m) { return (int)m->sb->nslots; }

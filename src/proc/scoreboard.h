@@ -66,6 +66,9 @@ struct scoreboard {
      * it gets no keep-alive pool in any worker. */
     uint32_t upstream_stalled[SB_UPSTREAMS];
     int64_t upstream_nopool_until[SB_UPSTREAMS];
+    /* Written by the master's health checks (proc/health.h: HEALTH_*),
+     * read by every worker's server choice. */
+    uint8_t upstream_health[SB_UPSTREAMS];
     struct sb_slot slots[];
 };
 

@@ -1,4 +1,5 @@
 #include "proc/status.h"
+#include "proc/health.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -73,10 +74,12 @@ static const char *state_name(uint32_t st)
     return st == SB_RUNNING ? "running" : st == SB_DRAINING ? "draining" : "exited";
 }
 
-/* "upstreams":[{"server":"GROUP ADDR","idle":N,"busy":N,"stalls":N},...]:
- * the keep-alive pools of the running workers, summed per server, and how
- * often a server was found serving one connection at a time (every slot's,
- * as the other counters). */
+/* "upstreams":[{"server":"GROUP ADDR","idle":N,"busy":N,"stalls":N,
+ * "health":"up|down|unchecked"},...]: the keep-alive pools of the running
+ * workers, summed per server, how often a server was found serving one
+ * connection at a time (every slot's, as the other counters), and the
+ * master's last health check verdict (unchecked: none configured, or the
+ * first still running). */
 static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
 {
     uint32_t n = SB_GET(sb->nupstreams);
@@ -99,8 +102,12 @@ static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
         for (char *p = name; *p; p++)
             if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
                 *p = '?';
-        bw_printf(w, "%s{\"server\":\"%s\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu}",
-                  u ? "," : "", name, idle, busy, stalls);
+        uint8_t hv = SB_GET(sb->upstream_health[u]);
+        const char *health = hv == HEALTH_UP ? "up" : hv == HEALTH_DOWN ? "down" : "unchecked";
+        bw_printf(w,
+                  "%s{\"server\":\"%s\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu,"
+                  "\"health\":\"%s\"}",
+                  u ? "," : "", name, idle, busy, stalls, health);
     }
     bw_printf(w, "]");
 }

@@ -17,6 +17,7 @@ path:
   /chunkext         a chunked body with chunk extensions and trailers
   /chunkbig?n=N     N pattern bytes in chunks of many sizes, each with an
                     extension, then a trailer
+  /health           status .health (200 at start; a test sets 503 to fail it)
   anything else: echo as JSON
 
 Also runnable as a process (for the test that SIGKILLs it):
@@ -91,6 +92,7 @@ class Backend:
         self.conns = 0
         self.requests = []
         self.dropped = []
+        self.health = 200
         self.socks = []
         self.closed = False
         if addr.startswith("unix:"):
@@ -217,6 +219,9 @@ class Backend:
         path = req["path"]
         q = parse_qs(urlsplit(req["target"]).query)
         head_only = req["method"] == "HEAD"
+        if path == "/health":
+            s.sendall(b"HTTP/1.1 %d Health\r\nContent-Length: 0\r\n\r\n" % self.health)
+            return True
         if path.endswith("/slow"):
             time.sleep(float(q.get("s", ["3"])[0]))
         if path.endswith("/malformed"):

@@ -530,6 +530,125 @@ def test_down_server_skipped_then_retried(server, backends, tmp_path):
         later.close()
 
 
+class RudeBackend:
+    """A TCP backend that reads a request head (and a Content-Length body)
+    and then misbehaves, per `how`: "close" (closes unanswered), "reset"
+    (RST), "silent" (holds the connection, never answers) or "partial"
+    (a 200 head and 10 of its 1000 body bytes, then close). It counts the
+    requests it saw."""
+
+    def __init__(self, how):
+        self.how = how
+        self.seen = []
+        self.held = []
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(16)
+        self.address = "127.0.0.1:%d" % self.ls.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                s, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def _serve(self, s):
+        s.settimeout(10)
+        buf = b""
+        try:
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    s.close()
+                    return
+                buf += chunk
+        except OSError:
+            s.close()
+            return
+        self.seen.append(buf.split(b"\r\n", 1)[0].decode())
+        if self.how == "silent":
+            self.held.append(s)
+            return
+        if self.how == "reset":
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+        elif self.how == "partial":
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"p" * 10)
+        s.close()
+
+    def close(self):
+        self.ls.close()
+        for s in self.held:
+            s.close()
+
+
+@pytest.fixture
+def rude():
+    made = []
+
+    def make(how):
+        made.append(RudeBackend(how))
+        return made[-1]
+    yield make
+    for r in made:
+        r.close()
+
+
+@pytest.mark.parametrize("how", ["close", "reset", "silent"])
+def test_idempotent_request_goes_to_the_next_server(server, backends, rude, how):
+    """A server that closes, resets or times out before a byte of an answer:
+    idempotent requests go again to the next server of the group (before:
+    the first such request got 502, or 504)."""
+    bad, live = rude(how), backends("tcp", "live")
+    srv = server("--workers", "1", "--upstream", f"g={bad.address},{live.address}",
+                 "--proxy", "/=g", "--proxy-read-timeout", "300ms")
+    # the first request meets the bad server: a PUT, re-sent with its body
+    r = srv.request(build_request("PUT", "/put", headers=[("Content-Length", 1000)],
+                                  body=b"x" * 1000))
+    info = echo(r)
+    assert info["backend"] == "live" and info["body_len"] == 1000
+    assert bad.seen == ["PUT /put HTTP/1.1"]
+    for i, method in enumerate(["GET", "HEAD", "GET", "DELETE", "OPTIONS", "GET"]):
+        r = srv.get(f"/r?{i}", method=method)
+        assert r.status == 200, (method, r)
+        if method != "HEAD":
+            assert echo(r)["backend"] == "live"
+
+
+def test_tries_are_bounded_by_the_group_size(server, rude):
+    a, b = rude("close"), rude("reset")
+    srv = server("--workers", "1", "--upstream", f"g={a.address},{b.address}",
+                 "--proxy", "/=g")
+    assert srv.get("/x").status == 502
+    assert len(a.seen) == 1 and len(b.seen) == 1, (a.seen, b.seen)
+
+
+def test_post_is_not_sent_again(server, backends, rude):
+    bad, live = rude("close"), backends("tcp", "live")
+    srv = server("--workers", "1", "--upstream", f"g={bad.address},{live.address}",
+                 "--proxy", "/=g")
+    r = srv.request(build_request("POST", "/form", headers=[("Content-Length", 3)],
+                                  body=b"a=1"))
+    assert r.status == 502
+    assert bad.seen == ["POST /form HTTP/1.1"]
+    assert not live.requests, "a POST went to a second server"
+
+
+def test_answer_cut_after_its_first_bytes_is_not_sent_again(server, backends, rude):
+    bad, live = rude("partial"), backends("tcp", "live")
+    srv = server("--workers", "1", "--upstream", f"g={bad.address},{live.address}",
+                 "--proxy", "/=g")
+    with srv.connect() as c:
+        c.send(build_request("GET", "/cut"))
+        head = c.read_until(b"\r\n\r\n")
+        assert b" 200 " in head.split(b"\r\n")[0]
+        rest = c.read_to_close(timeout=5)
+        assert len(rest) < 1000, "truncated, then closed"
+    assert len(bad.seen) == 1 and not live.requests
+
+
 def test_no_upstream_reachable_gives_502(server, tmp_path):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -1,0 +1,251 @@
+/* Active health checks of upstream servers: see proc/health.h. One
+ * non-blocking connection per check in flight, edge-triggered in the
+ * master's loop; each event moves the check as far as it goes. */
+#include "proc/health.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+enum { CK_IDLE, CK_CONNECTING, CK_SENDING, CK_READING };
+
+struct check {
+    const struct upstream_group *g;
+    int server;
+    uint32_t index;              /* in the scoreboard's upstream tables */
+    int fd;                      /* -1 while idle */
+    uint8_t state;               /* CK_* */
+    int64_t next_at;             /* the next start (idle) */
+    int64_t deadline;            /* the verdict is due (in flight) */
+    size_t sent, got;
+    char resp[32];               /* the start of the status line */
+};
+
+struct health {
+    struct scoreboard *sb;
+    struct loop *loop;
+    uint64_t tag;
+    int n;
+    struct check ck[];
+};
+
+struct health *health_create(const struct serve_config *cfg, struct scoreboard *sb,
+                             struct loop *l, uint64_t tag)
+{
+    int n = 0;
+    uint32_t index = 0, skipped = 0;
+    for (int g = 0; g < cfg->nupstreams; g++)
+        if (cfg->upstreams[g].health_path[0])
+            n += cfg->upstreams[g].nservers;
+    if (!n)
+        return NULL;
+    struct health *h = calloc(1, sizeof *h + (size_t)n * sizeof h->ck[0]);
+    if (!h) {
+        log_msg(LOG_ERROR, "upstream-health: out of memory; no health checks");
+        return NULL;
+    }
+    h->sb = sb;
+    h->loop = l;
+    h->tag = tag;
+    for (int g = 0; g < cfg->nupstreams; g++)
+        for (int s = 0; s < cfg->upstreams[g].nservers; s++, index++) {
+            if (!cfg->upstreams[g].health_path[0])
+                continue;
+            if (index >= SB_UPSTREAMS) { /* no shared entry to tell the workers */
+                skipped++;
+                continue;
+            }
+            h->ck[h->n++] = (struct check){.g = &cfg->upstreams[g], .server = s,
+                                           .index = index, .fd = -1,
+                                           .next_at = clock_now_ms()};
+        }
+    if (skipped)
+        log_msg(LOG_WARN, "upstream-health: %u servers past the first %d are not checked",
+                skipped, SB_UPSTREAMS);
+    return h;
+}
+
+void health_destroy(struct health *h)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->n; i++) {
+        if (h->ck[i].fd >= 0)
+            close(h->ck[i].fd); /* leaves the epoll set with it */
+        SB_SET(h->sb->upstream_health[h->ck[i].index], HEALTH_UNCHECKED);
+    }
+    free(h);
+}
+
+void health_close_in_child(struct health *h)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->n; i++)
+        if (h->ck[i].fd >= 0)
+            close(h->ck[i].fd);
+    free(h);
+}
+
+/* The check is over: publish the verdict (logged when it changes) and
+ * wait for the next interval. why is NULL when it passed. */
+static void verdict(struct health *h, struct check *c, const char *why)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->state = CK_IDLE;
+    c->next_at = c->deadline; /* start + interval: one check per interval */
+    uint8_t *slot = &h->sb->upstream_health[c->index];
+    uint8_t was = SB_GET(*slot), now = why ? HEALTH_DOWN : HEALTH_UP;
+    if (was == now)
+        return;
+    SB_SET(*slot, now);
+    if (why)
+        log_msg(LOG_WARN, "upstream %s server %s: health check %s failed (%s); down until "
+                "a check passes", c->g->name, c->g->servers[c->server].text,
+                c->g->health_path, why);
+    else if (was == HEALTH_DOWN)
+        log_msg(LOG_NOTICE, "upstream %s server %s: health check passed; up again",
+                c->g->name, c->g->servers[c->server].text);
+}
+
+/* 2xx or 3xx in "HTTP/1.x NNN": NULL, else why not. */
+static const char *judge_status(const struct check *c)
+{
+    const char *p = c->resp;
+    if (c->got < 12 || strncmp(p, "HTTP/1.", 7) || p[8] != ' ' || p[9] < '1' ||
+        p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9')
+        return "not an HTTP response";
+    return p[9] == '2' || p[9] == '3' ? NULL : "status not 2xx or 3xx";
+}
+
+/* The request, for check c into buf; its length. Host is the server's
+ * address ("localhost" for a unix socket: a path is no valid Host). */
+static size_t request(const struct check *c, char *buf, size_t cap)
+{
+    const struct listen_addr *a = &c->g->servers[c->server];
+    int n = snprintf(buf, cap, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: herd-health\r\n"
+                     "Connection: close\r\n\r\n", c->g->health_path,
+                     a->family == AF_UNIX ? "localhost" : a->text);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* Moves check c as far as its socket lets it. */
+static void advance(struct health *h, struct check *c)
+{
+    if (c->state == CK_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err) {
+            verdict(h, c, strerror(err));
+            return;
+        }
+        c->state = CK_SENDING;
+    }
+    if (c->state == CK_SENDING) {
+        char req[512];
+        size_t n = request(c, req, sizeof req);
+        ssize_t k = send(c->fd, req + c->sent, n - c->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR || errno == ENOTCONN))
+            return; /* not connected yet, or full: the next edge */
+        if (k < 0) {
+            verdict(h, c, strerror(errno));
+            return;
+        }
+        c->sent += (size_t)k;
+        if (c->sent < n)
+            return;
+        c->state = CK_READING;
+    }
+    while (c->got < 12) {
+        ssize_t k = recv(c->fd, c->resp + c->got, sizeof c->resp - c->got, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (k <= 0) {
+            verdict(h, c, k < 0 ? strerror(errno) : "closed before a status line");
+            return;
+        }
+        c->got += (size_t)k;
+    }
+    verdict(h, c, judge_status(c));
+}
+
+/* Opens check c's connection; its verdict is due one interval later. */
+static void start(struct health *h, struct check *c, int i)
+{
+    const struct listen_addr *a = &c->g->servers[c->server];
+    c->deadline = clock_now_ms() + c->g->health_interval_ms;
+    c->sent = c->got = 0;
+    c->fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        verdict(h, c, strerror(errno));
+        return;
+    }
+    if (a->family != AF_UNIX) {
+        int one = 1;
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    int rc = connect(c->fd, (const struct sockaddr *)&a->ss, a->len);
+    if (rc < 0 && errno == EAGAIN) {
+        /* a unix socket whose listen queue is full: busy, not down (as
+         * the workers judge it); the verdict stays, the next check comes */
+        close(c->fd);
+        c->fd = -1;
+        c->next_at = c->deadline;
+        return;
+    }
+    if (rc < 0 && errno != EINPROGRESS) {
+        verdict(h, c, strerror(errno));
+        return;
+    }
+    int err = loop_add(h->loop, c->fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, h->tag | (uint64_t)i);
+    if (err < 0) {
+        verdict(h, c, strerror(-err));
+        return;
+    }
+    c->state = rc == 0 ? CK_SENDING : CK_CONNECTING;
+    if (rc == 0)
+        advance(h, c);
+}
+
+int64_t health_next(const struct health *h)
+{
+    int64_t next = -1;
+    for (int i = 0; h && i < h->n; i++) {
+        const struct check *c = &h->ck[i];
+        int64_t t = c->fd >= 0 ? c->deadline : c->next_at;
+        if (next < 0 || t < next)
+            next = t;
+    }
+    return next;
+}
+
+void health_tick(struct health *h)
+{
+    int64_t now = clock_now_ms();
+    for (int i = 0; h && i < h->n; i++) {
+        struct check *c = &h->ck[i];
+        if (c->fd >= 0 && now >= c->deadline)
+            verdict(h, c, "no answer within the interval");
+        else if (c->fd < 0 && now >= c->next_at)
+            start(h, c, i);
+    }
+}
+
+void health_event(struct health *h, int i, uint32_t events)
+{
+    (void)events; /* errors show in SO_ERROR, send or recv */
+    if (h && i >= 0 && i < h->n && h->ck[i].fd >= 0)
+        advance(h, &h->ck[i]);
+}
