@@ -33,7 +33,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all help install uninstall build run test deps deps-test unit diff integration asan asan-test fuzz clean demo bench-coro bench-static
+.PHONY: all help install uninstall build run test deps deps-test unit diff integration integration-default integration-models asan asan-test fuzz clean demo bench-coro bench-static
 all: build
 
 build: build/herd demo
@@ -139,8 +139,12 @@ build/malloc_count.so: tests/tools/malloc_count.c
 	@mkdir -p build
 	$(CC) -O2 -shared -fPIC -o $@ $<
 
-integration: build/herd demo build/malloc_count.so
+integration: integration-default integration-models
+
+integration-default: build/herd demo build/malloc_count.so
 	timeout 1500 $(PYTEST) tests/integration
+
+integration-models: build/herd demo build/malloc_count.so
 	@for m in $(OTHER_MODELS); do \
 	  if [ $$m = iterative ]; then sel="not concurrency"; else sel=""; fi; \
 	  case $$m in coro*) args="--model coro --threads $${m#coro}";; *) args="--model $$m";; esac; \

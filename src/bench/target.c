@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -45,6 +46,15 @@ static int parse_port(const char *s, size_t n, unsigned short *port)
     return 0;
 }
 
+static int is_localhost(const char *name)
+{
+    size_t n = strlen(name);
+    if (n && name[n - 1] == '.')
+        n--; /* the root's dot */
+    return (n == 9 && !strncasecmp(name, "localhost", 9)) ||
+           (n > 10 && !strncasecmp(name + n - 10, ".localhost", 10));
+}
+
 /* host[len] and a port: resolve (numeric addresses need no DNS). */
 static int resolve(struct target *t, const char *host, size_t hlen, unsigned short port,
                    char *err, size_t errlen)
@@ -58,6 +68,11 @@ static int resolve(struct target *t, const char *host, size_t hlen, unsigned sho
     name[hlen] = '\0';
     char sport[8];
     snprintf(sport, sizeof sport, "%u", port);
+    /* "localhost" and names under it are the loopback (RFC 6761 6.3), as
+     * curl takes them: no resolver asked, so a machine without an
+     * /etc/hosts entry (a minimal chroot) still reaches 127.0.0.1. */
+    if (is_localhost(name))
+        strcpy(name, "127.0.0.1");
     /* IPv4 first: "localhost" should reach a server on 127.0.0.1 even
      * where the resolver lists ::1 before it. */
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};

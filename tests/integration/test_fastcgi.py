@@ -396,7 +396,10 @@ def test_read_timeout_marks_the_server_down(server, php_cgi, docroot):
     srv = server("--workers", "1", "--upstream", f"php=unix:{a},unix:{b}", "--fastcgi",
                  "*.php=php", "--upstream-keepalive", "0", "--proxy-read-timeout", "1s",
                  "--upstream-fail-timeout", "30s", docroot=docroot)
-    assert get(srv, "/sleep.php?s=3").status == 504
+    # a POST: a GET that timed out would be re-sent to the other server
+    # (idempotent, no byte of an answer), time out there too and mark
+    # both down
+    assert get(srv, "/sleep.php?s=3", method="POST", body=b"x=1").status == 504
     pids = {env_of(get(srv, "/env.php"))["pid"] for _ in range(4)}
     sides = [set(pa.children()), set(pb.children())]
     assert any(pids <= side for side in sides), (pids, sides)
