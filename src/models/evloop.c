@@ -241,9 +241,19 @@ static void begin_stop(struct server *s, int hand_over)
     ev->stopping = 1;
     ev->handing_over = hand_over && ev->ho_fd >= 0;
     s->stop_deadline = clock_now_ms() + ev->cfg->shutdown_timeout_ms;
+    /* The listen sockets live on in the next generation (reload, upgrade),
+     * so close() alone would leave them in our epoll: an exclusive waiter
+     * that swallows wakeups meant for the new workers, and a connection
+     * left in the backlog until the next one comes (a client that waits
+     * timed out). Leave the wait queue first, then take what we may
+     * already have been woken for: from here every wakeup goes to the
+     * others. */
     for (int i = 0; i < s->nls; i++) {
-        if (s->ls[i].fd >= 0)
-            close(s->ls[i].fd);
+        if (s->ls[i].fd < 0)
+            continue;
+        loop_del(&ev->loop, s->ls[i].fd);
+        accept_from(s, &s->ls[i], 0);
+        close(s->ls[i].fd);
         s->ls[i].fd = -1;
     }
     /* Idle keep-alive connections close now. Fresh ones without a byte yet

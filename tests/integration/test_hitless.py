@@ -298,3 +298,36 @@ def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
     assert load.ok > 100, (load.ok, load.errors[:5])
     assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
                              f"requests: {load.errors[:8]}")
+
+
+@pytest.mark.parametrize("model", MODELS + ["uring"])
+def test_new_connections_are_served_while_the_old_generation_drains(server, model):
+    """While an old worker drains (a half-sent request keeps it alive), new
+    connections are answered at once by the new generation. A draining
+    worker that only closed its copy of a shared listen socket stayed in the
+    socket's wait queue as an exclusive waiter: it took the wakeups and
+    ignored them, and a client that waits timed out."""
+    srv = server("--model", model, "--workers", "1", "--threads", "1",
+                 "--shutdown-timeout", "8s", "--header-timeout", "6s")
+    procs = 1
+    wait_for(lambda: worker_count(srv) == procs, timeout=5, what="the worker")
+    old = worker_pids(srv)
+    slow = RawConn.open(("127.0.0.1", srv.port), timeout=10)
+    slow.send(b"GET /small.txt HTTP/1.1\r\nHost: t\r\n")   # no blank line yet
+    time.sleep(0.2)
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: len(worker_pids(srv) - old) == procs, timeout=5,
+             what="the new generation")
+    time.sleep(0.3)   # the new worker waits in its loop, the old one drains
+    assert old & worker_pids(srv), "the old worker should still be draining"
+    for i in range(10):
+        with RawConn.open(("127.0.0.1", srv.port), timeout=2) as c:
+            c.send(get_req(f"{TARGET}?{i}"))
+            r = c.read_response()
+        assert r.status == 200 and r.body == BODY
+        time.sleep(0.02)
+    # the half-sent request still gets its answer
+    slow.send(b"\r\n")
+    r = slow.read_response()
+    assert r.status == 200 and r.body == BODY
+    slow.close()
