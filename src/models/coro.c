@@ -510,6 +510,46 @@ static void *handover_main(void *arg)
     return NULL;
 }
 
+/* Runs an accepted connection in a coroutine of its own. */
+static void start_conn(struct listener *l, int fd, const struct sockaddr_storage *peer)
+{
+    struct conn_state *c = calloc(1, sizeof *c);
+    if (!c) {
+        log_msg(LOG_ERROR, "out of memory for a new connection: closing it");
+        close(fd);
+        return;
+    }
+    if (l->tls && !(c->ssl = tls_open(tls_server_ctx(M.env->tls), fd))) {
+        close(fd);
+        free(c);
+        return;
+    }
+    c->fd = fd;
+    step_conn_init(&c->sc, &here()->step, l->tcp ? peer : NULL, !l->tcp, l->proxy);
+    SB_ADD(here()->slot->accepted, 1);
+    count(&M.nconns, 1, 0);
+    if (!coro_spawn(M.s, -1, 0, conn_main, c)) {
+        log_msg(LOG_ERROR, "no stack for a new connection: closing it");
+        count(&M.nconns, -1, 0);
+        if (c->ssl)
+            tls_free(c->ssl);
+        close(fd);
+        free(c);
+    }
+}
+
+/* Stopping: what is queued on the socket now was meant for us, and the
+ * last close of a listen socket (a reload that removed its address)
+ * resets it; take it, and it is answered like the fresh connections. */
+static void take_backlog(struct listener *l)
+{
+    struct sockaddr_storage peer;
+    int fd;
+    while (__atomic_load_n(&M.nconns, __ATOMIC_RELAXED) < M.max_conns &&
+           (fd = net_accept(&l->ac, l->fd, l->tcp, &peer)) >= 0)
+        start_conn(l, fd, &peer);
+}
+
 static void *acceptor_main(void *arg)
 {
     struct listener *l = arg;
@@ -527,32 +567,12 @@ static void *acceptor_main(void *arg)
                 break;
             continue;
         }
-        struct conn_state *c = calloc(1, sizeof *c);
         struct sockaddr_storage peer;
-        if (!c) {
-            coro_sleep(10);
-            continue;
-        }
         int fd = net_accept(&l->ac, l->fd, l->tcp, &peer);
-        if (fd >= 0 && l->tls && !(c->ssl = tls_open(tls_server_ctx(M.env->tls), fd))) {
-            close(fd);
-            free(c);
-            continue;
-        }
         if (fd >= 0) {
-            c->fd = fd;
-            step_conn_init(&c->sc, &here()->step, l->tcp ? &peer : NULL, !l->tcp, l->proxy);
-            SB_ADD(here()->slot->accepted, 1);
-            count(&M.nconns, 1, 0);
-            if (!coro_spawn(M.s, -1, 0, conn_main, c)) {
-                log_msg(LOG_ERROR, "no stack for a new connection: closing it");
-                count(&M.nconns, -1, 0);
-                close(fd);
-                free(c);
-            }
+            start_conn(l, fd, &peer);
             continue;
         }
-        free(c);
         if (fd == -EAGAIN) {
             if (coro_wait_fd(l->fd, EPOLLIN, -1, CORO_INTERRUPTIBLE) == -ECANCELED)
                 break;
@@ -580,6 +600,7 @@ static void *acceptor_main(void *arg)
     }
     /* Stopping: no new connections (a closed socket refuses them). */
     coro_fd_forget(l->fd);
+    take_backlog(l);
     close(l->fd);
     l->fd = -1;
     return NULL;

@@ -107,6 +107,16 @@ static void log_limit(struct server *s, int level, const char *msg)
     }
 }
 
+static void take(struct server *s, struct listener *l, int fd)
+{
+    struct uring_loop *u = &s->u;
+    SB_ADD(u->slot->accepted, 1);
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    int have_peer = want_peer(s) && getpeername(fd, (struct sockaddr *)&peer, &plen) == 0;
+    uconn_open(u, fd, l->tcp, l->proxy, have_peer ? &peer : NULL);
+}
+
 static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
 {
     struct uring_loop *u = &s->u;
@@ -127,13 +137,19 @@ static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
     /* While stopping, a connection the ring took before its cancel landed
      * is served like the fresh ones (its answer says close): closing it
      * would drop a request that a reload's new worker could have served. */
-    SB_ADD(u->slot->accepted, 1);
-    struct sockaddr_storage peer;
-    socklen_t plen = sizeof peer;
-    int have_peer = want_peer(s) && getpeername(res, (struct sockaddr *)&peer, &plen) == 0;
-    uconn_open(u, res, l->tcp, l->proxy, have_peer ? &peer : NULL);
+    take(s, l, res);
     if (u->nconns >= u->max_conns)
         log_limit(s, LOG_WARN, "at --max-connections, not accepting");
+}
+
+/* Stopping: what is queued on a listen socket now was meant for us, and
+ * its last close (a reload that removed its address) would reset it. */
+static void take_backlog(struct server *s, struct listener *l)
+{
+    int fd;
+    while (s->u.nconns < s->u.max_conns &&
+           (fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+        take(s, l, fd);
 }
 
 static void close_idle(struct uring_loop *u)
@@ -158,8 +174,10 @@ static void begin_stop(struct server *s)
     s->stop_deadline = clock_now_ms() + u->cfg->shutdown_timeout_ms;
     sync_accepts(s);
     for (int i = 0; i < s->nls; i++) {
-        if (s->ls[i].fd >= 0)
-            close(s->ls[i].fd);
+        if (s->ls[i].fd < 0)
+            continue;
+        take_backlog(s, &s->ls[i]);
+        close(s->ls[i].fd);
         s->ls[i].fd = -1;
     }
     close_idle(u);

@@ -324,6 +324,42 @@ void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events)
     }
 }
 
+static int in_set(int fd, const int *fds, int n)
+{
+    for (int j = 0; j < n; j++)
+        if (fds[j] == fd)
+            return 1;
+    return 0;
+}
+
+void dispatch_retire_listeners(struct dispatch *d, const int *keep, int nkeep)
+{
+    for (int i = 0; i < d->nlisten; i++) {
+        int fd = d->listen_fds[i];
+        if (fd < 0 || in_set(fd, keep, nkeep))
+            continue;
+        /* Its queue is reset when the master closes it: pass it on now,
+         * to the workers that know this listener's flags. */
+        accept_all(d, i);
+        if (!d->paused)
+            loop_del(d->loop, fd);
+        d->listen_fds[i] = -1;
+    }
+}
+
+void dispatch_set_listeners(struct dispatch *d, const int *fds, int n)
+{
+    for (int i = 0; i < d->nlisten; i++)
+        if (d->listen_fds[i] >= 0 && !d->paused)
+            loop_del(d->loop, d->listen_fds[i]);
+    d->nlisten = n > 16 ? 16 : n;
+    for (int i = 0; i < d->nlisten; i++) {
+        d->listen_fds[i] = fds[i];
+        if (!d->paused)
+            loop_add(d->loop, fds[i], EPOLLIN, DISPATCH_TAG_LISTEN | (uint64_t)i);
+    }
+}
+
 void dispatch_stop(struct dispatch *d)
 {
     for (int i = 0; i < d->nlisten; i++) {

@@ -41,6 +41,14 @@ void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events);
  * usually comes first for a full channel; nothing else comes for the rest. */
 int dispatch_tick(struct dispatch *d);
 
+/* A reload removes listen addresses: the listeners not in keep are
+ * taken out, what is queued on them passed to the workers first (call it
+ * while the old workers still take connections: they know those
+ * listeners' flags). The master closes the sockets afterwards. */
+void dispatch_retire_listeners(struct dispatch *d, const int *keep, int nkeep);
+/* The reload's listen set, once the new workers are the ones fed. */
+void dispatch_set_listeners(struct dispatch *d, const int *fds, int n);
+
 /* Stops accepting (graceful stop). */
 void dispatch_stop(struct dispatch *d);
 

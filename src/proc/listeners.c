@@ -73,7 +73,7 @@ static void adopt_passed(struct listeners *ls, struct serve_config *cfg, struct 
 }
 
 /* Address l: inherited sockets first, then bound ones. 0 or -errno. */
-static int open_one(struct listeners *ls, struct serve_config *cfg, struct inherited *in,
+int listeners_open_one(struct listeners *ls, struct serve_config *cfg, struct inherited *in,
                     int l, int upgraded)
 {
     struct listen_addr *a = &cfg->listen[l];
@@ -113,7 +113,7 @@ int listeners_open(struct listeners *ls, struct serve_config *cfg, struct inheri
 {
     adopt_passed(ls, cfg, in);
     for (int l = 0; l < cfg->nlisten; l++) {
-        int err = open_one(ls, cfg, in, l, upgraded);
+        int err = listeners_open_one(ls, cfg, in, l, upgraded);
         if (err) {
             fprintf(stderr, "herd: cannot listen on %s: %s\n", cfg->listen[l].text,
                     strerror(-err));

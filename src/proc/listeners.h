@@ -30,6 +30,12 @@ struct listeners {
 int listeners_open(struct listeners *ls, struct serve_config *cfg, struct inherited *in,
                    int upgraded);
 
+/* Opens address l alone (inherited sockets from in first, then bound):
+ * sets ls->fds[l], shared[l] and path_ours[l], and logs "listening on".
+ * Returns 0 or -errno. */
+int listeners_open_one(struct listeners *ls, struct serve_config *cfg, struct inherited *in,
+                       int l, int upgraded);
+
 /* The distinct sockets of address l: 1 when shared, else nsockets. */
 int listeners_count(const struct listeners *ls, int l);
 

@@ -20,6 +20,7 @@
 #include "proc/logger.h"
 #include "proc/health.h"
 #include "proc/master_internal.h"
+#include "proc/listen_change.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
@@ -325,16 +326,6 @@ static int next_timeout(const struct master *m)
 
 /* ---- reload ---- */
 
-static int same_listeners(const struct serve_config *a, const struct serve_config *b)
-{
-    if (a->nlisten != b->nlisten)
-        return 0;
-    for (int i = 0; i < a->nlisten; i++)
-        if (strcmp(a->listen[i].text, b->listen[i].text))
-            return 0;
-    return 1;
-}
-
 static int open_log_channel(struct master *m);
 static void tree_size(const struct master *m, const struct serve_config *cfg, int *nworkers,
                       int *nthreads);
@@ -387,29 +378,39 @@ static int reload(struct master *m)
                    "draining");
         return 0;
     }
-    /* The listeners stay, so TLS is loaded for them (a certificate or key
-     * that does not load keeps the old ones serving). */
-    memcpy(next.listen_tls, m->cfg->listen_tls, sizeof next.listen_tls);
-    next.nlisten = m->cfg->nlisten;
-    if (tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
+    /* With no listen address given, the passed sockets stay the set. */
+    if (next.listen_default && m->ls.passed) {
+        memcpy(next.listen, m->cfg->listen, sizeof next.listen);
+        memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
+        memcpy(next.listen_tls, m->cfg->listen_tls, sizeof next.listen_tls);
+        next.nlisten = m->cfg->nlisten;
+    }
+    /* New addresses are bound before anything changes: one that cannot be
+     * refuses the reload, and TLS that does not load keeps the old ones. */
+    static struct listen_change ch; /* large too */
+    if (listen_change_prepare(&ch, &m->ls, m->cfg, &next, err, sizeof err) < 0) {
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
         return 0;
     }
-    /* With no listen address given, the passed sockets were the set. */
-    if (!(next.listen_default && m->ls.passed) && !same_listeners(m->cfg, &next))
-        reload_say(m, LOG_WARN, "reload: listen addresses changed; that needs a restart "
-                                "(keeping the current sockets)");
+    if (tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
+        listen_change_abort(&ch);
+        reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
+        return 0;
+    }
     if (strcmp(next.model, m->cfg->model))
         reload_say(m, LOG_WARN, "reload: the model changes only on restart");
     if (strcmp(next.error_log, m->cfg->error_log) || strcmp(next.pid_file, m->cfg->pid_file))
         reload_say(m, LOG_WARN, "reload: the error log and pid file change only on restart");
     memcpy(next.error_log, m->cfg->error_log, sizeof next.error_log);
     memcpy(next.pid_file, m->cfg->pid_file, sizeof next.pid_file);
-    /* What the sockets and the process tree were built from stays. */
-    memcpy(next.listen, m->cfg->listen, sizeof next.listen);
-    memcpy(next.listen_proxy, m->cfg->listen_proxy, sizeof next.listen_proxy);
-    memcpy(next.listen_tls, m->cfg->listen_tls, sizeof next.listen_tls);
-    next.nlisten = m->cfg->nlisten;
+    int listen_changed = listen_change_any(&ch, &m->ls);
+    if (m->dispatch && listen_changed) {
+        int keep[CONFIG_MAX_LISTEN];
+        for (int l = 0; l < ch.next.nlisten; l++)
+            keep[l] = ch.next.fds[l][0];
+        dispatch_retire_listeners(m->dispatch, keep, ch.next.nlisten);
+    }
+    listen_change_commit(&ch, &m->ls, m->cfg);
     if (per_socket) {
         next.workers = m->cfg->workers;
         next.threads = m->cfg->threads;
@@ -440,7 +441,14 @@ static int reload(struct master *m)
     /* HUP tells old workers to hand their idle connections over to the
      * new ones (proc/handover.h); TERM just drains. */
     signal_generation(m, m->model->hands_over ? SIGHUP : SIGTERM, 1);
-    reload_say(m, LOG_NOTICE, "reloaded: generation %u, %d workers", m->gen, m->nworkers);
+    if (m->dispatch && listen_changed) {
+        int fds[CONFIG_MAX_LISTEN];
+        for (int l = 0; l < m->ls.nlisten; l++)
+            fds[l] = m->ls.fds[l][0];
+        dispatch_set_listeners(m->dispatch, fds, m->ls.nlisten);
+    }
+    reload_say(m, LOG_NOTICE, "reloaded: generation %u, %d workers%s", m->gen, m->nworkers,
+               listen_changed ? ", a new listen set" : "");
     return 1;
 }
 

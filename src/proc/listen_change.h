@@ -1,0 +1,38 @@
+/* A reload's new listen set (issue 13). Addresses the old and new settings
+ * share keep their sockets, so nothing queued on them is lost and port 0
+ * keeps its port; new addresses are bound before anything changes, so a
+ * port that cannot be bound refuses the reload while the old workers
+ * serve on. A removed address's sockets close in the master at commit;
+ * the old workers hold their own copies, and each, when it stops, accepts
+ * what is queued before closing (models/evloop.c): the last close of a
+ * listen socket resets what is still in its queue. */
+#ifndef HERD_PROC_LISTEN_CHANGE_H
+#define HERD_PROC_LISTEN_CHANGE_H
+
+#include "proc/listeners.h"
+
+struct listen_change {
+    struct listeners next;
+    int from[CONFIG_MAX_LISTEN];   /* per new address: its old index, or -1 (bound now) */
+    int kept[CONFIG_MAX_LISTEN];   /* per old address: 1 when the new set has it */
+};
+
+/* Fills ch for next's addresses; next->listen[l] of a kept address takes
+ * the bound address of the old one. Returns 0, or -1 with "cannot listen
+ * on ADDR: reason" in err (nothing opened stays open). */
+int listen_change_prepare(struct listen_change *ch, const struct listeners *cur,
+                          const struct serve_config *cur_cfg, struct serve_config *next,
+                          char *err, size_t errlen);
+
+/* The reload was refused after prepare: closes what prepare bound. */
+void listen_change_abort(struct listen_change *ch);
+
+/* The reload goes ahead: closes the master's copies of the removed
+ * addresses (unlinking a unix path we made) and makes ch->next current. */
+void listen_change_commit(struct listen_change *ch, struct listeners *cur,
+                          const struct serve_config *cur_cfg);
+
+/* 1 when the set differs (an address added or removed). */
+int listen_change_any(const struct listen_change *ch, const struct listeners *cur);
+
+#endif
