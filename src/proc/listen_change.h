@@ -15,24 +15,28 @@ struct listen_change {
     struct listeners next;
     int from[CONFIG_MAX_LISTEN];   /* per new address: its old index, or -1 (bound now) */
     int kept[CONFIG_MAX_LISTEN];   /* per old address: 1 when the new set has it */
+    int first_new[CONFIG_MAX_LISTEN]; /* kept address: its sockets from here were bound now */
 };
 
-/* Fills ch for next's addresses; next->listen[l] of a kept address takes
- * the bound address of the old one. Returns 0, or -1 with "cannot listen
- * on ADDR: reason" in err (nothing opened stays open). */
+/* Fills ch for next's addresses with nsockets sockets each (a reuseport
+ * group per address grows or shrinks with the worker count; a shared
+ * socket stays one); next->listen[l] of a kept address takes the bound
+ * address of the old one. Returns 0, or -1 with "cannot listen on ADDR:
+ * reason" in err (nothing opened stays open). */
 int listen_change_prepare(struct listen_change *ch, const struct listeners *cur,
                           const struct serve_config *cur_cfg, struct serve_config *next,
-                          char *err, size_t errlen);
+                          int nsockets, char *err, size_t errlen);
 
 /* The reload was refused after prepare: closes what prepare bound. */
 void listen_change_abort(struct listen_change *ch);
 
 /* The reload goes ahead: closes the master's copies of the removed
- * addresses (unlinking a unix path we made) and makes ch->next current. */
+ * addresses (unlinking a unix path we made) and of the sockets a smaller
+ * reuseport group lost, and makes ch->next current. */
 void listen_change_commit(struct listen_change *ch, struct listeners *cur,
                           const struct serve_config *cur_cfg);
 
-/* 1 when the set differs (an address added or removed). */
+/* 1 when the address set differs (an address added or removed). */
 int listen_change_any(const struct listen_change *ch, const struct listeners *cur);
 
 #endif

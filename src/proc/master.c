@@ -362,12 +362,6 @@ static int reload(struct master *m)
     /* With a socket per worker or thread, the count is the socket set's. */
     int per_socket = m->model->layout == LAYOUT_PER_WORKER ||
                      m->model->layout == LAYOUT_PER_THREAD;
-    if (per_socket && (nworkers != m->nworkers || nthreads != m->nthreads)) {
-        reload_say(m, LOG_WARN, "reload: with --model %s the worker count changes only on "
-                   "restart", m->cfg->model);
-        nworkers = m->nworkers;
-        nthreads = m->nthreads;
-    }
     int free = 0;
     for (int s = 0; s < nslots(m); s++)
         free += m->w[s].pid == 0;
@@ -388,7 +382,8 @@ static int reload(struct master *m)
     /* New addresses are bound before anything changes: one that cannot be
      * refuses the reload, and TLS that does not load keeps the old ones. */
     static struct listen_change ch; /* large too */
-    if (listen_change_prepare(&ch, &m->ls, m->cfg, &next, err, sizeof err) < 0) {
+    if (listen_change_prepare(&ch, &m->ls, m->cfg, &next, per_socket ? nworkers * nthreads : 1,
+                              err, sizeof err) < 0) {
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
         return 0;
     }
@@ -411,10 +406,6 @@ static int reload(struct master *m)
         dispatch_retire_listeners(m->dispatch, keep, ch.next.nlisten);
     }
     listen_change_commit(&ch, &m->ls, m->cfg);
-    if (per_socket) {
-        next.workers = m->cfg->workers;
-        next.threads = m->cfg->threads;
-    }
     memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;

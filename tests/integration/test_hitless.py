@@ -266,12 +266,13 @@ def test_idle_connection_moves_to_the_new_generation(server, tmp_path, model):
 
 @pytest.mark.slow
 @pytest.mark.concurrency
-@pytest.mark.parametrize("model", ["prefork", "dispatch", "coro"])
+@pytest.mark.parametrize("model", ["prefork", "dispatch", "coro", "reuseport", "threads"])
 def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
-    """HUP applies a changed worker count (models whose sockets do not
-    depend on it): 4 -> 2 -> 4 under a non-retrying load, no error."""
+    """HUP applies a changed worker count: 4 -> 2 -> 4 under a
+    non-retrying load, no error. With reuseport and threads each listen
+    address's socket group shrinks and grows with it."""
     cfg = tmp_path / "herd.conf"
-    key = "threads" if model == "coro" else "workers"
+    key = "threads" if model in ("coro", "threads") else "workers"
     cfg.write_text(f"{key} = 4\n")
     srv = server("--config", cfg, "--model", model, "--shutdown-timeout", "5s",
                  "--keepalive-timeout", "30s", "--status-path", "/herd-status")

@@ -173,3 +173,42 @@ def test_connections_queued_on_a_removed_address_are_served(from_config, tmp_pat
     new_generation(srv, old)
     assert refused(a)
     assert serves(b)
+
+
+@pytest.mark.parametrize("model", ["reuseport", "threads"])
+def test_connections_queued_on_a_socket_a_smaller_group_drops_are_served(from_config, model):
+    """4 -> 1 worker (or thread) by HUP: the reuseport group keeps socket 0
+    for the new worker; the other three close once their old workers have
+    taken what the kernel queued on them."""
+    key = "threads" if model == "threads" else "workers"
+    srv, cfg = from_config(["127.0.0.1:0"], "--model", model)
+    cfg.write_text(f"listen = 127.0.0.1:0\n{key} = 4\n")
+    srv.send_signal(signal.SIGHUP)
+    procs = 1 if model == "threads" else 4
+    wait_for(lambda: len(worker_pids(srv)) == procs and serves(("127.0.0.1", srv.port)),
+             timeout=8, what="4 workers")
+    time.sleep(0.5)
+    a = ("127.0.0.1", srv.port)
+    old = worker_pids(srv)
+    conns = []
+    for p in old:
+        os.kill(p, signal.SIGSTOP)
+    try:
+        cfg.write_text(f"listen = 127.0.0.1:0\n{key} = 1\n")
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: worker_pids(srv) - old, timeout=5, what="the new generation")
+        time.sleep(0.1)
+        for i in range(16):     # spread over the four sockets by the kernel's hash
+            c = RawConn.open(a, timeout=8)
+            c.send(get_req(f"{TARGET}?{i}"))
+            conns.append(c)
+    finally:
+        for p in old:
+            os.kill(p, signal.SIGCONT)
+    for c in conns:
+        r = c.read_response()
+        assert r.status == 200 and r.body == BODY
+        c.close()
+    new_generation(srv, old)
+    for _ in range(8):
+        assert serves(a)
