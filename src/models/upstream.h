@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "http/parser.h"
 #include "models/step.h"
@@ -47,6 +48,13 @@ struct up_driver {
     int (*watch)(void *arg, int fd, uint32_t gen);
     /* fd, watched, is about to be closed. */
     void (*forget)(void *arg, int fd);
+    /* Optional: client input the driver took off the socket (uring:
+     * receive buffers that land until its receive's cancel does), which
+     * comes before what the socket still holds: copies up to n bytes of
+     * it; 0 when there is none (read the socket), -EAGAIN when there is
+     * none yet but the socket is not ours to read (the driver raises
+     * EPOLLIN through upstream_client_event when that changes). */
+    ssize_t (*client_input)(void *arg, void *client, void *buf, size_t n);
 };
 
 struct proxy_env {

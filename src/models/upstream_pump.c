@@ -161,8 +161,12 @@ static int upstream_failed(struct proxy *px, struct xfer *x, int timeout)
 /* The client's side, plain or TLS (net/tls.h): bytes or -errno. A TLS
  * write that said -EAGAIN is retried from the same offsets (dbuf only
  * grows meanwhile), as OpenSSL requires. */
-static ssize_t client_read(struct xfer *x, void *buf, size_t n)
+static ssize_t client_read(struct proxy *px, struct xfer *x, void *buf, size_t n)
 {
+    ssize_t had = px->drv->client_input ? px->drv->client_input(px->drv_arg, x->client, buf, n)
+                                         : 0;
+    if (had)
+        return had;
     if (x->client_ssl)
         return tls_read(x->client_ssl, buf, n);
     ssize_t r = read(x->client_fd, buf, n);
@@ -208,7 +212,7 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
     size_t room = cap - x->ulen;
     ssize_t n;
     do
-        n = client_read(x, px->rbuf, room < px->in_cap ? room : px->in_cap);
+        n = client_read(px, x, px->rbuf, room < px->in_cap ? room : px->in_cap);
     while (n == -EINTR);
     if (n == -EAGAIN)
         return 0;

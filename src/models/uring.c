@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/sizing.h"
+#include "models/upstream_uring.h"
 #include "models/uring_internal.h"
 #include "net/accept.h"
 #include "proc/status.h"
@@ -57,7 +58,7 @@ struct server {
 
 static int want_peer(struct server *s)
 {
-    return alog_on(&s->alog) || s->u.cfg->http.status_path[0];
+    return alog_on(&s->alog) || s->u.cfg->http.status_path[0] || s->u.cfg->nroutes;
 }
 
 static int accepting(struct server *s)
@@ -221,6 +222,9 @@ static int64_t next_deadline(struct server *s)
         next = s->stop_deadline;
     if (s->accept_retry_at && (next < 0 || s->accept_retry_at < next))
         next = s->accept_retry_at;
+    int64_t up_due = uproxy_next_deadline(u);
+    if (up_due >= 0 && (next < 0 || up_due < next))
+        next = up_due;
     int64_t log_due = alog_due_ms(&s->alog); /* a batch of log records waits */
     if (log_due >= 0 && (next < 0 || log_due < next))
         next = log_due;
@@ -290,6 +294,9 @@ static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
         if (!(flags & IORING_CQE_F_MORE))
             arm_signals(s);
         return on_signals(s, s->env->signal_fd);
+    case UK_EPOLL:
+        uproxy_on_poll(u, flags);
+        break;
     case UK_TIMEOUT:
         if ((int64_t)(tag & ((1ULL << 60) - 1)) == s->timeout_at)
             s->timeout_at = -1;
@@ -363,6 +370,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     u->http.cfg = &cfg->http;
     u->http.status = status_page;
     u->http.status_arg = (void *)env->sb;
+    u->http.routes = cfg->routes;   /* "/api" redirects to a route's "/api/" */
+    u->http.nroutes = cfg->nroutes;
     u->http.fc = fc_create(cfg->docroot, &lim);
     if (!u->http.fc) {
         log_msg(LOG_CRIT, "cannot open docroot %s: %s", cfg->docroot, strerror(errno));
@@ -374,7 +383,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     tq_init(&u->q_linger, LINGER_TIMEOUT_MS);
     tq_init(&u->q_body, cfg->body_timeout_ms);
     u->step = (struct step_ctx){.cfg = cfg, .http = &u->http, .slot = u->slot,
-                                .alog = u->alog};
+                                .alog = u->alog, .route_arg = u};
     int rc = uring_ring_init(&u->ring, RING_ENTRIES);
     if (rc < 0) {
         log_msg(LOG_CRIT, "io_uring is not permitted here (io_uring_queue_init: %s); "
@@ -388,6 +397,10 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
         log_msg(LOG_CRIT, "io_uring: cannot register receive buffers: %s", strerror(-rc));
         return -1;
     }
+    if (uproxy_create(u) < 0)
+        return -1;
+    if (u->proxy)
+        u->step.route = uproxy_route;
     setup_listeners(s);
     if (env->signal_fd >= 0)
         arm_signals(s);
@@ -400,6 +413,7 @@ static void teardown(struct server *s)
     for (int fd = 0; u->conns && fd < u->max_fds; fd++)
         if (u->conns[fd].open)
             uconn_close(u, &u->conns[fd]);
+    uproxy_destroy(u);
     for (int i = 0; i < s->nls; i++)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);
@@ -427,6 +441,7 @@ static int round_end(struct server *s)
     struct uring_loop *u = &s->u;
     if (s->accept_retry_at && clock_now_ms() >= s->accept_retry_at)
         s->accept_retry_at = 0;
+    uproxy_after_round(u);
     expire(u, &u->q_header);
     expire(u, &u->q_keepalive);
     expire(u, &u->q_send);

@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "models/upstream_uring.h"
 #include "models/uring_internal.h"
 
 #define LINGER_TIMEOUT_MS 5000
@@ -105,6 +106,8 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
         return;
     if (c->out)
         uout_abandon(u, c);
+    if (c->xfer)
+        uproxy_abort(u, c);
     /* The ring holds the socket while a receive is armed: cancel it, or
      * the peer never sees our FIN. */
     if (c->recv_on)
@@ -141,9 +144,31 @@ static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *dat
         pos += r.used;
         if (a == STEP_MORE)
             break;
+        if (a == STEP_UPSTREAM) {
+            /* The exchange owns the socket once the answers before it are
+             * out (till then the request is parsed again each time); the
+             * receive's last buffers reach it first (client_input). */
+            if (o->bytes || o->file) {
+                c->st.nreq--;
+                break;
+            }
+            if (c->recv_on && !c->cancelling) {
+                cancel_recv(u, c);
+                c->cancelling = 1;
+            }
+            long took = uproxy_start(u, c, r.route, &u->req, data + pos, r.head_len,
+                                     data + pos + r.head_len, len - pos - r.head_len);
+            if (took < 0) {
+                uout_free(u, o);
+                *next = UOUT_CLOSE;
+                return len;
+            }
+            pos += r.head_len + (size_t)took;
+            break;
+        }
         if (a != STEP_ANSWER) {
-            /* no valid PROXY header, or a broken body (proxy routes are
-             * refused at start): answers already batched still go out */
+            /* no valid PROXY header, or a broken body: answers already
+             * batched still go out */
             log_debug("connection %d: closing without an answer", uconn_fd(u, c));
             c->st.closing = 1;
             c->st.linger = 0;
@@ -267,6 +292,11 @@ static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
                 memmove(c->in, c->in + pos, c->in_len);
         }
         skip = 0;
+        if (c->xfer) {
+            if (c->kick)
+                uproxy_kick(u, c); /* the input left is stored: it may move now */
+            return;
+        }
         if (c->out)
             return; /* on its way: uconn_after_output goes on */
         if (c->st.closing) {
@@ -326,8 +356,10 @@ static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid,
         }
         c->held->head = 0;
         c->held_off = (uint16_t)took;
-        if (c->recv_on)
+        if (c->recv_on && !c->cancelling) {
             cancel_recv(u, c);
+            c->cancelling = 1;
+        }
     }
     struct uheld *h = c->held;
     int at = (h->head + c->nheld++) % URING_HELD_MAX;
@@ -358,10 +390,35 @@ static void serve_fresh(struct uring_loop *u, struct uconn *c, unsigned bid, siz
         pump(u, c, served, 1);
 }
 
+/* A receive completion while an exchange owns c: input goes to c's
+ * buffers for the pump (client_input), which reads the socket itself only
+ * once the receive has ended; an EOF it finds there too. */
+static void exchange_input(struct uring_loop *u, struct uconn *c, int res, uint32_t flags)
+{
+    if (!c->recv_on)
+        c->cancelling = 0;
+    if (res > 0) {
+        unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        SB_ADD(u->slot->bytes_in, (uint64_t)res);
+        keep_busy_input(u, c, bid, (size_t)res);
+        if (!c->open)
+            return;
+    } else if (res == 0) {
+        c->eof = 1;
+    }
+    uproxy_client_ready(u, c);
+}
+
 void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags)
 {
     if (!(flags & IORING_CQE_F_MORE))
         c->recv_on = 0;
+    if (c->xfer) {
+        exchange_input(u, c, res, flags);
+        return;
+    }
+    if (!c->recv_on)
+        c->cancelling = 0; /* an exchange's cancel that lands after it ended */
     if (res < 0) {
         if (res == -ECANCELED || res == -ENOBUFS) {
             /* our cancel while input piles up, or the buffers ran out for a
@@ -393,6 +450,27 @@ void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flag
         return;
     }
     serve_fresh(u, c, bid, (size_t)res);
+}
+
+size_t uconn_take_input(struct uring_loop *u, struct uconn *c, char *buf, size_t n)
+{
+    if (!c->in_len)
+        refill(u, c);
+    size_t k = c->in_len < n ? c->in_len : n;
+    if (!k)
+        return 0;
+    memcpy(buf, c->in, k);
+    c->in_len -= (uint32_t)k;
+    memmove(c->in, c->in + k, c->in_len);
+    return k;
+}
+
+void uconn_resume(struct uring_loop *u, struct uconn *c)
+{
+    /* closing with a linger reads on: that needs the receive */
+    if (c->st.closing && c->st.linger && !c->recv_on && !c->nheld)
+        arm_recv(u, c);
+    pump(u, c, 1, 0);
 }
 
 /* The body queue's timer fired: 1 when the body kept its rate, and its

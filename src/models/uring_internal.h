@@ -66,6 +66,9 @@ struct uconn {
     uint8_t polling;            /* waiting for room to sendfile */
     uint8_t eof;                /* the peer sent FIN */
     uint8_t lingering;          /* write side shut, draining until EOF */
+    uint8_t cancelling;         /* the receive's cancel is on its way */
+    uint8_t kick;               /* an exchange just started: move it once input is stored */
+    struct xfer *xfer;          /* proxying: the exchange owns the socket (upstream_uring.c) */
 };
 
 struct uring_loop {
@@ -88,6 +91,7 @@ struct uring_loop {
     struct step_ctx step;
     struct sb_slot *slot;
     struct alog *alog;
+    struct uring_proxy *proxy;  /* NULL: no proxy routes */
     uint8_t stopping;
 };
 
@@ -97,6 +101,11 @@ void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
 void uconn_close(struct uring_loop *u, struct uconn *c);
 void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags);
 void uconn_timeout(struct uring_loop *u, struct uconn *c);
+/* Up to n bytes of c's buffered input (c->in, then held receive buffers),
+ * taken off the front; 0 when there is none. */
+size_t uconn_take_input(struct uring_loop *u, struct uconn *c, char *buf, size_t n);
+/* The exchange that owned c ended: serve what waits, receive again. */
+void uconn_resume(struct uring_loop *u, struct uconn *c);
 /* What the connection does after a step of its output. The send side
  * says it and the connection side (uconn_after_output) does it, so calls
  * go one way only: uring_conn -> uring_send. */

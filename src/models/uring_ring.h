@@ -53,6 +53,7 @@ enum uring_kind {
     UK_POLLOUT,  /* room in the send buffer for sendfile */
     UK_SIGNAL,
     UK_TIMEOUT,  /* low 60 bits: its deadline in ms */
+    UK_EPOLL,    /* the proxy's epoll set (upstream sockets, clients in an exchange) */
 };
 
 #define UR_GEN_MASK 0x0fffffffu

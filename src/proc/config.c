@@ -950,8 +950,8 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    if (cfg->nroutes && (!strcmp(cfg->model, "iterative") || !strcmp(cfg->model, "uring"))) {
-        snprintf(err, errlen, "proxy routes need an event-loop or the coro model (not %s)",
+    if (cfg->nroutes && !strcmp(cfg->model, "iterative")) {
+        snprintf(err, errlen, "proxy routes need an event-loop, coro or uring model (not %s)",
                  cfg->model);
         return -1;
     }

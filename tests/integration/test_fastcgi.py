@@ -188,12 +188,14 @@ php_admin_value[post_max_size] = 0
     p.stop()
 
 
-@pytest.fixture(params=["event-loop", "coro"])
+@pytest.fixture(params=["event-loop", "coro", "uring"])
 def herd(request, server, docroot):
     """Factory: herd(socket, *args) -> a server whose *.php go to the
-    socket's group; on coro with two threads for the second param."""
+    socket's group; on coro with two threads, and on uring, for the other
+    params."""
     def start(sock, *args, **kw):
-        more = ["--model", "coro", "--threads", "2"] if request.param == "coro" else []
+        more = {"coro": ["--model", "coro", "--threads", "2"],
+                "uring": ["--model", "uring"]}.get(request.param, [])
         return server("--upstream", f"php=unix:{sock}", "--fastcgi", "*.php=php",
                       "--upstream-keepalive", "0", *more, *args, docroot=docroot, **kw)
     return start

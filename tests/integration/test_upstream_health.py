@@ -45,7 +45,7 @@ def app_requests(b):
     return [p for p in b.paths() if p != "/health"]
 
 
-@pytest.mark.parametrize("model", ["reuseport", "coro"])
+@pytest.mark.parametrize("model", ["reuseport", "coro", "uring"])
 def test_failing_server_skipped_then_taken_back(server, pair, model):
     a, b = pair
     srv = server("--model", model, "--workers", "2", "--upstream",
