@@ -399,8 +399,13 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     }
     if (uproxy_create(u) < 0)
         return -1;
-    if (u->proxy)
+    if (u->proxy) {
         u->step.route = uproxy_route;
+        u->px.start = uproxy_start;
+        u->px.kick = uproxy_kick;
+        u->px.abort = uproxy_abort;
+        u->px.client_ready = uproxy_client_ready;
+    }
     setup_listeners(s);
     if (env->signal_fd >= 0)
         arm_signals(s);

@@ -11,7 +11,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "models/upstream_uring.h"
 #include "models/uring_internal.h"
 
 #define LINGER_TIMEOUT_MS 5000
@@ -107,7 +106,7 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
     if (c->out)
         uout_abandon(u, c);
     if (c->xfer)
-        uproxy_abort(u, c);
+        u->px.abort(u, c);
     /* The ring holds the socket while a receive is armed: cancel it, or
      * the peer never sees our FIN. */
     if (c->recv_on)
@@ -156,7 +155,7 @@ static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *dat
                 cancel_recv(u, c);
                 c->cancelling = 1;
             }
-            long took = uproxy_start(u, c, r.route, &u->req, data + pos, r.head_len,
+            long took = u->px.start(u, c, r.route, &u->req, data + pos, r.head_len,
                                      data + pos + r.head_len, len - pos - r.head_len);
             if (took < 0) {
                 uout_free(u, o);
@@ -294,7 +293,7 @@ static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
         skip = 0;
         if (c->xfer) {
             if (c->kick)
-                uproxy_kick(u, c); /* the input left is stored: it may move now */
+                u->px.kick(u, c); /* the input left is stored: it may move now */
             return;
         }
         if (c->out)
@@ -406,7 +405,7 @@ static void exchange_input(struct uring_loop *u, struct uconn *c, int res, uint3
     } else if (res == 0) {
         c->eof = 1;
     }
-    uproxy_client_ready(u, c);
+    u->px.client_ready(u, c);
 }
 
 void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags)

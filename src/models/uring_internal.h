@@ -92,6 +92,17 @@ struct uring_loop {
     struct sb_slot *slot;
     struct alog *alog;
     struct uring_proxy *proxy;  /* NULL: no proxy routes */
+    /* upstream_uring.c's entry points, set by uring.c: that file calls
+     * this one, so these calls go through pointers (test_layers: no call
+     * circles between files) */
+    struct {
+        long (*start)(struct uring_loop *u, struct uconn *c, int route,
+                      const struct http_request *req, const char *head, size_t head_len,
+                      const char *body, size_t body_len);
+        void (*kick)(struct uring_loop *u, struct uconn *c);
+        void (*abort)(struct uring_loop *u, struct uconn *c);
+        void (*client_ready)(struct uring_loop *u, struct uconn *c);
+    } px;
     uint8_t stopping;
 };
 
