@@ -383,7 +383,8 @@ def test_killed_logger_is_restarted(server, tmp_path):
     st = wait_for(lambda: (lambda s: s if s["logger_pid"] else None)(status_json(srv)),
                   timeout=5, what="a logger pid")
     old = st["logger_pid"]
-    assert comm(old) == "herd-logger"
+    # the master publishes the pid at fork; the child names itself a moment later
+    wait_for(lambda: comm(old) == "herd-logger", timeout=3, what="the logger's name")
     assert old in descendants(srv.pid)
     m = marker()
     with LightLoad(srv, m) as load:
@@ -396,7 +397,7 @@ def test_killed_logger_is_restarted(server, tmp_path):
         st = wait_for(restarted, timeout=3, interval=0.05, what="a new logger")
         time.sleep(0.5)
     new = st["logger_pid"]
-    assert comm(new) == "herd-logger", comm(new)
+    wait_for(lambda: comm(new) == "herd-logger", timeout=3, what="the new logger's name")
     assert new in descendants(srv.pid)
     wait_for(lambda: f"pid {old}" in srv.stderr_text(), timeout=3,
              what="an error line about the logger's death")

@@ -105,7 +105,9 @@ def test_json_shape(server):
         assert s["state"] == "running", s
         assert s["generation"] == 1, s
         assert s["pid"] in kids, f"slot pid {s['pid']} is not a child of the master"
-        assert comm(s["pid"]) == f"herd-w{s['worker']}", (s, comm(s["pid"]))
+        # named by the child itself, a moment after the master listed it
+        wait_for(lambda: comm(s["pid"]) == f"herd-w{s['worker']}", timeout=3,
+                 what=f"worker {s['worker']}'s name")
     assert sorted(s["worker"] for s in slots) == [0, 1]
     assert len({s["slot"] for s in slots}) == 2
 

@@ -282,7 +282,7 @@ def test_killed_worker_is_respawned(server, site):
         t_back = time.monotonic()
         accept_deaths(srv, [victim])
         assert t_back - t_kill < 2.0, f"worker 0 back only after {t_back - t_kill:.2f}s"
-        assert comm(new_pid) == "herd-w0"
+        wait_for(lambda: comm(new_pid) == "herd-w0", timeout=3, what="the new worker's name")
         assert st["worker_restarts"] == 1, st
         assert st["workers"] == 2, st
         assert any(s["pid"] == other for s in st["slots"]), "worker 1 must be untouched"
