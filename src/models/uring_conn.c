@@ -420,9 +420,11 @@ void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flag
         c->cancelling = 0; /* an exchange's cancel that lands after it ended */
     if (res < 0) {
         if (res == -ECANCELED || res == -ENOBUFS) {
-            /* our cancel while input piles up, or the buffers ran out for a
-             * moment: receive again unless input is held */
-            if (!c->recv_on && !c->nheld && !c->lingering)
+            /* our cancel while input piles up (or for an exchange that
+             * has ended since), or the buffers ran out for a moment:
+             * receive again unless input is held; a lingering connection
+             * reads on until the peer's EOF */
+            if (!c->recv_on && !c->nheld)
                 arm_recv(u, c);
             return;
         }
