@@ -323,6 +323,31 @@ static void print_run(const struct lab_server *s, int sig, int conc, const struc
             (unsigned long long)r->p.errors_total, near, away, r->note[0] ? "; " : "", r->note);
 }
 
+/* Stops every generation of the server: the master in charge now (the pid
+ * file may name one newer than the lab knows), each one signalled, and the
+ * first; newest first, and the pid file once more in case a new master
+ * wrote it meanwhile. Reaps the old masters that came to the lab as
+ * orphans. */
+static void stop_generations(const struct lab_server *s, pid_t first, pid_t master,
+                             const struct lab_reload_run *r)
+{
+    pid_t all[LAB_RELOADS_MAX + 4];
+    int n = 0;
+    all[n++] = current_master(s, master);
+    all[n++] = master;
+    for (int k = r->nmarks - 1; k >= 0; k--)
+        all[n++] = r->marks[k].master;
+    all[n++] = first;
+    for (int i = 0; i < n; i++)
+        if (alive(all[i]))
+            lproc_stop(all[i], STOP_GRACE_MS);
+    pid_t late = current_master(s, master);
+    if (alive(late))
+        lproc_stop(late, STOP_GRACE_MS);
+    for (int i = 0; i < n; i++)
+        waitpid(all[i], NULL, WNOHANG);
+}
+
 /* One run: a fresh server, the load and the signals, the server stopped. */
 static int reload_one(struct lab *lab, struct lab_server *s, int sig, int ci)
 {
@@ -346,19 +371,15 @@ static int reload_one(struct lab *lab, struct lab_server *s, int sig, int ci)
     if (started != 0) {
         r->p.done = 1;
         snprintf(r->p.reason, sizeof r->p.reason, "%.250s", s->reason);
+        if (pid > 0)
+            lproc_stop(pid, STOP_GRACE_MS);
     } else {
         pid_t master = pid;
         result = signal_under_load(lab, s, sig, ci, r, &master);
         if (result == RUN_DONE)
             print_run(s, sig, cfg->conc[ci], r);
-        if (master != pid && alive(master))
-            lproc_stop(master, STOP_GRACE_MS);
+        stop_generations(s, pid, master, r);
     }
-    if (pid > 0)
-        lproc_stop(pid, STOP_GRACE_MS);
-    /* Masters of earlier generations came to us as orphans: reap them. */
-    for (int k = 0; k < r->nmarks; k++)
-        waitpid(r->marks[k].master, NULL, WNOHANG);
     if (started > 0 && lproc_stop_requested())
         result = RUN_INTERRUPTED;
     return result;

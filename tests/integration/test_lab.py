@@ -583,3 +583,33 @@ def test_reload_left_nothing_running(reload_lab):
         for m in run["reloads"]:
             assert not alive(m["master"], str(out)), m
     assert processes_mentioning(str(out)) == []
+
+
+def test_reload_interrupted_after_upgrades_stops_every_master(tmp_path):
+    """Ctrl-C in the middle of a USR2 run, when the master the lab started
+    has handed over to a new one: every generation is stopped, the report
+    is written and marked interrupted."""
+    require_binary()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(lab_cmd(out, "--scenario", "reload", "--models", "prefork",
+                                    "--compare", "none", "--reload-signal", "usr2",
+                                    "--reloads", "3", "--reload-every", "1s",
+                                    "--concurrency", "5", "--warmup", "0"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        m, text = read_until(proc, r"ready, pids ([\d ]+)", 20)
+        time.sleep(2.5)     # after the second upgrade
+        os.kill(proc.pid, signal.SIGINT)
+        _, rest = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, text + rest
+    for pid in [int(p) for p in m.group(1).split()]:
+        assert not alive(pid, str(out)), (pid, text + rest)
+    assert processes_mentioning(str(out)) == [], text + rest
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["interrupted"] is True
+    assert "Interrupted" in (out / "report.md").read_text()
