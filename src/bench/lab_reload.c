@@ -88,7 +88,7 @@ static pid_t current_master(const struct lab_server *s, pid_t master)
  * as many processes as the server had at the start, and after an upgrade
  * the signalled master is gone. */
 static void check_generation(const struct lab_server *s, struct lab_reload_run *r, int k,
-                             int sig, int base, pid_t *master)
+                             int at_end, int sig, int base, pid_t *master)
 {
     struct lab_reload_mark *m = &r->marks[k];
     pid_t now = current_master(s, *master);
@@ -101,13 +101,14 @@ static void check_generation(const struct lab_server *s, struct lab_reload_run *
         snprintf(r->note, sizeof r->note,
                  "%s %d: the old generation had not gone %s (%d processes, %d at the start)",
                  sig == LAB_SIG_USR2 ? "upgrade" : "reload", k + 1,
-                 k + 1 < r->nmarks ? "by the next signal" : "by the end of the run",
+                 at_end ? "by the end of the run" : "by the next signal",
                  m->procs_left, base);
     *master = now;
 }
 
-/* Adds each slice's latency that lies within [from, to) s to h (when not
- * NULL) and returns the errors of those slices. */
+/* Adds the latency of each slice that overlaps [from, to) s to h (when
+ * not NULL), and returns the errors of the slices whose middle lies in it:
+ * adjacent ranges then split the errors without counting any twice. */
 static uint64_t add_slices(const struct json *slices, double slice_s, double from, double to,
                            struct hdr *h)
 {
@@ -117,11 +118,11 @@ static uint64_t add_slices(const struct json *slices, double slice_s, double fro
         if (json_get_double(sl, "t_ms", &t) < 0)
             continue;
         t /= 1000;
-        if (t + slice_s <= from || t >= to)
-            continue;
         char err[128];
-        if (h)
+        if (h && t + slice_s > from && t < to)
             hdr_add_json(h, json_get(sl, "latency"), "ns", err, sizeof err);
+        if (t + slice_s / 2 < from || t + slice_s / 2 >= to)
+            continue;
         const struct json *e = json_get(sl, "errors");
         for (const struct json *k = e ? e->child : NULL; k; k = k->next)
             if (k->is_u64)
@@ -282,7 +283,7 @@ static int signal_under_load(struct lab *lab, struct lab_server *s, int sig, int
             break;
         }
         if (k > 0)
-            check_generation(s, r, k - 1, sig, base, master);
+            check_generation(s, r, k - 1, 0, sig, base, master);
         struct lab_reload_mark *m = &r->marks[r->nmarks++];
         m->master = *master;
         kill(*master, signal_numbers[sig]);
@@ -301,7 +302,7 @@ static int signal_under_load(struct lab *lab, struct lab_server *s, int sig, int
         }
     }
     if (r->nmarks)
-        check_generation(s, r, r->nmarks - 1, sig, base, master);
+        check_generation(s, r, r->nmarks - 1, 1, sig, base, master);
     judge(lab, s, r, status, json, log, *master);
     return RUN_DONE;
 }
