@@ -613,3 +613,18 @@ def test_reload_interrupted_after_upgrades_stops_every_master(tmp_path):
     rep = json.loads((out / "report.json").read_text())
     assert rep["interrupted"] is True
     assert "Interrupted" in (out / "report.md").read_text()
+
+
+@pytest.mark.skipif(not NGINX, reason="nginx is not installed")
+def test_relative_out_dir_with_nginx(tmp_path):
+    """nginx is given -p PREFIX and -c CONF: with a relative --out it looked
+    for CONF under PREFIX and never started."""
+    require_binary()
+    r = subprocess.run([HERD_BIN, "lab", "--out", "rel", "--models", "none", "--compare", "nginx",
+                        "--concurrency", "1", "--duration", "300ms", "--warmup", "0",
+                        "--retries", "0", "--balance-workers", "0"],
+                       cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       errors="replace", timeout=60)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "rel" / "report.json").read_text())
+    assert [(s["label"], s["state"]) for s in rep["servers"]] == [("nginx", "ran")], rep["servers"]
