@@ -46,8 +46,9 @@ int lab_reload_supported(const char *kind, const char *model, int sig)
                 return 1;
         return 0;
     }
-    /* nginx's binary upgrade needs its binary path and a USR2 + QUIT dance
-     * with pid files the lab does not drive: HUP only. */
+    /* nginx ignores USR2 while the process that started it lives ("the
+     * changing binary signal is ignored": it takes that parent for an old
+     * binary still running), and the lab is that parent: HUP only. */
     return !strcmp(kind, "nginx") && sig == LAB_SIG_HUP;
 }
 

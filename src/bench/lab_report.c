@@ -406,9 +406,9 @@ static void reload_md(FILE *f, const struct lab *lab)
                "share the one server CPU.\n",
             cfg->reload_workers, cfg->reload_workers);
     fprintf(f, "- HUP goes to the master the lab started; USR2 to the master the pid file "
-               "names (the new master after an upgrade). nginx runs HUP only: its binary "
-               "upgrade (USR2, then QUIT to the old master) is not driven by the lab. h2o and "
-               "lighttpd are not run.\n\n");
+               "names (the new master after an upgrade). nginx runs HUP only: it ignores "
+               "USR2 while the process that started it (here the lab) lives (\"the changing "
+               "binary signal is ignored\"). h2o and lighttpd are not run.\n\n");
     for (int i = 0; i < lab->nnotes; i++)
         fprintf(f, "> Note: %s.\n\n", lab->notes[i]);
     lab_reload_md(f, lab);
