@@ -6,6 +6,7 @@
  * lab measures exactly what users run, and a crash in one run cannot take
  * the lab down. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void slug(char *out, size_t n, const char *label)
+void lab_slug(char *out, size_t n, const char *label)
 {
     snprintf(out, n, "%s", label);
     for (char *p = out; *p; p++)
@@ -56,7 +57,7 @@ static void slug(char *out, size_t n, const char *label)
             *p = '-';
 }
 
-static void last_line(const char *path, char *out, size_t n)
+void lab_last_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
     FILE *f = fopen(path, "r");
@@ -74,7 +75,7 @@ static void last_line(const char *path, char *out, size_t n)
     fclose(f);
 }
 
-static void describe_exit(int status, char *out, size_t n)
+void lab_describe_exit(int status, char *out, size_t n)
 {
     if (WIFEXITED(status))
         snprintf(out, n, "exit status %d", WEXITSTATUS(status));
@@ -97,8 +98,8 @@ static int wait_ready(struct lab *lab, struct lab_server *s, pid_t pid, const ch
         int status;
         if (lproc_exited(pid, &status)) {
             char how[64];
-            describe_exit(status, how, sizeof how);
-            last_line(log, tail, sizeof tail);
+            lab_describe_exit(status, how, sizeof how);
+            lab_last_line(log, tail, sizeof tail);
             snprintf(s->reason, sizeof s->reason, "exited at start (%s)%s%.200s", how,
                      *tail ? ": " : "", tail);
             return -1;
@@ -184,9 +185,9 @@ static void take_sample(const struct lab *lab, const struct lab_server *s, pid_t
 /* Runs herd load once. Returns 0 when it finished (exit status in
  * *status, usage in ru), 1 when it overran its deadline (and was
  * stopped), 2 when a stop signal came (and it was stopped). */
-int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
-                 int64_t dur_ms, const char *json, const char *log, int *status,
-                 struct rusage *ru, char *err, size_t errlen)
+pid_t lab_spawn_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                     int64_t dur_ms, const char *json, const char *log,
+                     const char *const *extra, char *err, size_t errlen)
 {
     const struct lab_config *cfg = lab->cfg;
     char url[700], c[16], d[32], t[32], cpu[16];
@@ -195,7 +196,7 @@ int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int 
     snprintf(d, sizeof d, "%lldms", (long long)dur_ms);
     snprintf(t, sizeof t, "%lldms", (long long)cfg->timeout_ms);
     snprintf(cpu, sizeof cpu, "%d", cfg->load_cpu);
-    char *argv[24];
+    char *argv[32];
     int a = 0;
     argv[a++] = (char *)lab->man.herd_bin;
     argv[a++] = "load";
@@ -216,9 +217,19 @@ int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int 
         argv[a++] = "--json";
         argv[a++] = (char *)json;
     }
+    for (; extra && *extra && a < 31; extra++)
+        argv[a++] = (char *)*extra;
     argv[a] = NULL;
     unlink(log);
-    pid_t pid = lproc_spawn(argv, cfg->load_cpu, log, err, errlen);
+    return lproc_spawn(argv, cfg->load_cpu, log, err, errlen);
+}
+
+int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                 int64_t dur_ms, const char *json, const char *log, int *status,
+                 struct rusage *ru, char *err, size_t errlen)
+{
+    const struct lab_config *cfg = lab->cfg;
+    pid_t pid = lab_spawn_load(lab, s, ka, conc, dur_ms, json, log, NULL, err, errlen);
     if (pid < 0)
         return 1;
     /* herd load stops itself after -d; connecting and the last timeouts
@@ -236,12 +247,12 @@ int lab_run_load(const struct lab *lab, const struct lab_server *s, int ka, int 
     return rc;
 }
 
-static int read_load_json(const char *path, struct lab_point *p, char *err, size_t errlen)
+struct json *lab_load_json(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "herd load wrote no JSON (%s)", strerror(errno));
-        return -1;
+        return NULL;
     }
     char *buf = NULL;
     size_t cap = 0, n = 0;
@@ -262,10 +273,13 @@ static int read_load_json(const char *path, struct lab_point *p, char *err, size
     char jerr[160];
     struct json *j = buf ? json_parse(buf, n, jerr, sizeof jerr) : NULL;
     free(buf);
-    if (!j) {
+    if (!j)
         snprintf(err, errlen, "herd load's JSON does not parse: %s", buf ? jerr : "no memory");
-        return -1;
-    }
+    return j;
+}
+
+int lab_point_from_json(const struct json *j, struct lab_point *p)
+{
     int ok = json_get_double(j, "requests_per_sec", &p->rps) == 0 &&
              json_get_u64(j, "requests", &p->requests) == 0 &&
              json_get_double(j, "duration_s", &p->duration_s) == 0;
@@ -281,12 +295,19 @@ static int read_load_json(const char *path, struct lab_point *p, char *err, size
             json_get_u64(e, load_err_names[i], &p->errors[i]);
         p->errors_total += p->errors[i];
     }
-    json_free(j);
-    if (!ok) {
-        snprintf(err, errlen, "herd load's JSON lacks requests_per_sec, requests or latency_us");
+    return ok ? 0 : -1;
+}
+
+static int read_load_json(const char *path, struct lab_point *p, char *err, size_t errlen)
+{
+    struct json *j = lab_load_json(path, err, errlen);
+    if (!j)
         return -1;
-    }
-    return 0;
+    int rc = lab_point_from_json(j, p);
+    json_free(j);
+    if (rc < 0)
+        snprintf(err, errlen, "herd load's JSON lacks requests_per_sec, requests or latency_us");
+    return rc;
 }
 
 static void print_point(const struct lab_server *s, int ka, int conc, const struct lab_point *p)
@@ -312,7 +333,7 @@ static void print_point(const struct lab_server *s, int ka, int conc, const stru
 /* Waits (up to QUIET_WAIT_MS) until neither measured core is busier than
  * QUIET_MAX_PCT over a QUIET_STEP_MS window; this also lets the last run's
  * connections settle. Returns 1 when a stop signal came. */
-static int wait_quiet(const struct lab *lab)
+int lab_wait_quiet(const struct lab *lab)
 {
     int64_t end = now_ms() + QUIET_WAIT_MS;
     for (;;) {
@@ -373,7 +394,7 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
 {
     const struct lab_config *cfg = lab->cfg;
     char name[160], json[900], log[900], err[256], try[16] = "";
-    slug(name, sizeof name, s->label);
+    lab_slug(name, sizeof name, s->label);
     if (attempt > 1)
         snprintf(try, sizeof try, ".try%d", attempt);
     snprintf(p->raw, sizeof p->raw, "raw/%.100s-%s-c%d%s.json", name,
@@ -403,12 +424,12 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
         snprintf(p->reason, sizeof p->reason, "%s", err);
     } else if (lproc_exited(pid, &exited)) {
         char how[64];
-        describe_exit(exited, how, sizeof how);
+        lab_describe_exit(exited, how, sizeof how);
         snprintf(p->reason, sizeof p->reason, "the server exited during the run (%s)", how);
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char how[64], tail[200];
-        describe_exit(status, how, sizeof how);
-        last_line(log, tail, sizeof tail);
+        lab_describe_exit(status, how, sizeof how);
+        lab_last_line(log, tail, sizeof tail);
         snprintf(p->reason, sizeof p->reason, "herd load: %.60s%s%.180s", how, *tail ? ": " : "",
                  *tail ? tail : "");
     } else if (read_load_json(json, p, err, sizeof err) < 0) {
@@ -438,8 +459,8 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
     struct lab_point *p = lab_point(lab, s, ki, ci);
     int ka = cfg->ka[ki], conc = cfg->conc[ci];
     char name[160], err[256];
-    slug(name, sizeof name, s->label);
-    if (wait_quiet(lab))
+    lab_slug(name, sizeof name, s->label);
+    if (lab_wait_quiet(lab))
         return RUN_INTERRUPTED;
     if (cfg->warmup_ms > 0) {
         char wlog[900];
@@ -462,7 +483,7 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
         if (attempt > 1) {
             fprintf(stderr, "lab: %-15s %-10s c=%-5d disturbed (foreign CPU %.0f%%): again\n",
                     s->label, ka ? "keep-alive" : "close", conc, try->foreign_pct);
-            if (wait_quiet(lab)) {
+            if (lab_wait_quiet(lab)) {
                 result = RUN_INTERRUPTED;
                 break;
             }
@@ -486,19 +507,16 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
     return result;
 }
 
-/* Starts s, runs every point, stops it. Returns RUN_INTERRUPTED when a
- * stop signal came. */
-static int run_server(struct lab *lab, struct lab_server *s)
+int lab_start_server(struct lab *lab, struct lab_server *s, const char *reldir, pid_t *out)
 {
     const struct lab_config *cfg = lab->cfg;
-    char name[160], dir[900], log[1000], err[256];
-    slug(name, sizeof name, s->label);
-    snprintf(dir, sizeof dir, "%s/servers/%s", cfg->out_dir, name);
-    int rc = lab_mkdir_p(dir);
-    if (rc < 0) {
+    char log[PATH_MAX + 32], err[256], dir[PATH_MAX];
+    int rc = lab_mkdir_p(reldir);
+    if (rc < 0 || !realpath(reldir, dir)) {
         s->state = SRV_FAILED;
-        snprintf(s->reason, sizeof s->reason, "cannot create %.200s: %s", dir, strerror(-rc));
-        return RUN_DONE;
+        snprintf(s->reason, sizeof s->reason, "cannot create %.200s: %s", reldir,
+                 strerror(rc < 0 ? -rc : errno));
+        return -1;
     }
     lab_server_version(s, dir, cfg->server_cpu);
     s->workers_as_root = lab->docroot_private;
@@ -510,7 +528,7 @@ static int run_server(struct lab *lab, struct lab_server *s)
                      cfg->port_lo, cfg->port_hi);
         else
             snprintf(s->reason, sizeof s->reason, "no free port on 127.0.0.1");
-        return RUN_DONE;
+        return -1;
     }
     char store[4096], *argv[32];
     if (lab_server_command(s, lab->man.herd_bin, lab->docroot, dir, s->port,
@@ -518,7 +536,7 @@ static int run_server(struct lab *lab, struct lab_server *s)
                            sizeof err) < 0) {
         s->state = SRV_FAILED;
         snprintf(s->reason, sizeof s->reason, "%s", err);
-        return RUN_DONE;
+        return -1;
     }
     snprintf(log, sizeof log, "%s/server.log", dir);
     unlink(log);
@@ -527,31 +545,50 @@ static int run_server(struct lab *lab, struct lab_server *s)
         s->state = SRV_FAILED;
         snprintf(s->reason, sizeof s->reason, "%s", err);
         fprintf(stderr, "lab: %s: %s\n", s->label, s->reason);
-        return RUN_DONE;
+        return -1;
     }
     fprintf(stderr, "lab: %s: started pid %d on 127.0.0.1:%d (CPU %d)\n", s->label, (int)pid,
             s->port, cfg->server_cpu);
     s->pids[0] = pid;
     s->npids = 1;
-    int result = RUN_DONE;
+    *out = pid;
     if (wait_ready(lab, s, pid, log) < 0) {
         s->state = SRV_FAILED;
         fprintf(stderr, "lab: %s: failed: %s\n", s->label, s->reason);
+        return 1;
+    }
+    s->state = SRV_OK;
+    char pids[200] = "";
+    for (int i = 0, used = 0; i < s->npids; i++)
+        used += snprintf(pids + used, sizeof pids - (size_t)used, "%s%d", i ? " " : "",
+                         (int)s->pids[i]);
+    fprintf(stderr, "lab: %s: ready, pids %s\n", s->label, pids);
+    return 0;
+}
+
+/* Starts s, runs every point, stops it. Returns RUN_INTERRUPTED when a
+ * stop signal came. */
+static int run_server(struct lab *lab, struct lab_server *s)
+{
+    const struct lab_config *cfg = lab->cfg;
+    char name[160], dir[900];
+    lab_slug(name, sizeof name, s->label);
+    snprintf(dir, sizeof dir, "%s/servers/%s", cfg->out_dir, name);
+    pid_t pid = -1;
+    int started = lab_start_server(lab, s, dir, &pid);
+    if (started < 0)
+        return RUN_DONE;
+    int result = RUN_DONE;
+    if (started > 0) {
         if (lproc_stop_requested())
             result = RUN_INTERRUPTED;
     } else {
-        s->state = SRV_OK;
-        char pids[200] = "";
-        for (int i = 0, used = 0; i < s->npids; i++)
-            used += snprintf(pids + used, sizeof pids - (size_t)used, "%s%d", i ? " " : "",
-                             (int)s->pids[i]);
-        fprintf(stderr, "lab: %s: ready, pids %s\n", s->label, pids);
         for (int ki = 0; ki < cfg->nka && result == RUN_DONE; ki++)
             for (int ci = 0; ci < cfg->nconc && result == RUN_DONE; ci++) {
                 int status;
                 if (lproc_exited(pid, &status)) {
                     char how[64];
-                    describe_exit(status, how, sizeof how);
+                    lab_describe_exit(status, how, sizeof how);
                     struct lab_point *p = lab_point(lab, s, ki, ci);
                     p->done = 1;
                     snprintf(p->reason, sizeof p->reason, "the server had exited (%s)", how);
@@ -571,7 +608,7 @@ static int run_server(struct lab *lab, struct lab_server *s)
 
 /* ---------------------------------------------------------------- lab */
 
-static int write_reports(struct lab *lab)
+int lab_write_reports(struct lab *lab)
 {
     const char *out = lab->cfg->out_dir;
     char path[900];
@@ -580,6 +617,8 @@ static int write_reports(struct lab *lab)
     rc |= lab_write_json(lab, path);
     snprintf(path, sizeof path, "%s/report.md", out);
     rc |= lab_write_md(lab, path);
+    if (lab->cfg->scenario == LAB_RELOAD)
+        return rc | lab_reload_svgs(lab) ? -1 : 0;
     snprintf(path, sizeof path, "%s/reqs.svg", out);
     rc |= lab_write_svg(lab, CHART_RPS, path);
     snprintf(path, sizeof path, "%s/p99.svg", out);
@@ -694,8 +733,13 @@ static int add_servers(struct lab *lab)
     for (int i = 0; i < cfg->ncompare; i++)
         add_server(lab, cfg->compare[i], NULL);
     for (int i = 0; i < lab->nservers; i++) {
-        lab->servers[i].points = calloc((size_t)(cfg->nka * cfg->nconc), sizeof(struct lab_point));
-        if (!lab->servers[i].points) {
+        struct lab_server *s = &lab->servers[i];
+        s->points = calloc((size_t)(cfg->nka * cfg->nconc), sizeof(struct lab_point));
+        if (cfg->scenario == LAB_RELOAD) {
+            s->workers = cfg->reload_workers;
+            s->reload = calloc((size_t)(LAB_NSIG * cfg->nconc), sizeof *s->reload);
+        }
+        if (!s->points || (cfg->scenario == LAB_RELOAD && !s->reload)) {
             fprintf(stderr, "herd lab: out of memory\n");
             return -1;
         }
@@ -714,6 +758,10 @@ int64_t lab_estimate_ms(const struct lab_config *cfg, int nservers)
 static void run_servers(struct lab *lab)
 {
     const struct lab_config *cfg = lab->cfg;
+    if (cfg->scenario == LAB_RELOAD) {
+        lab_reload_run_all(lab);
+        return;
+    }
     int pending = 0;
     for (int i = 0; i < lab->nservers; i++)
         pending += lab->servers[i].state == SRV_PENDING;
@@ -737,11 +785,11 @@ static void run_servers(struct lab *lab)
         if (lproc_stop_requested() || run_server(lab, s) == RUN_INTERRUPTED)
             lab->interrupted = 1;
         stamp(lab->man.finished, sizeof lab->man.finished);
-        write_reports(lab);
+        lab_write_reports(lab);
     }
     if (!lab->interrupted && !lproc_stop_requested()) {
         lab_balance_run(lab);
-        write_reports(lab);
+        lab_write_reports(lab);
     }
     int64_t took = (now_ms() - began) / 1000;
     fprintf(stderr, "lab: the runs took %lldm%02llds (estimated at least %lldm%02llds)\n",
@@ -762,14 +810,18 @@ static int finish_lab(struct lab *lab)
         }
         for (int k = 0; k < cfg->nka * cfg->nconc; k++)
             runs += s->points[k].ok;
+        for (int k = 0; s->reload && k < LAB_NSIG * cfg->nconc; k++)
+            runs += s->reload[k].p.ok;
     }
     stamp(lab->man.finished, sizeof lab->man.finished);
-    int wrc = write_reports(lab);
+    int wrc = lab_write_reports(lab);
     if (wrc < 0)
         fprintf(stderr, "herd lab: cannot write the report in %s\n", cfg->out_dir);
     else
-        fprintf(stderr, "lab: report in %s/report.md (also report.json, reqs.svg, p99.svg, errors.svg, cpu.svg%s)\n",
-                cfg->out_dir, lab->nbalance ? ", balance.svg" : "");
+        fprintf(stderr, "lab: report in %s/report.md (also report.json, %s%s)\n", cfg->out_dir,
+                cfg->scenario == LAB_RELOAD ? "reload-cN-SIGNAL.svg"
+                                            : "reqs.svg, p99.svg, errors.svg, cpu.svg",
+                lab->nbalance ? ", balance.svg" : "");
     if (lab->interrupted)
         fprintf(stderr, "lab: interrupted; every server the lab started is stopped\n");
     else if (!runs)
@@ -779,6 +831,7 @@ static int finish_lab(struct lab *lab)
 
 static void free_lab(struct lab *lab)
 {
+    lab_reload_free(lab);
     for (int i = 0; i < lab->nservers; i++)
         free(lab->servers[i].points);
     free(lab);

@@ -10,6 +10,11 @@
 #define LAB_MAX_SERVERS 32
 #define LAB_MAX_CONC 64
 #define LAB_BALANCE_WORKERS_MAX 16
+#define LAB_RELOADS_MAX 50
+
+enum lab_scenario { LAB_THROUGHPUT, LAB_RELOAD };
+enum lab_signal { LAB_SIG_HUP, LAB_SIG_USR2, LAB_NSIG };
+extern const char *const lab_signal_names[LAB_NSIG];   /* "hup", "usr2" */
 
 struct lab_config {
     const char *models[LAB_MAX_SERVERS];   /* herd models, report order */
@@ -28,12 +33,21 @@ struct lab_config {
     int port_lo, port_hi;                  /* servers' ports; 0: any free port */
     int balance_workers;                   /* accept-balance runs' workers; < 2: none */
     int profile;                           /* perf record each herd model: flame graphs */
+    enum lab_scenario scenario;
+    int reloads;                           /* reload scenario: signals per run */
+    int64_t reload_every_ms;               /* between signals; a run lasts (reloads + 1) x this */
+    int signals[LAB_NSIG];                 /* which signals to run (1: yes) */
+    int reload_workers;                    /* herd --workers and nginx worker_processes */
 };
 
 /* herd's concurrency models, in report order: "all" means these. This
  * list is the one place the lab learns about a new model. */
 extern const char *const lab_herd_models[];
 extern const int lab_nherd_models;
+
+/* The models that reload and upgrade (the reload scenario's "all"). */
+extern const char *const lab_herd_reload_models[];
+extern const int lab_nherd_reload_models;
 
 /* The other servers the lab knows how to configure. */
 extern const char *const lab_compare_servers[];

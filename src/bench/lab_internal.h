@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "bench/lab.h"
@@ -34,6 +35,33 @@ struct lab_point {
     char raw[256];            /* herd load's JSON, relative to the out dir */
 };
 
+/* The reload scenario (lab_reload.c): one run is one server, one signal,
+ * one concurrency; herd load runs (reloads + 1) x reload_every while the
+ * lab signals the server's master at each multiple of reload_every. */
+#define LAB_RELOAD_WINDOW_MS 500   /* "around a reload": this far either side */
+
+struct lab_reload_mark {
+    double t_s;               /* when the signal went, from the start of measuring */
+    uint64_t errors;          /* errors from t_s - window to the next mark's t_s - window */
+    double p99_us;            /* p99 of the responses within the window around t_s; NAN: none */
+    int old_gone;             /* 1: the old generation had gone by the next signal (or the end) */
+    int procs_left;           /* processes of the server then (master, workers, logger ...) */
+    pid_t master;             /* the master signalled */
+    int64_t sent_ns;          /* CLOCK_MONOTONIC when it was */
+};
+
+struct lab_reload_run {
+    struct lab_point p;       /* the whole run, as in the other scenario (no server counters) */
+    int nmarks;
+    struct lab_reload_mark marks[LAB_RELOADS_MAX];
+    uint64_t errors_before;   /* errors before the first mark's window */
+    double p99_near_us, p99_away_us;  /* within the windows around the marks, and elsewhere */
+    int nslices;
+    double slice_s;
+    double *rps;              /* req/s in each slice of herd load's timeline */
+    char note[200];           /* what went unexpectedly (an old generation that stayed) */
+};
+
 enum lab_srv_state { SRV_PENDING, SRV_OK, SRV_NOT_INSTALLED, SRV_FAILED, SRV_SKIPPED };
 
 struct lab_server {
@@ -52,6 +80,9 @@ struct lab_server {
     int npids;
     struct lab_point *points; /* [ka index * nconc + concurrency index] */
     char flame[300];          /* --profile: its flame graph's file, or why there is none */
+    int workers;              /* herd --workers, nginx worker_processes; 0: 1 */
+    char pid_file[300];       /* herd --pid-file (follows the master across USR2); "": none */
+    struct lab_reload_run *reload; /* [signal * nconc + concurrency index], reload scenario */
 };
 
 struct lab_manifest {
@@ -128,6 +159,38 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
 
 /* The version line of a compare server (its -v output), "" if unknown. */
 void lab_server_version(struct lab_server *s, const char *dir, int cpu);
+
+/* lab.c: what the reload scenario shares with the default one. */
+
+/* Starts s (its files in dir) and waits until it answers. Returns 0 when it
+ * is ready (*pid set), 1 when it started but failed (*pid set, s->reason
+ * says why; stop it), -1 when it could not start (s->reason). */
+int lab_start_server(struct lab *lab, struct lab_server *s, const char *dir, pid_t *pid);
+/* Starts herd load against s (extra: more arguments, NULL-terminated, or
+ * NULL) pinned to the load CPU. Its pid, or -1 with err. */
+pid_t lab_spawn_load(const struct lab *lab, const struct lab_server *s, int ka, int conc,
+                     int64_t dur_ms, const char *json, const char *log,
+                     const char *const *extra, char *err, size_t errlen);
+/* herd load's JSON file, parsed (json_free it), or NULL with err. */
+struct json;
+struct json *lab_load_json(const char *path, char *err, size_t errlen);
+/* The run's figures from herd load's JSON into p. 0, or -1 when some lack. */
+int lab_point_from_json(const struct json *j, struct lab_point *p);
+int lab_wait_quiet(const struct lab *lab);  /* 1: a stop signal came */
+void lab_slug(char *out, size_t n, const char *label);        /* "herd/x" -> "herd-x" */
+void lab_last_line(const char *path, char *out, size_t n);    /* a log's last line */
+void lab_describe_exit(int status, char *out, size_t n);      /* "exit status 1" */
+int lab_write_reports(struct lab *lab);
+
+/* lab_reload.c: the reload scenario's runs; which servers support it. */
+int lab_reload_supported(const char *kind, const char *model, int sig);
+void lab_reload_run_all(struct lab *lab);
+void lab_reload_free(struct lab *lab);
+/* lab_reload_report.c: its sections of report.md and report.json, and
+ * reload-cN-SIG.svg per (concurrency, signal). */
+void lab_reload_md(FILE *f, const struct lab *lab);
+void lab_reload_json(FILE *f, const struct lab *lab);
+int lab_reload_svgs(const struct lab *lab);
 
 /* lab_docroot.c */
 

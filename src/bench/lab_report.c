@@ -384,6 +384,36 @@ static void fmt_dur(char *buf, size_t n, int64_t ms, int prose)
         snprintf(buf, n, "%lld%ss", (long long)(ms / 1000), prose ? " " : "");
 }
 
+static void servers_md(FILE *f, const struct lab *lab);
+static int close_md(FILE *f, const char *tmp, const char *path);
+
+/* The reload scenario's setup and tables. */
+static void reload_md(FILE *f, const struct lab *lab)
+{
+    const struct lab_config *cfg = lab->cfg;
+    fprintf(f, "## Setup: reload scenario\n\n");
+    fprintf(f, "- Each server runs pinned to CPU %d; herd load runs pinned to CPU %d with one "
+               "thread: `herd load http://127.0.0.1:PORT%s -t 1 -c N -d %llds --timeout %lldms "
+               "--warmup %lldms --timeline 100ms`.\n",
+            cfg->server_cpu, cfg->load_cpu, cfg->path,
+            (long long)((cfg->reloads + 1) * cfg->reload_every_ms / 1000),
+            (long long)cfg->timeout_ms, (long long)cfg->warmup_ms);
+    fprintf(f, "- herd: `herd serve DOCROOT --model M --workers %d --keepalive-requests 100000000 "
+               "--status-path /herd-status --listen 127.0.0.1:PORT --pid-file FILE`; nginx: "
+               "worker_processes %d, otherwise as in the other scenario. Two workers, not "
+               "one: a reload then replaces several workers at once (and herd hands idle "
+               "connections over per worker slot), and nginx needs its master anyway; both "
+               "share the one server CPU.\n",
+            cfg->reload_workers, cfg->reload_workers);
+    fprintf(f, "- HUP goes to the master the lab started; USR2 to the master the pid file "
+               "names (the new master after an upgrade). nginx runs HUP only: it ignores "
+               "USR2 while the process that started it (here the lab) lives (\"the changing "
+               "binary signal is ignored\"). h2o and lighttpd are not run.\n\n");
+    for (int i = 0; i < lab->nnotes; i++)
+        fprintf(f, "> Note: %s.\n\n", lab->notes[i]);
+    lab_reload_md(f, lab);
+}
+
 int lab_write_md(const struct lab *lab, const char *path)
 {
     const struct lab_config *cfg = lab->cfg;
@@ -410,6 +440,11 @@ int lab_write_md(const struct lab *lab, const char *path)
     fprintf(f, "| herd | %s (%s) |\n", m->herd_version, m->herd_bin);
     fprintf(f, "| started / finished | %s / %s |\n\n", m->started, m->finished);
 
+    if (cfg->scenario == LAB_RELOAD) {
+        reload_md(f, lab);
+        servers_md(f, lab);
+        return close_md(f, tmp, path);
+    }
     char dur[32], warm[32], tmo[32];
     fmt_dur(dur, sizeof dur, cfg->duration_ms, 0);
     fmt_dur(warm, sizeof warm, cfg->warmup_ms, 1);
@@ -488,6 +523,13 @@ int lab_write_md(const struct lab *lab, const char *path)
         fprintf(f, "\n");
     }
 
+    servers_md(f, lab);
+    return close_md(f, tmp, path);
+}
+
+static void servers_md(FILE *f, const struct lab *lab)
+{
+    const struct lab_manifest *m = &lab->man;
     fprintf(f, "## Servers\n\n| server | state | version | command | pids |\n"
                "| --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < lab->nservers; i++) {
@@ -503,6 +545,10 @@ int lab_write_md(const struct lab *lab, const char *path)
     }
     fprintf(f, "\nRaw output of every run of herd load is in raw/, server logs and configs in "
                "servers/, every figure in report.json.\n");
+}
+
+static int close_md(FILE *f, const char *tmp, const char *path)
+{
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
         unlink(tmp);
@@ -633,7 +679,8 @@ int lab_write_json(const struct lab *lab, const char *path)
     json_write_str(f, m->started);
     fprintf(f, ", \"finished\": ");
     json_write_str(f, m->finished);
-    fprintf(f, "},\n  \"config\": {\"concurrency\": [");
+    fprintf(f, "},\n  \"config\": {\"scenario\": \"%s\", \"concurrency\": [",
+            cfg->scenario == LAB_RELOAD ? "reload" : "throughput");
     for (int c = 0; c < cfg->nconc; c++)
         fprintf(f, "%s%d", c ? ", " : "", cfg->conc[c]);
     fprintf(f, "], \"keepalive\": [");
@@ -651,7 +698,10 @@ int lab_write_json(const struct lab *lab, const char *path)
         fprintf(f, "%s", i ? ", " : "");
         json_write_str(f, lab->notes[i]);
     }
-    fprintf(f, "],\n  \"servers\": [\n");
+    fprintf(f, "],\n");
+    if (cfg->scenario == LAB_RELOAD)
+        lab_reload_json(f, lab);
+    fprintf(f, "  \"servers\": [\n");
     for (int i = 0; i < lab->nservers; i++) {
         const struct lab_server *s = &lab->servers[i];
         fprintf(f, "    {\"label\": ");
@@ -687,7 +737,7 @@ int lab_write_json(const struct lab *lab, const char *path)
     int first = 1;
     for (int i = 0; i < lab->nservers; i++) {
         const struct lab_server *s = &lab->servers[i];
-        if (!in_tables(s))
+        if (!in_tables(s) || cfg->scenario == LAB_RELOAD)
             continue;
         for (int ki = 0; ki < cfg->nka; ki++)
             for (int c = 0; c < cfg->nconc; c++) {

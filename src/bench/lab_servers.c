@@ -19,6 +19,14 @@ const char *const lab_herd_models[] = {
 };
 const int lab_nherd_models = (int)(sizeof lab_herd_models / sizeof lab_herd_models[0]);
 
+/* The models whose master reloads on HUP and upgrades on USR2 (the reload
+ * scenario); iterative and single have no master. */
+const char *const lab_herd_reload_models[] = {
+    "reuseport", "prefork", "dispatch", "threads", "coro", "uring",
+};
+const int lab_nherd_reload_models =
+    (int)(sizeof lab_herd_reload_models / sizeof lab_herd_reload_models[0]);
+
 const char *const lab_compare_servers[] = {"nginx", "h2o", "lighttpd"};
 const int lab_ncompare_servers =
     (int)(sizeof lab_compare_servers / sizeof lab_compare_servers[0]);
@@ -105,7 +113,7 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
     char *at = store, *end = store + storelen;
     const char *args[24];
     int argc = 0;
-    char listen[64], conf[700], prefix[700], errlog[700], portstr[16];
+    char listen[64], conf[700], prefix[700], errlog[700], portstr[16], workers[16];
     long maxconn = nofile - 100;
     snprintf(portstr, sizeof portstr, "%d", port);
     snprintf(errlog, sizeof errlog, "%s/error.log", dir);
@@ -113,11 +121,16 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
 
     if (!strcmp(s->kind, "herd")) {
         snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
-        const char *a[] = {herd_bin, "serve", docroot, "--model", s->model, "--workers", "1",
+        snprintf(workers, sizeof workers, "%d", s->workers > 1 ? s->workers : 1);
+        const char *a[] = {herd_bin, "serve", docroot, "--model", s->model, "--workers", workers,
                            "--keepalive-requests", "100000000", "--status-path", "/herd-status",
                            "--listen", listen};
         for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
             args[argc++] = a[i];
+        if (s->pid_file[0]) {
+            args[argc++] = "--pid-file";
+            args[argc++] = s->pid_file;
+        }
     } else if (!strcmp(s->kind, "nginx")) {
         snprintf(conf, sizeof conf, "%s/nginx.conf", dir);
         snprintf(prefix, sizeof prefix, "%s/nginx", dir);
@@ -127,7 +140,7 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
         }
         if (write_file(conf, err, errlen,
                        "%s"
-                       "worker_processes 1;\n"
+                       "worker_processes %d;\n"
                        "daemon off;\n"
                        "pid %s/nginx.pid;\n"
                        "error_log %s warn;\n"
@@ -150,8 +163,8 @@ int lab_server_command(struct lab_server *s, const char *herd_bin, const char *d
                        "        location / { }\n"
                        "    }\n"
                        "}\n",
-                       s->workers_as_root ? "user root;\n" : "", dir, errlog, nofile, maxconn,
-                       port, docroot) < 0)
+                       s->workers_as_root ? "user root;\n" : "", s->workers > 1 ? s->workers : 1,
+                       dir, errlog, nofile, maxconn, port, docroot) < 0)
             return -1;
         const char *a[] = {s->bin, "-p", prefix, "-e", errlog, "-c", conf};
         for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)

@@ -31,6 +31,8 @@ static void note(struct load_thread *t, enum load_err kind, int errnum, const ch
     if (!t->measuring)
         return;
     t->st.errors[kind]++;
+    if (t->tl.s)
+        tl_error(&t->tl, load_now_ns(), kind);
     if (t->st.why[kind][0])
         return;
     if (errnum) {
@@ -258,7 +260,10 @@ static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
     t->all_requests++;
     if (t->measuring) {
         t->st.requests++;
-        hdr_record(t->st.latency, now > start ? (uint64_t)(now - start) : 0);
+        uint64_t lat = now > start ? (uint64_t)(now - start) : 0;
+        hdr_record(t->st.latency, lat);
+        if (t->tl.s)
+            tl_response(&t->tl, now, lat);
         if (c->rp.status >= 400) {
             char what[32];
             snprintf(what, sizeof what, "status %u", c->rp.status);

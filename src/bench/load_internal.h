@@ -11,6 +11,7 @@
 #include "bench/load_reqs.h"
 #include "bench/load_tls.h"
 #include "bench/load_run.h"
+#include "bench/load_timeline.h"
 #include "bench/rate.h"
 #include "bench/load_resp.h"
 #include "core/bufpool.h"
@@ -86,6 +87,7 @@ struct load_thread {
     int *threads_done;      /* incremented by each thread as it ends */
     uint64_t all_requests;  /* responses, warm-up included */
     struct load_stats st;
+    struct load_timeline tl;   /* --timeline; tl.s NULL: none */
     uint64_t live_requests, live_errors; /* for the progress line; relaxed atomics */
     char fatal[160];        /* why the thread could not start, else empty */
     /* wrk's Req/Sec row: this thread's request rate, sampled every

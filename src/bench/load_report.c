@@ -6,6 +6,7 @@
 
 #include "bench/hdr.h"
 #include "bench/json.h"
+#include "bench/load_timeline.h"
 
 static const struct {
     const char *label, *key;
@@ -198,6 +199,10 @@ int load_write_json(const char *path, const struct load_result *r, char *err, si
     }
     fputs("},\n  \"histogram\": ", f);
     hdr_write_json(h, "ns", f);
+    if (r->timeline) {
+        fputs(",\n  \"timeline\": ", f);
+        tl_write_json(r->timeline, f);
+    }
     fputs("\n}\n", f);
     int bad = ferror(f);
     if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)

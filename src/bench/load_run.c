@@ -294,6 +294,13 @@ static void free_thread(struct load_thread *t)
     free(t->rbuf);
     bufpool_destroy(&t->stash_pool);
     hdr_free(t->st.latency);
+    tl_free(&t->tl);
+}
+
+/* A timeline covers the measured run and the last responses after it. */
+static int64_t timeline_span_ns(const struct load_config *cfg)
+{
+    return (cfg->duration_ms + 2 * cfg->timeout_ms + 1000) * 1000000;
 }
 
 static int init_thread(struct load_thread *t, uint32_t first_global)
@@ -310,6 +317,9 @@ static int init_thread(struct load_thread *t, uint32_t first_global)
     t->rbuf_size = RBUF_SIZE;
     t->st.latency = hdr_new();
     if (!t->conns || !t->starts || !t->heap || !t->rbuf || !t->st.latency)
+        return -1;
+    if (cfg->timeline_ms > 0 &&
+        tl_init(&t->tl, t->measure_ns, cfg->timeline_ms * 1000000, timeline_span_ns(cfg)) < 0)
         return -1;
     for (uint32_t i = 0; i < t->nconns; i++)
         lconn_init(t, &t->conns[i], i, first_global + i);
@@ -328,6 +338,22 @@ static void progress_line(struct load_thread *th, uint32_t n, int64_t now, int64
             (long long)((now - start) / 1000000000), now < measure ? " (warm-up)" : "",
             (unsigned long long)(reqs - *last_reqs), (unsigned long long)errs);
     *last_reqs = reqs;
+}
+
+/* Adds up the threads' timelines into a new res->timeline. 0, or -1. */
+static int merge_timelines(struct load_thread *th, uint32_t nt, struct load_result *res)
+{
+    const struct load_config *cfg = th[0].cfg;
+    res->timeline = malloc(sizeof *res->timeline);
+    if (!res->timeline || tl_init(res->timeline, th[0].measure_ns, cfg->timeline_ms * 1000000,
+                                  timeline_span_ns(cfg)) < 0) {
+        free(res->timeline);
+        res->timeline = NULL;
+        return -1;
+    }
+    for (uint32_t i = 0; i < nt; i++)
+        tl_merge(res->timeline, &th[i].tl);
+    return 0;
 }
 
 int load_run(const struct load_config *cfg, struct load_result *res, char *err, size_t errlen)
@@ -452,6 +478,10 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         }
         hdr_merge(res->latency, t->st.latency);
     }
+    if (cfg->timeline_ms > 0 && merge_timelines(th, nt, res) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     thread_rps_stats(th, nt, &res->thread_rps);
     snprintf(res->url, sizeof res->url, "%s", cfg->url);
     res->threads = nt;
@@ -480,4 +510,9 @@ void load_result_free(struct load_result *res)
 {
     hdr_free(res->latency);
     res->latency = NULL;
+    if (res->timeline) {
+        tl_free(res->timeline);
+        free(res->timeline);
+        res->timeline = NULL;
+    }
 }

@@ -54,9 +54,11 @@ struct load_config {
     const int *cpus;          /* thread i runs on cpus[i % ncpus] */
     int ncpus;
     int progress;             /* one line on stderr per second */
+    int64_t timeline_ms;      /* --timeline: slice width; 0 = no timeline */
 };
 
 struct hdr;
+struct load_timeline;
 
 struct load_result {
     char url[512];
@@ -80,6 +82,7 @@ struct load_result {
         double mean, stdev, max, within_pct;
         uint64_t nsamples;
     } thread_rps;
+    struct load_timeline *timeline; /* --timeline, else NULL; freed by load_result_free */
 };
 
 /* The share (percent) by which the achieved rate fell short of --rate, or

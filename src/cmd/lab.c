@@ -48,6 +48,25 @@ static const char lab_usage[] =
     "  --profile                  after each herd model's runs, one more (keep-alive, the\n"
     "                             highest concurrency) under perf record -g: a flame\n"
     "                             graph DIR/flame-herd-MODEL.svg (needs linux-perf)\n"
+    "  --scenario throughput|reload\n"
+    "                             throughput (the default): the runs above. reload: per\n"
+    "                             server, signal and concurrency, a fresh server (%d workers;\n"
+    "                             nginx worker_processes %d) under herd load (keep-alive,\n"
+    "                             no retries, --timeline 100ms) for (N+1) x DUR, the lab\n"
+    "                             signalling its master every DUR; report.md has a table per\n"
+    "                             signal (errors in all and by kind, errors per reload, p99\n"
+    "                             within 500 ms of the reloads and away from them, HTTP >= 400,\n"
+    "                             whether the old generation had gone by the next signal),\n"
+    "                             reload-cN-SIGNAL.svg req/s over time with the reloads\n"
+    "                             marked. Defaults there: --models with a master\n"
+    "                             (%s),\n"
+    "                             --compare nginx (HUP only; h2o and lighttpd are not run),\n"
+    "                             --concurrency 20,200, no balance runs\n"
+    "  --reloads N                reload: signals per run (default 5, 1 to 50)\n"
+    "  --reload-every DUR         reload: time between signals (default 2s, 200ms to 60s)\n"
+    "  --reload-signal hup|usr2|both\n"
+    "                             reload: HUP (reload), USR2 (binary upgrade, herd only) or\n"
+    "                             both (default both)\n"
     "  -h, --help                 this text\n"
     "\n"
     "Before the first run it prints an estimate of the whole run time (servers x\n"
@@ -199,7 +218,8 @@ static int valid_path(const char *p)
 }
 
 enum opt { O_MODELS, O_CONC, O_DURATION, O_WARMUP, O_TIMEOUT, O_RETRIES, O_KEEPALIVE,
-           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_BALANCE, O_PROFILE, O_HELP };
+           O_COMPARE, O_OUT, O_SCPU, O_LCPU, O_PATH, O_PORTS, O_BALANCE, O_PROFILE, O_SCENARIO,
+           O_RELOADS, O_RELOAD_EVERY, O_RELOAD_SIGNAL, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"--models", O_MODELS, 1},        {"--concurrency", O_CONC, 1},
@@ -210,12 +230,72 @@ static const struct flag_opt opts[] = {
     {"--server-cpu", O_SCPU, 1},      {"--load-cpu", O_LCPU, 1},
     {"--path", O_PATH, 1},            {"--port-range", O_PORTS, 1},
     {"--balance-workers", O_BALANCE, 1}, {"--profile", O_PROFILE, 0},
+    {"--scenario", O_SCENARIO, 1},    {"--reloads", O_RELOADS, 1},
+    {"--reload-every", O_RELOAD_EVERY, 1}, {"--reload-signal", O_RELOAD_SIGNAL, 1},
     {"-h", O_HELP, 0},
     {"--help", O_HELP, 0},
 };
 
+/* Which flags the user gave, so the reload scenario's defaults apply only
+ * to the others. */
+struct given {
+    int models, compare, conc, balance;
+};
+
+/* The reload scenario's options. Returns 0, or 2 after a message. */
+static int reload_flag(int kind, const char *v, struct lab_config *cfg)
+{
+    uint64_t n;
+    switch (kind) {
+    case O_SCENARIO:
+        if (!strcmp(v, "throughput"))
+            cfg->scenario = LAB_THROUGHPUT;
+        else if (!strcmp(v, "reload"))
+            cfg->scenario = LAB_RELOAD;
+        else
+            return bad("invalid value '%s' for --scenario (throughput or reload)", v);
+        return 0;
+    case O_RELOADS:
+        if (flag_count(v, 1, LAB_RELOADS_MAX, &n) < 0)
+            return bad("invalid value '%s' for --reloads (1 to 50)", v);
+        cfg->reloads = (int)n;
+        return 0;
+    case O_RELOAD_EVERY:
+        if (flag_duration_ms(v, &cfg->reload_every_ms) < 0 || cfg->reload_every_ms < 200 ||
+            cfg->reload_every_ms > 60000)
+            return bad("invalid value '%s' for --reload-every (200ms to 60s)", v);
+        return 0;
+    default:
+        cfg->signals[LAB_SIG_HUP] = !strcmp(v, "hup") || !strcmp(v, "both");
+        cfg->signals[LAB_SIG_USR2] = !strcmp(v, "usr2") || !strcmp(v, "both");
+        if (!cfg->signals[LAB_SIG_HUP] && !cfg->signals[LAB_SIG_USR2])
+            return bad("invalid value '%s' for --reload-signal (hup, usr2 or both)", v);
+        return 0;
+    }
+}
+
+/* The reload scenario's defaults for what the user did not give: the
+ * models with a master, nginx, c=20,200, no balance runs, no profile. */
+static int reload_defaults(struct lab_config *cfg, const struct given *g)
+{
+    if (!g->models)
+        name_list("--models", "all", lab_herd_reload_models, lab_nherd_reload_models,
+                  cfg->models, &cfg->nmodels);
+    if (!g->compare)
+        name_list("--compare", "nginx", lab_compare_servers, lab_ncompare_servers,
+                  cfg->compare, &cfg->ncompare);
+    if (!g->conc)
+        conc_list("20,200", cfg);
+    if (g->balance && cfg->balance_workers)
+        return bad("--balance-workers belongs to the throughput scenario%s", "");
+    if (cfg->profile)
+        return bad("--profile belongs to the throughput scenario%s", "");
+    cfg->balance_workers = 0;
+    return 0;
+}
+
 /* Returns -1 when the flags are fine, else an exit status. */
-static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
+static int parse(int argc, char **argv, struct lab_config *cfg, int *help, struct given *g)
 {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *v;
@@ -228,14 +308,17 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
         int rc = 0;
         switch (opts[k].kind) {
         case O_MODELS:
+            g->models = 1;
             rc = name_list("--models", v, lab_herd_models, lab_nherd_models, cfg->models,
                            &cfg->nmodels);
             break;
         case O_COMPARE:
+            g->compare = 1;
             rc = name_list("--compare", v, lab_compare_servers, lab_ncompare_servers,
                            cfg->compare, &cfg->ncompare);
             break;
         case O_CONC:
+            g->conc = 1;
             rc = conc_list(v, cfg);
             break;
         case O_DURATION:
@@ -293,8 +376,15 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
             if (flag_count(v, 0, LAB_BALANCE_WORKERS_MAX, &n) < 0 || n == 1)
                 return bad("invalid value '%s' for --balance-workers (0, or 2 to 16)", v);
             cfg->balance_workers = (int)n;
+            g->balance = 1;
             break;
         }
+        case O_SCENARIO:
+        case O_RELOADS:
+        case O_RELOAD_EVERY:
+        case O_RELOAD_SIGNAL:
+            rc = reload_flag(opts[k].kind, v, cfg);
+            break;
         case O_PROFILE:
             cfg->profile = 1;
             break;
@@ -313,6 +403,8 @@ static int parse(int argc, char **argv, struct lab_config *cfg, int *help)
                                   "with both on one core means nothing%%s", cfg->server_cpu);
         return bad(msg, "");
     }
+    if (cfg->scenario == LAB_RELOAD && reload_defaults(cfg, g))
+        return 2;
     if (!cfg->nmodels && !cfg->ncompare)
         return bad("nothing to run: --models none and --compare none%s", "");
     return -1;
@@ -337,7 +429,13 @@ int cmd_lab(int argc, char **argv)
     cfg.load_cpu = 1;
     cfg.path = "/index.html";
     cfg.balance_workers = 4;
-    int rc = parse(argc, argv, &cfg, &help);
+    cfg.reloads = 5;
+    cfg.reload_every_ms = 2000;
+    cfg.signals[LAB_SIG_HUP] = 1;
+    cfg.signals[LAB_SIG_USR2] = 1;
+    cfg.reload_workers = 2;
+    struct given given = {0};
+    int rc = parse(argc, argv, &cfg, &help, &given);
     if (rc >= 0)
         return rc;
     if (help) {
@@ -347,7 +445,13 @@ int cmd_lab(int argc, char **argv)
         for (int i = 0; i < lab_nherd_models && o < sizeof models; i++)
             o += (size_t)snprintf(models + o, sizeof models - o, "%s%s", i ? "," : "",
                                   lab_herd_models[i]);
-        printf(lab_usage, models);
+        char rmodels[256];
+        o = 0;
+        rmodels[0] = 0;
+        for (int i = 0; i < lab_nherd_reload_models && o < sizeof rmodels; i++)
+            o += (size_t)snprintf(rmodels + o, sizeof rmodels - o, "%s%s", i ? "," : "",
+                                  lab_herd_reload_models[i]);
+        printf(lab_usage, models, 2, 2, rmodels);
         return 0;
     }
     char out[64];

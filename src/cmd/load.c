@@ -57,6 +57,9 @@ static const char load_usage[] =
     "      --warmup DUR      run this long before measuring (default 0)\n"
     "      --cpus LIST       pin thread i to the i-th CPU of LIST (\"1\", \"0,2-3\")\n"
     "      --json FILE       also write the results as JSON (\"-\": stdout)\n"
+    "      --timeline DUR    with --json: add \"timeline\", the measured run in\n"
+    "                        slices of DUR (e.g. 100ms): responses, errors by\n"
+    "                        kind and latency of each slice (see the README)\n"
     "      --merge           the arguments are JSON results of runs that ran at\n"
     "                        the same time (several machines): report them as one\n"
     "  -h, --help            this text\n"
@@ -67,7 +70,7 @@ static const char load_usage[] =
     "nothing succeeded (then no figures are printed); 2 for bad usage.\n";
 
 enum opt { O_CONNS, O_THREADS, O_DURATION, O_HEADER, O_LATENCY, O_RATE, O_NOKA, O_PIPELINE,
-           O_METHOD, O_BODY, O_REQUESTS, O_CACERT, O_INSECURE, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_MERGE, O_HELP };
+           O_METHOD, O_BODY, O_REQUESTS, O_CACERT, O_INSECURE, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_TIMELINE, O_MERGE, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"-c", O_CONNS, 1},       {"--connections", O_CONNS, 1},
@@ -87,6 +90,7 @@ static const struct flag_opt opts[] = {
     {"--warmup", O_WARMUP, 1},
     {"--cpus", O_CPUS, 1},
     {"--json", O_JSON, 1},
+    {"--timeline", O_TIMELINE, 1},
     {"--merge", O_MERGE, 0},
     {"-h", O_HELP, 0},        {"--help", O_HELP, 0},
 };
@@ -246,6 +250,11 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
         case O_JSON:
             f->json_path = v;
             break;
+        case O_TIMELINE:
+            if (flag_duration_ms(v, &cfg->timeline_ms) < 0 || cfg->timeline_ms < 10 ||
+                cfg->timeline_ms > 60000)
+                return bad_value(name, v);
+            break;
         case O_MERGE:
             f->merge = 1;
             break;
@@ -272,6 +281,8 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
                            f->body_path ? "--body" : "--method");
     if (!cfg->keepalive && cfg->pipeline > 1)
         return usage_error("--pipeline needs keep-alive (drop --no-keepalive)%s", "");
+    if (cfg->timeline_ms && !f->json_path)
+        return usage_error("--timeline goes into the JSON: add --json FILE%s", "");
     if (cfg->ncpus && check_cpus(cfg->cpus, cfg->ncpus))
         return 2;
     return -1;

@@ -219,6 +219,12 @@ def test_short_lab_left_nothing_running(short_lab):
     ["--port-range", "5-4"],
     ["--port-range", "8080"],
     ["--port-range", "1-70000"],
+    ["--scenario", "restart"],
+    ["--scenario", "reload", "--reloads", "-1"],
+    ["--scenario", "reload", "--reloads", "0"],
+    ["--scenario", "reload", "--reload-signal", "kill"],
+    ["--scenario", "reload", "--reload-every", "10ms"],
+    ["--scenario", "reload", "--profile"],
 ])
 def test_bad_flags_exit_2(tmp_path, args):
     require_binary()
@@ -468,3 +474,157 @@ def test_profile_writes_flame_graphs(tmp_path):
         server = next(s for s in rep["servers"] if s["label"] == f"herd/{model}")
         assert server["profile"].startswith(f"flame-herd-{model}.svg"), server
     assert "## Profiles" in (out / "report.md").read_text()
+
+
+# ---- the reload scenario (issue 13): one herd model, and nginx when installed
+
+NGINX = shutil.which("nginx") or next(
+    (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
+RELOAD_PORTS = (43200, 43299)
+
+
+@pytest.fixture(scope="module")
+def reload_lab(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lab") / "reload"
+    t0 = time.monotonic()
+    r = run_lab(out, "--scenario", "reload", "--models", "reuseport",
+                "--compare", "nginx" if NGINX else "none", "--reloads", "2",
+                "--reload-every", "1s", "--reload-signal", "both", "--concurrency", "5",
+                "--warmup", "300ms", "--port-range", f"{RELOAD_PORTS[0]}-{RELOAD_PORTS[1]}",
+                timeout=60)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    return out, r, elapsed
+
+
+def reload_table(md, section):
+    """Rows of the table under '## section': {(server, c): {column: cell}}."""
+    part = md.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0]
+    lines = [l for l in part.splitlines() if l.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for l in lines[2:]:
+        cells = [c.strip() for c in l.strip("|").split("|")]
+        rows[(cells[0], int(cells[1]))] = dict(zip(head, cells))
+    return rows
+
+
+def test_reload_report_md(reload_lab):
+    out, _, elapsed = reload_lab
+    assert elapsed < 45, f"the reload lab took {elapsed:.0f} s"
+    md = (out / "report.md").read_text()
+    assert md.split("\n## ", 2)[1].startswith("Machine")
+    hup = reload_table(md, "HUP (reload)")
+    usr2 = reload_table(md, "USR2 (binary upgrade)")
+    want = {("herd/reuseport", 5)} | ({("nginx", 5)} if NGINX else set())
+    assert set(hup) == want, hup
+    assert set(usr2) == {("herd/reuseport", 5)}, usr2     # nginx: HUP only
+    for table in (hup, usr2):
+        row = table[("herd/reuseport", 5)]
+        assert row["errors"] == "0", row
+        assert row["errors/reload (per reload)"] == "0.0 (0 0)", row
+        assert row["old gone"] == "2 of 2", row
+        assert int(row["requests"].replace(",", "")) > 0, row
+        for col in ("p99 near", "p99 away"):
+            assert re.fullmatch(r"[\d.]+ (µs|ms|s)", row[col]), row
+
+
+def test_reload_report_json(reload_lab):
+    out, _, _ = reload_lab
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["config"]["scenario"] == "reload"
+    rel = rep["reload"]
+    assert rel["reloads"] == 2 and rel["reload_every_ms"] == 1000 and rel["workers"] == 2
+    assert rel["signals"] == ["hup", "usr2"]
+    runs = {(r["server"], r["signal"]): r for r in rel["runs"]}
+    want = {("herd/reuseport", "hup"), ("herd/reuseport", "usr2")}
+    assert set(runs) == want | ({("nginx", "hup")} if NGINX else set())
+    for key, run in runs.items():
+        assert run["ok"] is True, run
+        assert run["concurrency"] == 5
+        marks = run["reloads"]
+        assert len(marks) == 2, run
+        # signals at about 1 s and 2 s after measuring began
+        for k, m in enumerate(marks):
+            assert abs(m["t_s"] - (k + 1)) < 0.3, marks
+        assert sum(m["errors"] for m in marks) + run["errors_before_first"] == run["errors_total"]
+        assert run["errors_per_reload"] == run["errors_total"] / 2
+        assert run["requests"] > 0 and run["latency_us"]["p99_away"] > 0
+        slices = run["requests_per_sec_by_slice"]
+        assert len(slices) == 30 and sum(slices) > 0, slices   # 3 s in 100 ms slices
+        assert (out / run["raw"]).is_file()
+        if key[0].startswith("herd/"):
+            assert run["errors_total"] == 0, run
+            assert all(m["old_generation_gone"] for m in marks), marks
+    # after USR2 the second signal went to the new master
+    up = runs[("herd/reuseport", "usr2")]["reloads"]
+    assert up[0]["master"] != up[1]["master"], up
+
+
+@pytest.mark.parametrize("sig", ["hup", "usr2"])
+def test_reload_svg_marks_the_signals(reload_lab, sig):
+    out, _, _ = reload_lab
+    root = ET.parse(out / f"reload-c5-{sig}.svg").getroot()
+    assert root.tag == SVG_NS + "svg" and root.get("version") == "1.1"
+    servers = 2 if NGINX and sig == "hup" else 1
+    lines = root.findall(f".//{SVG_NS}polyline")
+    assert len(lines) == servers
+    marks = [e for e in root.iter(SVG_NS + "line") if e.get("class") == "reload-mark"]
+    assert len(marks) == 2 * servers
+    width = float(root.get("width"))
+    for m in marks:
+        assert 0 < float(m.get("x1")) == float(m.get("x2")) < width
+
+
+def test_reload_left_nothing_running(reload_lab):
+    out, _, _ = reload_lab
+    rep = json.loads((out / "report.json").read_text())
+    for run in rep["reload"]["runs"]:
+        for m in run["reloads"]:
+            assert not alive(m["master"], str(out)), m
+    assert processes_mentioning(str(out)) == []
+
+
+def test_reload_interrupted_after_upgrades_stops_every_master(tmp_path):
+    """Ctrl-C in the middle of a USR2 run, when the master the lab started
+    has handed over to a new one: every generation is stopped, the report
+    is written and marked interrupted."""
+    require_binary()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(lab_cmd(out, "--scenario", "reload", "--models", "prefork",
+                                    "--compare", "none", "--reload-signal", "usr2",
+                                    "--reloads", "3", "--reload-every", "1s",
+                                    "--concurrency", "5", "--warmup", "0"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        m, text = read_until(proc, r"ready, pids ([\d ]+)", 20)
+        time.sleep(2.5)     # after the second upgrade
+        os.kill(proc.pid, signal.SIGINT)
+        _, rest = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, text + rest
+    for pid in [int(p) for p in m.group(1).split()]:
+        assert not alive(pid, str(out)), (pid, text + rest)
+    assert processes_mentioning(str(out)) == [], text + rest
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["interrupted"] is True
+    assert "Interrupted" in (out / "report.md").read_text()
+
+
+@pytest.mark.skipif(not NGINX, reason="nginx is not installed")
+def test_relative_out_dir_with_nginx(tmp_path):
+    """nginx is given -p PREFIX and -c CONF: with a relative --out it looked
+    for CONF under PREFIX and never started."""
+    require_binary()
+    r = subprocess.run([HERD_BIN, "lab", "--out", "rel", "--models", "none", "--compare", "nginx",
+                        "--concurrency", "1", "--duration", "300ms", "--warmup", "0",
+                        "--retries", "0", "--balance-workers", "0"],
+                       cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       errors="replace", timeout=60)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "rel" / "report.json").read_text())
+    assert [(s["label"], s["state"]) for s in rep["servers"]] == [("nginx", "ran")], rep["servers"]

@@ -356,6 +356,40 @@ def test_closed_reused_connection_is_its_own_error_and_never_resent(backend, tmp
     assert max(b.per_conn) == 2
 
 
+def test_timeline_places_responses_and_errors_in_time(backend, tmp_path):
+    """--timeline: 100 ms slices whose responses and errors add up to the
+    run's, each with a latency histogram of its own responses; without it
+    the JSON has no timeline."""
+    b = backend("dropsecond")
+    r, j = load_json(tmp_path, "-c", 2, "-t", 2, "-d", "600ms", "--timeline", "100ms", b.url())
+    tl = j["timeline"]
+    assert tl["slice_ms"] == 100 and tl["late"] == 0
+    assert isinstance(tl["origin_monotonic_ns"], int) and tl["origin_monotonic_ns"] > 0
+    slices = tl["slices"]
+    assert 6 <= len(slices) <= 8, [s["t_ms"] for s in slices]
+    assert [s["t_ms"] for s in slices] == [100 * i for i in range(len(slices))]
+    assert sum(s["responses"] for s in slices) == j["requests"] > 0
+    assert sum(s["errors"].get("closed_reused", 0) for s in slices) == \
+        j["errors"]["closed_reused"] > 0
+    for s in slices:
+        lat = s["latency"]
+        assert lat["unit"] == "ns" and lat["count"] == s["responses"]
+        assert sum(c for _, c in lat["buckets"]) == lat["count"]
+        if lat["count"]:
+            assert lat["min"] <= lat["max"]
+    _, plain = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "200ms", b.url())
+    assert "timeline" not in plain
+
+
+@pytest.mark.parametrize("args", [["--timeline", "100ms"],
+                                  ["--timeline", "1ms", "--json", "-"],
+                                  ["--timeline", "soon", "--json", "-"]])
+def test_timeline_flag_checked(args):
+    r = herd_load(*args, "-d", "1s", "http://127.0.0.1:9/")
+    assert r.returncode == 2, r
+    assert one_line_error(r).startswith("herd load: ")
+
+
 def test_method_body_and_headers_are_sent(backend, tmp_path):
     b = backend("ok")
     body = tmp_path / "body.bin"
