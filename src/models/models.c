@@ -45,6 +45,7 @@ static const struct model_desc models[] = {
     },
     {
         .name = "uring",
+        .hands_over = 1,
         .worker_main = uring_run,
         .layout = LAYOUT_PER_WORKER,
         .summary = "a SO_REUSEPORT socket per worker process, driven by io_uring completions",

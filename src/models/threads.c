@@ -62,8 +62,21 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
             n = i;
             break;
         }
-        for (int l = 0; l < cfg->nlisten; l++)
+        for (int l = 0; l < cfg->nlisten; l++) {
             t->fds[l] = env->listen_fds[l * env->nthreads + i];
+            /* A socket the threads share (unix, or no reuseport sibling)
+             * has one fd number for all: each loop gets its own, since a
+             * stopping loop closes its fd while the others still accept
+             * (a closed number is soon another socket's). */
+            for (int j = 0; j < i; j++)
+                if (env->listen_fds[l * env->nthreads + j] == t->fds[l]) {
+                    int fd = fcntl(t->fds[l], F_DUPFD_CLOEXEC, 0);
+                    if (fd < 0)
+                        log_fatal("listen socket: dup: %s", strerror(errno));
+                    t->fds[l] = fd;
+                    break;
+                }
+        }
         t->env = *env;
         t->env.listen_fds = t->fds;
         t->env.nthreads = 1;

@@ -165,10 +165,17 @@ static void close_idle(struct uring_loop *u)
 
 /* Graceful stop: no new connections, idle ones closed now, busy ones after
  * their current answer (no keep-alive while stopping), fresh ones once
- * their request is answered or their header timeout fires. */
-static void begin_stop(struct server *s)
+ * their request is answered or their header timeout fires. On a reload
+ * (hand_over) idle connections move to the new generation instead, and
+ * busy ones once they are idle (uring_handover.c). */
+static void begin_stop(struct server *s, int hand_over)
 {
     struct uring_loop *u = &s->u;
+    if (u->stopping && u->handing_over && !hand_over) {
+        /* TERM after a HUP: the server stops, nothing is handed over now */
+        u->handing_over = 0;
+        close_idle(u);
+    }
     if (u->stopping)
         return;
     u->stopping = 1;
@@ -181,7 +188,10 @@ static void begin_stop(struct server *s)
         close(s->ls[i].fd);
         s->ls[i].fd = -1;
     }
-    close_idle(u);
+    if (hand_over && u->ho_fd >= 0)
+        uring_handover_begin(u);
+    else
+        close_idle(u);
     log_debug("stopping: %u connections to finish", u->nconns);
 }
 
@@ -191,7 +201,12 @@ static int on_signals(struct server *s, int sfd)
     int sig;
     while ((sig = signals_read(sfd)) > 0) {
         if (sig == SIGTERM || sig == SIGINT) {
-            begin_stop(s);
+            begin_stop(s, 0);
+        } else if (sig == SIGHUP) { /* from the master: a reload */
+            if (s->u.ho_fd >= 0)
+                begin_stop(s, 1);
+            else
+                log_msg(LOG_NOTICE, "signal %d ignored (no master process in this mode)", sig);
         } else if (sig == SIGQUIT) {
             log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
             return 1;
@@ -296,6 +311,9 @@ static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
         return on_signals(s, s->env->signal_fd);
     case UK_EPOLL:
         uproxy_on_poll(u, flags);
+        break;
+    case UK_HANDOVER:
+        uring_handover_on_poll(u, flags);
         break;
     case UK_TIMEOUT:
         if ((int64_t)(tag & ((1ULL << 60) - 1)) == s->timeout_at)
@@ -406,6 +424,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
         u->px.abort = uproxy_abort;
         u->px.client_ready = uproxy_client_ready;
     }
+    uring_handover_setup(u, env->handover_fd);
     setup_listeners(s);
     if (env->signal_fd >= 0)
         arm_signals(s);
@@ -454,7 +473,9 @@ static int round_end(struct server *s)
     expire(u, &u->q_body);
     alog_tick(&s->alog);
     if (u->stopping) {
-        if (u->nconns == 0)
+        /* and not before the master placed what we handed over: what it
+         * bounces back is ours to drain */
+        if (u->nconns == 0 && uring_handover_settled())
             return 1;
         if (clock_now_ms() >= s->stop_deadline) {
             log_msg(LOG_WARN, "shutdown timeout: closing %u connections", u->nconns);

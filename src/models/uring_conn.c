@@ -135,7 +135,9 @@ static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *dat
         return len;
     }
     size_t pos = 0;
-    u->step.stopping = u->stopping;
+    /* While handing over on a reload, answers keep the connection alive
+     * (it moves on once idle), unless it cannot move. */
+    u->step.stopping = u->stopping && (!u->handing_over || c->drain);
     while (pos < len && !c->st.closing && uout_room(u, o)) {
         struct step_result r;
         enum step_action a = step_next(&u->step, &c->st, data + pos, len - pos, &u->req,
@@ -268,8 +270,11 @@ static void settle(struct uring_loop *u, struct uconn *c, int served)
         /* a head must arrive whole within the header timeout of its first byte */
         if (served || c->queue != UQ_HEADER)
             uconn_arm(u, c, UQ_HEADER);
-    } else if (u->stopping) {
-        uconn_close(u, c);
+    } else if (u->stopping && !c->drain) {
+        if (u->handing_over)
+            u->ho.idle(u, c); /* to the new generation */
+        else
+            uconn_close(u, c);
     } else if (c->st.nreq || served) {
         uconn_arm(u, c, UQ_KEEPALIVE);
     } else if (c->queue != UQ_HEADER) {
@@ -418,6 +423,20 @@ void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flag
     }
     if (!c->recv_on)
         c->cancelling = 0; /* an exchange's cancel that lands after it ended */
+    if (c->handing) {
+        /* moving on a reload: what lands travels with it */
+        if (res > 0) {
+            SB_ADD(u->slot->bytes_in, (uint64_t)res);
+            keep_busy_input(u, c, flags >> IORING_CQE_BUFFER_SHIFT, (size_t)res);
+            if (!c->open)
+                return;
+        } else if (res == 0 || (res != -ECANCELED && res != -ENOBUFS)) {
+            c->eof = 1;
+        }
+        if (!c->recv_on)
+            u->ho.recv_ended(u, c);
+        return;
+    }
     if (res < 0) {
         if (res == -ECANCELED || res == -ENOBUFS) {
             /* our cancel while input piles up (or for an exchange that
@@ -472,6 +491,52 @@ void uconn_resume(struct uring_loop *u, struct uconn *c)
     if (c->st.closing && c->st.linger && !c->recv_on && !c->nheld)
         arm_recv(u, c);
     pump(u, c, 1, 0);
+}
+
+void uconn_stop_recv(struct uring_loop *u, struct uconn *c)
+{
+    if (c->recv_on && !c->cancelling) {
+        cancel_recv(u, c);
+        c->cancelling = 1;
+    }
+}
+
+void uconn_keep(struct uring_loop *u, struct uconn *c)
+{
+    c->handing = 0;
+    if (c->eof && !c->in_len && !c->nheld) {
+        uconn_close(u, c);
+        return;
+    }
+    if (c->in_len || c->nheld) {
+        pump(u, c, 0, 0); /* answered with close: it could not move */
+        return;
+    }
+    if (!c->recv_on)
+        arm_recv(u, c);
+    uconn_arm(u, c, c->st.nreq ? UQ_KEEPALIVE : UQ_HEADER);
+}
+
+void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const char *in,
+                 size_t in_len, int drain)
+{
+    uconn_open(u, fd, tcp, 0, NULL);
+    struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
+    if (!c || !c->open)
+        return;
+    memcpy(&c->st, state, sizeof c->st);
+    c->drain = (uint8_t)drain;
+    if (in_len) {
+        if (!(c->in = bufpool_get(&u->inbufs))) {
+            uconn_close(u, c);
+            return;
+        }
+        memcpy(c->in, in, in_len);
+        c->in_len = (uint32_t)in_len;
+        pump(u, c, 0, 0);
+        return;
+    }
+    uconn_arm(u, c, c->st.nreq ? UQ_KEEPALIVE : UQ_HEADER);
 }
 
 /* The body queue's timer fired: 1 when the body kept its rate, and its

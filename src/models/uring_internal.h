@@ -67,6 +67,10 @@ struct uconn {
     uint8_t eof;                /* the peer sent FIN */
     uint8_t lingering;          /* write side shut, draining until EOF */
     uint8_t cancelling;         /* the receive's cancel is on its way */
+    uint8_t handing;            /* idle on a reload: goes to the new generation once
+                                 * its receive has ended (uring_handover.c) */
+    uint8_t drain;              /* a reload could not move it: it stays till its next
+                                 * request (answered with close) or its timeout */
     uint8_t kick;               /* an exchange just started: move it once input is stored */
     struct xfer *xfer;          /* proxying: the exchange owns the socket (upstream_uring.c) */
 };
@@ -103,6 +107,14 @@ struct uring_loop {
         void (*abort)(struct uring_loop *u, struct uconn *c);
         void (*client_ready)(struct uring_loop *u, struct uconn *c);
     } px;
+    /* uring_handover.c's, likewise: an idle connection to move on a
+     * reload, and one whose receive has ended while it was being moved */
+    struct {
+        void (*idle)(struct uring_loop *u, struct uconn *c);
+        void (*recv_ended)(struct uring_loop *u, struct uconn *c);
+    } ho;
+    int ho_fd;                  /* the handover channel (proc/handover.h), or -1 */
+    uint8_t handing_over;       /* stopping for a reload: idle connections move on */
     uint8_t stopping;
 };
 
@@ -117,6 +129,14 @@ void uconn_timeout(struct uring_loop *u, struct uconn *c);
 size_t uconn_take_input(struct uring_loop *u, struct uconn *c, char *buf, size_t n);
 /* The exchange that owned c ended: serve what waits, receive again. */
 void uconn_resume(struct uring_loop *u, struct uconn *c);
+/* Stops c's receive (the end comes as a completion). */
+void uconn_stop_recv(struct uring_loop *u, struct uconn *c);
+/* A connection from the handover channel, with its step state and
+ * unparsed bytes: served from here on as if accepted. */
+void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const char *in,
+                 size_t in_len, int drain);
+/* c could not move: it stays, receiving, until its next request. */
+void uconn_keep(struct uring_loop *u, struct uconn *c);
 /* What the connection does after a step of its output. The send side
  * says it and the connection side (uconn_after_output) does it, so calls
  * go one way only: uring_conn -> uring_send. */
@@ -131,6 +151,16 @@ enum uout_next {
 void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next next);
 void uconn_arm(struct uring_loop *u, struct uconn *c, enum uq q);
 void uconn_disarm(struct uring_loop *u, struct uconn *c);
+
+/* uring_handover.c (calls into uring_conn.c only) */
+void uring_handover_setup(struct uring_loop *u, int ho_fd);
+/* A reload: hands the idle connections over, and those that turn idle
+ * from here on. */
+void uring_handover_begin(struct uring_loop *u);
+/* The channel is readable (a UK_HANDOVER completion). */
+void uring_handover_on_poll(struct uring_loop *u, uint32_t cqe_flags);
+/* Everything sent was placed or bounced back: the worker may leave. */
+int uring_handover_settled(void);
 
 /* uring_send.c */
 struct uout *uout_get(struct uring_loop *u, struct uconn *c);

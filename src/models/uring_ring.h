@@ -54,6 +54,7 @@ enum uring_kind {
     UK_SIGNAL,
     UK_TIMEOUT,  /* low 60 bits: its deadline in ms */
     UK_EPOLL,    /* the proxy's epoll set (upstream sockets, clients in an exchange) */
+    UK_HANDOVER, /* the reload's handover channel is readable */
 };
 
 #define UR_GEN_MASK 0x0fffffffu

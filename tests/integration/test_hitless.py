@@ -24,7 +24,7 @@ from herdtest import RawConn, get_req, wait_for
 pytestmark = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="drives the models itself")
 
-MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro"]
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "coro", "uring"]
 TARGET = "/small.txt"
 BODY = b"0123456789abcdefghijklmnopqrstuvwxyz"
 REQ = f"GET {TARGET} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
@@ -266,7 +266,8 @@ def test_idle_connection_moves_to_the_new_generation(server, tmp_path, model):
 
 @pytest.mark.slow
 @pytest.mark.concurrency
-@pytest.mark.parametrize("model", ["prefork", "dispatch", "coro", "reuseport", "threads"])
+@pytest.mark.parametrize("model", ["prefork", "dispatch", "coro", "reuseport", "threads",
+                                   "uring"])
 def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
     """HUP applies a changed worker count: 4 -> 2 -> 4 under a
     non-retrying load, no error. With reuseport and threads each listen
@@ -301,7 +302,7 @@ def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
                              f"requests: {load.errors[:8]}")
 
 
-@pytest.mark.parametrize("model", MODELS + ["uring"])
+@pytest.mark.parametrize("model", MODELS)
 def test_new_connections_are_served_while_the_old_generation_drains(server, model):
     """While an old worker drains (a half-sent request keeps it alive), new
     connections are answered at once by the new generation. A draining

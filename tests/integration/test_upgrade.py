@@ -288,7 +288,8 @@ def test_upgrade_timeout_abandons_a_binary_that_never_gets_ready(upgradable, tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro"])
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
+                                   "uring"])
 def test_three_upgrades_lose_nothing_without_retries(upgradable, model):
     """Three USR2 upgrades under a client that never retries (test_hitless's
     Load: 100 keep-alive connections, half busy, half idling 0-500 ms): the
