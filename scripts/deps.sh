@@ -28,6 +28,8 @@ if [ "$what" = test ]; then
     have_cmd chromium || need chromium
     # herd lab --profile's test records with perf
     have_cmd perf || need linux-perf
+    # a client that never retries, across reloads (test_hitless)
+    have_cmd wrk || need wrk
 fi
 if [ -n "$pkgs" ]; then
     if [ "$(id -u)" = 0 ]; then
