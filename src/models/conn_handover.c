@@ -87,21 +87,13 @@ void conn_handover_receive(struct evloop *ev)
         struct handover_msg h;
         int fd;
         /* the shared read buffer holds the bytes until adopt copies them */
-        int rc = handover_recv(ev->ho_fd, &h, ev->rbuf, ev->in_cap, &fd);
+        int rc = handover_next(ev->ho_fd, &h, ev->rbuf, ev->in_cap, &fd);
         if (rc == -EAGAIN)
             return;
         if (rc == 0) { /* the master has gone */
             loop_del(&ev->loop, ev->ho_fd);
             ev->ho_fd = -1;
             return;
-        }
-        if (rc < 0 || (h.kind != HO_ACK && fd < 0)) {
-            log_msg(LOG_ERROR, "handover: %s", rc == -EMFILE
-                    ? "out of file descriptors: a connection was lost"
-                    : rc < 0 ? strerror(-rc) : "a message without its connection");
-            if (fd >= 0)
-                close(fd);
-            continue;
         }
         if (h.kind == HO_ACK) {
             __atomic_sub_fetch(&pending, (int64_t)h.count, __ATOMIC_ACQ_REL);

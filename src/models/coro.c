@@ -477,7 +477,7 @@ static void *handover_main(void *arg)
     for (;;) {
         struct handover_msg h;
         int fd;
-        int rc = handover_recv(ch, &h, in, sizeof in, &fd);
+        int rc = handover_next(ch, &h, in, sizeof in, &fd);
         if (rc == -EAGAIN) {
             if (coro_stopping() && __atomic_load_n(&M.ho_pending, __ATOMIC_ACQUIRE) <= 0)
                 break;
@@ -492,14 +492,6 @@ static void *handover_main(void *arg)
         }
         if (rc == 0)
             break; /* the master has gone */
-        if (rc < 0 || (h.kind != HO_ACK && fd < 0)) {
-            log_msg(LOG_ERROR, "handover: %s", rc == -EMFILE
-                    ? "out of file descriptors: a connection was lost"
-                    : rc < 0 ? strerror(-rc) : "a message without its connection");
-            if (fd >= 0)
-                close(fd);
-            continue;
-        }
         if (h.kind == HO_ACK || h.kind == HO_BOUNCE)
             __atomic_sub_fetch(&M.ho_pending, h.kind == HO_ACK ? (int64_t)h.count : 1,
                                __ATOMIC_ACQ_REL);

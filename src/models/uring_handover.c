@@ -105,20 +105,12 @@ void uring_handover_on_poll(struct uring_loop *u, uint32_t cqe_flags)
     for (;;) {
         struct handover_msg h;
         int fd;
-        int rc = handover_recv(u->ho_fd, &h, rbuf, sizeof rbuf, &fd);
+        int rc = handover_next(u->ho_fd, &h, rbuf, sizeof rbuf, &fd);
         if (rc == -EAGAIN)
             return;
         if (rc == 0) { /* the master has gone */
             u->ho_fd = -1;
             return;
-        }
-        if (rc < 0 || (h.kind != HO_ACK && fd < 0)) {
-            log_msg(LOG_ERROR, "handover: %s", rc == -EMFILE
-                    ? "out of file descriptors: a connection was lost"
-                    : rc < 0 ? strerror(-rc) : "a message without its connection");
-            if (fd >= 0)
-                close(fd);
-            continue;
         }
         if (h.kind == HO_ACK) {
             pending -= h.count;

@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/log.h"
+
 #define CHANNEL_BUF (4 << 20) /* many connections in flight on a big reload */
 
 int handover_channel(int sv[2])
@@ -73,4 +75,20 @@ int handover_recv(int ch, struct handover_msg *m, void *in, size_t cap, int *fd)
         (size_t)n != sizeof *m + m->in_len || (msg.msg_flags & MSG_TRUNC))
         return -EMSGSIZE;
     return 1;
+}
+
+int handover_next(int ch, struct handover_msg *m, void *in, size_t cap, int *fd)
+{
+    for (;;) {
+        int rc = handover_recv(ch, m, in, cap, fd);
+        if (rc == -EAGAIN || rc == 0)
+            return rc;
+        if (rc > 0 && (m->kind == HO_ACK || *fd >= 0))
+            return 1;
+        log_msg(LOG_ERROR, "handover: %s", rc == -EMFILE
+                ? "out of file descriptors: a connection was lost"
+                : rc < 0 ? strerror(-rc) : "a message without its connection");
+        if (*fd >= 0)
+            close(*fd);
+    }
 }

@@ -49,4 +49,10 @@ int handover_send(int ch, const struct handover_msg *m, const void *in, int fd);
  * (MSG_CTRUNC); other -errno. */
 int handover_recv(int ch, struct handover_msg *m, void *in, size_t cap, int *fd);
 
+/* handover_recv for a worker: a message it cannot use (no connection with
+ * it, too large, our fd table full) is logged and dropped (its fd closed),
+ * so this returns 1 (a usable message), 0 (EOF: the master has gone) or
+ * -EAGAIN. */
+int handover_next(int ch, struct handover_msg *m, void *in, size_t cap, int *fd);
+
 #endif

@@ -79,6 +79,36 @@ def new_generation(srv, old):
              what="the old generation gone")
 
 
+def reload_while_stopped(srv, old, new_config, addr, nclients, wait_note=False):
+    """Stops the old workers (SIGSTOP), applies new_config by HUP, then
+    connects nclients to addr and sends each a request: they queue on the
+    old workers' sockets, and the HUP comes first in those workers' events.
+    Resumes them and checks every client gets its whole answer."""
+    conns = []
+    for p in old:
+        os.kill(p, signal.SIGSTOP)
+    try:
+        new_config()
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: worker_pids(srv) - old, timeout=5, what="the new generation")
+        if wait_note:
+            wait_for(lambda: any("no longer listening" in l for l in srv.lines if l),
+                     timeout=5, what="the master's note")
+        time.sleep(0.1)
+        for i in range(nclients):
+            c = RawConn.open(addr, timeout=8)
+            c.send(get_req(f"{TARGET}?{i}"))
+            conns.append(c)
+    finally:
+        for p in old:
+            os.kill(p, signal.SIGCONT)
+    for c in conns:
+        r = c.read_response()
+        assert r.status == 200 and r.body == BODY
+        c.close()
+    new_generation(srv, old)
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_hup_adds_and_removes_a_listen_address(from_config, tmp_path, model):
     srv, cfg = from_config(["127.0.0.1:0"], "--model", model, "--workers", "2")
@@ -149,28 +179,7 @@ def test_connections_queued_on_a_removed_address_are_served(from_config, tmp_pat
     a = ("127.0.0.1", srv.port)
     assert serves(a)
     old = worker_pids(srv)
-    conns = []
-    for p in old:
-        os.kill(p, signal.SIGSTOP)
-    try:
-        write(cfg, [f"unix:{b}"])
-        srv.send_signal(signal.SIGHUP)
-        wait_for(lambda: worker_pids(srv) - old, timeout=5, what="the new generation")
-        wait_for(lambda: any("no longer listening" in l for l in srv.lines if l),
-                 timeout=5, what="the master's note")
-        time.sleep(0.1)
-        for i in range(6):
-            c = RawConn.open(a, timeout=8)
-            c.send(get_req(f"{TARGET}?{i}"))
-            conns.append(c)
-    finally:
-        for p in old:
-            os.kill(p, signal.SIGCONT)
-    for c in conns:
-        r = c.read_response()
-        assert r.status == 200 and r.body == BODY
-        c.close()
-    new_generation(srv, old)
+    reload_while_stopped(srv, old, lambda: write(cfg, [f"unix:{b}"]), a, 6, wait_note=True)
     assert refused(a)
     assert serves(b)
 
@@ -190,25 +199,8 @@ def test_connections_queued_on_a_socket_a_smaller_group_drops_are_served(from_co
     time.sleep(0.5)
     a = ("127.0.0.1", srv.port)
     old = worker_pids(srv)
-    conns = []
-    for p in old:
-        os.kill(p, signal.SIGSTOP)
-    try:
-        cfg.write_text(f"listen = 127.0.0.1:0\n{key} = 1\n")
-        srv.send_signal(signal.SIGHUP)
-        wait_for(lambda: worker_pids(srv) - old, timeout=5, what="the new generation")
-        time.sleep(0.1)
-        for i in range(16):     # spread over the four sockets by the kernel's hash
-            c = RawConn.open(a, timeout=8)
-            c.send(get_req(f"{TARGET}?{i}"))
-            conns.append(c)
-    finally:
-        for p in old:
-            os.kill(p, signal.SIGCONT)
-    for c in conns:
-        r = c.read_response()
-        assert r.status == 200 and r.body == BODY
-        c.close()
-    new_generation(srv, old)
+    # 16 clients: the kernel's hash spreads them over the four sockets
+    reload_while_stopped(srv, old, lambda: cfg.write_text(f"listen = 127.0.0.1:0\n{key} = 1\n"),
+                         a, 16)
     for _ in range(8):
         assert serves(a)
