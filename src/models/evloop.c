@@ -489,6 +489,17 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
                     conn_event(ev, c, events[i].events);
             }
         }
+        expire(ev, &ev->q_header);
+        expire(ev, &ev->q_keepalive);
+        expire(ev, &ev->q_send);
+        expire(ev, &ev->q_linger);
+        expire(ev, &ev->q_body);
+        proxy_after_events(ev);
+        /* After the timers: a header timeout that closes every connection
+         * frees the slots a paused accept waits for, and the listener's or
+         * channel's edge came long ago; checked before them, the resume
+         * waited for an event that never came (a dispatch worker sat idle
+         * with connections queued in its channel). */
         if (s->accept_retry_at && clock_now_ms() >= s->accept_retry_at) {
             s->accept_retry_at = 0;
             ev->accept_resume = 1;
@@ -498,12 +509,6 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
             if (!ev->stopping)
                 accept_all(s);
         }
-        expire(ev, &ev->q_header);
-        expire(ev, &ev->q_keepalive);
-        expire(ev, &ev->q_send);
-        expire(ev, &ev->q_linger);
-        expire(ev, &ev->q_body);
-        proxy_after_events(ev);
         alog_tick(&s->alog);
         if (ev->stopping) {
             /* and not before the master placed what we handed over: what

@@ -333,6 +333,34 @@ def test_sigquit_exits_at_once(server, site):
 
 # ------------------------------------------------------------ max-connections
 
+@pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
+                                   "uring"])
+def test_header_timeout_that_frees_every_slot_lets_the_queued_one_in(server, site, model):
+    """--max-connections 4 held by 4 silent connections, a fifth with a
+    request waiting behind them: when the header timeout cuts all four at
+    once, the fifth is served. The event loop used to note the freed slots
+    before its timers ran, then slept with no timer left: the fifth waited
+    for an event that never came (the listener's or channel's edge had
+    fired while the loop was full); a dispatch worker sat idle with
+    connections queued in its channel (the CI failure of
+    test_dispatch_fds_in_flight_are_back_pressure)."""
+    count = ["--threads", "1"] if model in ("threads", "coro") else ["--workers", "1"]
+    srv = server("--model", model, *count, "--max-connections", "4",
+                 "--header-timeout", "1s")
+    silent = [srv.connect() for _ in range(4)]
+    try:
+        time.sleep(0.3)  # taken: the loop is full
+        with srv.connect(timeout=8) as c:
+            c.send(get_req("/small.txt"))
+            assert c.nothing_within(0.3), "served past --max-connections 4"
+            r = c.read_response()  # within the timeout: cut at 1 s, then served
+            assert r.status == 200 and r.body == site.files["small.txt"]
+    finally:
+        for s in silent:
+            s.close()
+
+
 @pytest.mark.concurrency
 @pytest.mark.slow
 def test_max_connections_queues_extra(server, site):
