@@ -30,8 +30,8 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-command -v wrk >/dev/null || { echo "wrk not installed (../shared/bench/install-anchors.sh)" >&2; exit 1; }
-command -v nginx >/dev/null || { echo "nginx not installed (../shared/bench/install-anchors.sh)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "wrk not installed (apt-get install wrk)" >&2; exit 1; }
+command -v nginx >/dev/null || { echo "nginx not installed (apt-get install nginx-light)" >&2; exit 1; }
 [ -n "$FPM" ] || { echo "php-fpm not installed (apt-get install php8.2-fpm)" >&2; exit 1; }
 [ "$CHILDREN" -ge $((2 * CONNS)) ] || { echo "CHILDREN must be at least 2 x CONNS" >&2; exit 1; }
 
