@@ -189,14 +189,18 @@ static void *taker_main(void *arg)
                 close(t->held[--t->nheld]);
             poll(NULL, 0, 1);
         } else {
-            /* Idle: the connections held so far are done. */
-            while (t->nheld)
-                close(t->held[--t->nheld]);
+            /* The backlog is empty: keep what we hold while the burst goes
+             * on (closing at once let threads that outran a slow client,
+             * on a loaded machine, never fill the table); after 100 ms
+             * with no new connection, those held are done. */
             struct pollfd p[2] = {{.fd = t->lfd, .events = POLLIN},
                                   {.fd = t->stop_fd, .events = POLLIN}};
-            poll(p, 2, 100);
+            int n = poll(p, 2, 100);
             if (p[1].revents)
                 break;
+            if (n == 0)
+                while (t->nheld)
+                    close(t->held[--t->nheld]);
         }
     }
     while (t->nheld)
