@@ -236,7 +236,12 @@ def test_sessions_resume_on_every_worker(server, pki, version):
     st = status(srv, pki)
     assert st["tls"]["resumed"] >= 16, st["tls"]
     slots = [s for s in st["slots"] if s["tls_resumed"] > 0]
-    assert len(slots) == 2, st["slots"]
+    # Only reuseport spreads sequential connections by hash; under another
+    # model HERD_ARGS names (prefork: EPOLLEXCLUSIVE wakes the same idle
+    # worker each time) one worker may take all 16. The reload below
+    # still shows keys shared beyond the context that issued the ticket.
+    assert len(slots) == 2 or (MODELS[0] != "reuseport" and len(MODELS) == 1 and slots), \
+        st["slots"]
     # Workers of the next generation have new contexts, and the master's
     # keys: the ticket still resumes there.
     srv.send_signal(signal.SIGHUP)
