@@ -14,18 +14,6 @@
 #define PLOT_H 300
 #define BOTTOM 70
 
-static void esc(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-}
-
 static void group(FILE *f, const struct lab_balance *b, double x, double y0)
 {
     uint64_t total = 0;
@@ -42,18 +30,18 @@ static void group(FILE *f, const struct lab_balance *b, double x, double y0)
             fprintf(f, "  <rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" "
                        "fill=\"#1f77b4\" stroke=\"#ffffff\"><title>",
                     x + w * BAR_W, y0 - h, BAR_W, h);
-            esc(f, b->label);
+            lab_svg_esc(f, b->label);
             fprintf(f, ", worker %d: %llu connections (%.1f%%)</title></rect>\n", w,
                     (unsigned long long)b->accepted[w], 100 * share);
         }
     } else {
         fprintf(f, "  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999999\">"
                    "failed<title>", x + gw / 2, y0 - PLOT_H / 2.0);
-        esc(f, b->ok ? "no connections" : b->reason);
+        lab_svg_esc(f, b->ok ? "no connections" : b->reason);
         fprintf(f, "</title></text>\n");
     }
     fprintf(f, "  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x + gw / 2, y0 + 20);
-    esc(f, b->label);
+    lab_svg_esc(f, b->label);
     fprintf(f, "</text>\n");
 }
 
@@ -99,10 +87,5 @@ int lab_write_balance_svg(const struct lab *lab, const char *path)
         x += lab->balance[i].workers * BAR_W + GAP;
     }
     fprintf(f, "</svg>\n");
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return lab_file_commit(f, tmp, path);
 }

@@ -242,6 +242,15 @@ void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);
 int lab_write_md(const struct lab *lab, const char *path);
 int lab_write_json(const struct lab *lab, const char *path);
 
+/* lab_svgkit.c: what the charts share. A colour per series index; a
+ * round step giving about n ticks up to max; a label escaped for XML;
+ * f closed and renamed from tmp to path only when all of it was written
+ * (-1 otherwise, tmp removed). */
+const char *lab_svg_color(int i);
+double lab_svg_step(double max, int n);
+void lab_svg_esc(FILE *f, const char *s);
+int lab_file_commit(FILE *f, const char *tmp, const char *path);
+
 /* lab_svg.c: req/s (linear), p99 in us (log scale), errors as % of the
  * requests tried and server CPU us per request (both linear). */
 enum lab_chart { CHART_RPS, CHART_P99, CHART_ERRORS, CHART_CPU, CHART_N };

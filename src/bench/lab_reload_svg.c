@@ -16,18 +16,6 @@
 #define MT 50
 #define MB 50
 
-static const char *const palette[] = {
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-};
-#define NPALETTE (int)(sizeof palette / sizeof palette[0])
-
-static double nice_step(double max, int n)
-{
-    double raw = max / n, mag = pow(10, floor(log10(raw)));
-    double r = raw / mag;
-    return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
-}
 
 static const struct lab_reload_run *run_of(const struct lab *lab, const struct lab_server *s,
                                            int sig, int ci)
@@ -47,7 +35,7 @@ static void axes(FILE *f, double tmax, double ymax, double ystep)
                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n",
                 ML, py, ML + pw, py, ML - 6, py + 4, y);
     }
-    double tstep = nice_step(tmax, 10);
+    double tstep = lab_svg_step(tmax, 10);
     for (double t = 0; t <= tmax + 1e-9; t += tstep) {
         double px = ML + t / tmax * pw;
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", px,
@@ -79,7 +67,7 @@ static int chart(const struct lab *lab, int sig, int ci, const char *path)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -1;
-    double ystep = nice_step(ymax > 0 ? ymax : 1, 6);
+    double ystep = lab_svg_step(ymax > 0 ? ymax : 1, 6);
     ymax = ceil((ymax > 0 ? ymax : 1) / ystep) * ystep;
     int pw = W - ML - MR, ph = H - MT - MB;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -96,7 +84,7 @@ static int chart(const struct lab *lab, int sig, int ci, const char *path)
         const struct lab_reload_run *r = run_of(lab, s, sig, ci);
         if (!r)
             continue;
-        const char *col = palette[n % NPALETTE];
+        const char *col = lab_svg_color(n);
         fprintf(f, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
                    "points=\"", col);
         for (int k = 0; k < r->nslices; k++)
@@ -119,12 +107,7 @@ static int chart(const struct lab *lab, int sig, int ci, const char *path)
         n++;
     }
     fprintf(f, "</svg>\n");
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return lab_file_commit(f, tmp, path);
 }
 
 int lab_reload_svgs(const struct lab *lab)

@@ -18,24 +18,6 @@
 #define LEGEND_W 200
 #define TITLE_H 34
 
-static const char *const palette[] = {
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-};
-#define NPALETTE (int)(sizeof palette / sizeof palette[0])
-
-static void esc(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
 
 static int charted(const struct lab_server *s)
 {
@@ -68,14 +50,6 @@ static int plotted(enum lab_chart which, const struct lab_point *p)
 {
     double v = value(which, p);
     return p->ok && isfinite(v) && (which == CHART_P99 ? v > 0 : v >= 0);
-}
-
-/* A round step giving about n ticks up to max. */
-static double nice_step(double max, int n)
-{
-    double raw = max / n, mag = pow(10, floor(log10(raw)));
-    double r = raw / mag;
-    return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }
 
 static void fmt_rps(char *buf, size_t n, double v)
@@ -137,7 +111,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
     struct scale ys;
     if (which != CHART_P99) {
         double top = vmax > 0 ? vmax * 1.08 : 1;
-        double step = nice_step(top, 5);
+        double step = lab_svg_step(top, 5);
         ys = (struct scale){0, ceil(top / step) * step, 0, y1, y0};
     } else {
         double lo = vmax > 0 ? floor(log10(vmin)) : 0, hi = vmax > 0 ? ceil(log10(vmax)) : 1;
@@ -167,7 +141,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
     /* y ticks */
     char lbl[32];
     if (which != CHART_P99) {
-        double step = nice_step(ys.hi, 5);
+        double step = lab_svg_step(ys.hi, 5);
         for (double v = 0; v <= ys.hi + step / 2; v += step) {
             double y = map(&ys, v);
             fmt_rps(lbl, sizeof lbl, v);
@@ -211,7 +185,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
         const struct lab_server *s = &lab->servers[i];
         if (!charted(s))
             continue;
-        const char *col = palette[color++ % NPALETTE];
+        const char *col = lab_svg_color(color++);
         int nok = 0;
         for (int c = 0; c < cfg->nconc; c++)
             nok += plotted(which, lab_point(lab, s, ki, c));
@@ -227,7 +201,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
                 first = 0;
             }
             fprintf(f, "\"><title>");
-            esc(f, s->label);
+            lab_svg_esc(f, s->label);
             fprintf(f, ", keep-alive %s</title></polyline>\n", ka ? "on" : "off");
         }
         for (int c = 0; c < cfg->nconc; c++) {
@@ -250,7 +224,7 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
                 else
                     fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
                             x, map(&ys, value(which, p)), col);
-                esc(f, s->label);
+                lab_svg_esc(f, s->label);
                 fprintf(f, ", c=%d: %s%s", cfg->conc[c], v, charts[which].unit);
                 if (p->errors_total)
                     fprintf(f, ", %llu errors", (unsigned long long)p->errors_total);
@@ -258,9 +232,9 @@ static void panel(FILE *f, const struct lab *lab, enum lab_chart which, int ki, 
             } else if (p->done) {
                 fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"%s\" "
                            "font-weight=\"bold\">×<title>", x, y1 - 4, col);
-                esc(f, s->label);
+                lab_svg_esc(f, s->label);
                 fprintf(f, ", c=%d failed: ", cfg->conc[c]);
-                esc(f, p->reason);
+                lab_svg_esc(f, p->reason);
                 fprintf(f, "</title></text>\n");
             }
         }
@@ -294,7 +268,7 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
                "font-weight=\"bold\">",
             w / 2);
     fprintf(f, "%s against connections, ", charts[which].title);
-    esc(f, lab->man.started);
+    lab_svg_esc(f, lab->man.started);
     fprintf(f, "</text>\n");
     for (int ki = 0; ki < cfg->nka; ki++)
         panel(f, lab, which, ki, ki * PANEL_W, TITLE_H);
@@ -308,11 +282,11 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
         if (!charted(s))
             continue;
         double y = ly + 20 * (color + 1);
-        const char *col = palette[color++ % NPALETTE];
+        const char *col = lab_svg_color(color++);
         fprintf(f, "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                    "stroke-width=\"3\"/>\n", lx, y - 4, lx + 24, y - 4, col);
         fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\">", lx + 30, y);
-        esc(f, s->label);
+        lab_svg_esc(f, s->label);
         if (s->state == SRV_FAILED)
             fputs(" (failed)", f);
         fprintf(f, "</text>\n");
@@ -325,10 +299,5 @@ int lab_write_svg(const struct lab *lab, enum lab_chart which, const char *path)
             lx + 8, ny + 20);
     fprintf(f, "    <text x=\"%.1f\" y=\"%.1f\">failed run</text>\n", lx + 30, ny + 20);
     fprintf(f, "  </g>\n</svg>\n");
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return lab_file_commit(f, tmp, path);
 }
