@@ -538,7 +538,7 @@ static void take_backlog(struct listener *l)
     struct sockaddr_storage peer;
     int fd;
     while (__atomic_load_n(&M.nconns, __ATOMIC_RELAXED) < M.max_conns &&
-           (fd = net_accept(&l->ac, l->fd, l->tcp, &peer)) >= 0)
+           (fd = net_accept(&l->ac, l->fd, &peer)) >= 0)
         start_conn(l, fd, &peer);
 }
 
@@ -560,7 +560,7 @@ static void *acceptor_main(void *arg)
             continue;
         }
         struct sockaddr_storage peer;
-        int fd = net_accept(&l->ac, l->fd, l->tcp, &peer);
+        int fd = net_accept(&l->ac, l->fd, &peer);
         if (fd >= 0) {
             start_conn(l, fd, &peer);
             continue;

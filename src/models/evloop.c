@@ -92,7 +92,7 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
             }
             return;
         }
-        int fd = net_accept(&s->ac, l->fd, l->tcp, pp);
+        int fd = net_accept(&s->ac, l->fd, pp);
         if (fd >= 0) {
             got++;
             SB_ADD(ev->slot->accepted, 1);
