@@ -60,18 +60,46 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 }
 
 
-int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
-              const struct sockaddr_storage *peer)
+/* A fresh slot for fd, not yet open; NULL (fd closed) beyond the table. */
+static struct conn *conn_slot(struct evloop *ev, int fd)
 {
     if (fd >= ev->max_fds) {
         close(fd);
-        return -1;
+        return NULL;
     }
     struct conn *c = &ev->conns[fd];
     uint32_t gen = (c->gen + 1) & GEN_MASK;
     memset(c, 0, sizeof *c);
     c->gen = gen;
-    if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, fd_tag(fd, gen)) < 0) {
+    return c;
+}
+
+/* Counts c open and starts its header timer (the first head is due a
+ * header timeout after accept). */
+static void conn_start(struct evloop *ev, struct conn *c, int tcp, int proxy,
+                       const struct sockaddr_storage *peer)
+{
+    c->open = 1;
+    c->tcp = (uint8_t)tcp;
+    step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
+    ev->nconns++;
+    SB_SET(ev->slot->active, ev->nconns);
+    arm(ev, c, Q_HEADER);
+}
+
+static int conn_register(struct evloop *ev, struct conn *c)
+{
+    int fd = conn_fd(ev, c);
+    return loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, fd_tag(fd, c->gen));
+}
+
+int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
+              const struct sockaddr_storage *peer)
+{
+    struct conn *c = conn_slot(ev, fd);
+    if (!c)
+        return -1;
+    if (conn_register(ev, c) < 0) {
         close(fd);
         return -1;
     }
@@ -81,13 +109,29 @@ int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
         return -1;
     }
     c->handshaking = c->ssl != NULL;
-    c->open = 1;
-    c->tcp = (uint8_t)tcp;
-    step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
-    ev->nconns++;
-    SB_SET(ev->slot->active, ev->nconns);
-    arm(ev, c, Q_HEADER);
+    conn_start(ev, c, tcp, proxy, peer);
     return 0;
+}
+
+static void on_readable(struct evloop *ev, struct conn *c, int rdhup);
+
+void conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
+                    const struct sockaddr_storage *peer)
+{
+    struct conn *c = conn_slot(ev, fd);
+    if (!c)
+        return;
+    conn_start(ev, c, tcp, proxy, peer);
+    uint32_t gen = c->gen;
+    /* Not in epoll yet: this read is the first look, and a short read
+     * drains the socket as the edge-triggered path expects. */
+    on_readable(ev, c, 0);
+    if (!c->open || c->gen != gen)
+        return; /* answered and closed (or refused): no epoll_ctl at all */
+    /* Adding reports what is ready now, so bytes that came after our read
+     * raise their event: nothing is lost between the read and the add. */
+    if (conn_register(ev, c) < 0)
+        conn_close(ev, c);
 }
 
 void conn_close(struct evloop *ev, struct conn *c)

@@ -295,14 +295,17 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
 }
 
 /* Serves requests until the connection is to close, or is idle between
- * requests (IDLE: the caller parks it without a stack). resumed: it was
- * idle and its socket turned readable (that edge is consumed: read first). */
-static int serve(struct conn_state *st, int resumed)
+ * requests (IDLE: the caller parks it without a stack). It reads before it
+ * waits: a resumed connection's edge is consumed, a TLS handshake's last
+ * record may have carried the request, and a fresh connection's request
+ * usually came with the handshake's ACK, so one answered with close never
+ * enters the netpoll (no epoll_ctl at all). */
+static int serve(struct conn_state *st)
 {
     const struct serve_config *cfg = M.cfg;
     int fd = st->fd;
     int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
-    int drained = !resumed;
+    int drained = 0;
     for (;;) {
         if (st->len) {
             int r = answer_buffered(st, &head_deadline);
@@ -403,10 +406,8 @@ static void *conn_main(void *arg)
     }
     if (r == GO_ON && st->ssl && !resumed && handshake(st) < 0)
         r = CLOSE;
-    /* After a handshake, the request may have come with its last record
-     * and raised no edge of its own: read before waiting. */
     if (r == GO_ON)
-        r = serve(st, resumed || st->ssl);
+        r = serve(st);
     if (r == HANDED && hand_over(st))
         return NULL;
     if (r == HANDED)

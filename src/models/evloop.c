@@ -26,6 +26,10 @@
 #define LINGER_TIMEOUT_MS 5000
 #define MAX_LISTENERS 64
 #define REFUSE_BATCH 1024 /* refusals per wakeup before the loop's other work */
+/* Connections per wakeup read at once (conn_open_read); the rest of the
+ * backlog joins epoll unread, so a flood of new connections cannot hold
+ * the loop away from the connections it already has. */
+#define READ_AT_ONCE_MAX 64
 
 struct listener {
     int fd;
@@ -96,7 +100,12 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
         if (fd >= 0) {
             got++;
             SB_ADD(ev->slot->accepted, 1);
-            conn_open(ev, fd, l->tcp, l->proxy, l->tls, pp);
+            /* TLS reads through its handshake; a stopping loop (begin_stop
+             * taking its backlog) opens connections as it always did. */
+            if (!l->tls && !ev->stopping && got <= READ_AT_ONCE_MAX)
+                conn_open_read(ev, fd, l->tcp, l->proxy, pp);
+            else
+                conn_open(ev, fd, l->tcp, l->proxy, l->tls, pp);
             continue;
         }
         if (fd == -EAGAIN) {

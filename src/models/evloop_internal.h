@@ -124,6 +124,13 @@ struct evloop {
  * (beyond the table, or no epoll). */
 int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
               const struct sockaddr_storage *peer);
+/* A plain (not TLS) connection just accepted: reads at once, since the
+ * request usually came with the handshake's last ACK, and runs the request
+ * step on it; the connection joins epoll only if that read would block or
+ * the connection lives on after its answer. A Connection: close request
+ * answered in full costs no epoll_ctl. The fd is closed on failure. */
+void conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
+                    const struct sockaddr_storage *peer);
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
