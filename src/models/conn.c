@@ -113,25 +113,26 @@ int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
     return 0;
 }
 
-static void on_readable(struct evloop *ev, struct conn *c, int rdhup);
+static int on_readable(struct evloop *ev, struct conn *c, int rdhup);
 
-void conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
+int conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
                     const struct sockaddr_storage *peer)
 {
     struct conn *c = conn_slot(ev, fd);
     if (!c)
-        return;
+        return 1;
     conn_start(ev, c, tcp, proxy, peer);
     uint32_t gen = c->gen;
     /* Not in epoll yet: this read is the first look, and a short read
      * drains the socket as the edge-triggered path expects. */
-    on_readable(ev, c, 0);
+    int found = on_readable(ev, c, 0);
     if (!c->open || c->gen != gen)
-        return; /* answered and closed (or refused): no epoll_ctl at all */
+        return found; /* answered and closed (or refused): no epoll_ctl at all */
     /* Adding reports what is ready now, so bytes that came after our read
      * raise their event: nothing is lost between the read and the add. */
     if (conn_register(ev, c) < 0)
         conn_close(ev, c);
+    return found;
 }
 
 void conn_close(struct evloop *ev, struct conn *c)
@@ -517,18 +518,19 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
     return SETTLED_OPEN;
 }
 
-static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
+/* Returns 0 when the first read found nothing (-EAGAIN), else 1. */
+static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
 {
     int fd = conn_fd(ev, c);
     if (c->lingering) {
         drain_linger(ev, c);
-        return;
+        return 1;
     }
     if (c->out || c->st.closing || c->xfer) {
         c->want_read = 1; /* back-pressure: read again once the output drains */
-        return;
+        return 1;
     }
-    for (;;) {
+    for (int reads = 0;; reads++) {
         char *buf = c->in ? c->in : ev->rbuf;
         size_t have = c->in ? c->in_len : 0;
         size_t space = ev->in_cap - have;
@@ -540,11 +542,11 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
                 continue;
             if (n != -EAGAIN)
                 conn_close(ev, c);
-            return;
+            return reads > 0 || n != -EAGAIN;
         }
         if (n == 0) {
             conn_close(ev, c);
-            return;
+            return 1;
         }
         SB_ADD(ev->slot->bytes_in, (uint64_t)n);
         size_t len = have + (size_t)n, pos;
@@ -554,12 +556,12 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         int served = 0;
         int rc = serve_input(ev, c, buf, len, &pos, &served);
         if (settle(ev, c, buf, pos, len, rc, served) == SETTLED_DONE)
-            return;
+            return 1;
         /* Edge-triggered: a short read means the socket is drained, and new
          * bytes will raise a new event. After RDHUP read on to see the EOF.
          * TLS returns a record at a time: read on until -EAGAIN. */
         if ((size_t)n < space && !rdhup && !c->ssl)
-            return;
+            return 1;
     }
 }
 
