@@ -815,6 +815,8 @@ static int finish_lab(struct lab *lab)
     }
     stamp(lab->man.finished, sizeof lab->man.finished);
     int wrc = lab_write_reports(lab);
+    if (runs)
+        lab_print_summary(lab, stderr);
     if (wrc < 0)
         fprintf(stderr, "herd lab: cannot write the report in %s\n", cfg->out_dir);
     else

@@ -241,6 +241,8 @@ void lab_profile(struct lab *lab, struct lab_server *s, pid_t pid, const char *d
 void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin);
 int lab_write_md(const struct lab *lab, const char *path);
 int lab_write_json(const struct lab *lab, const char *path);
+/* The summary table of report.md as text lines on f (not for reload). */
+void lab_print_summary(const struct lab *lab, FILE *f);
 
 /* lab_svgkit.c: what the charts share. A colour per series index; a
  * round step giving about n ticks up to max; a label escaped for XML;

@@ -293,6 +293,96 @@ static void cell(const struct lab_server *s, const struct lab_point *p, enum met
     }
 }
 
+/* ---------------------------------------------------------------- summary */
+
+/* The summary's two figures for one run. Keep-alive on: req/s and server
+ * CPU µs per request. Off, each request is a connection of its own:
+ * connections per second (CPS: completed connections / duration) and CPU
+ * µs per connection. The rate gets the req/s table's asterisk. */
+static void summary_cells(const struct lab_server *s, const struct lab_point *p, char *rate,
+                          size_t rn, char *cost, size_t cn)
+{
+    if (!p->ok) {
+        snprintf(rate, rn, "%s", p->done || s->state == SRV_FAILED ? "failed" : "–");
+        snprintf(cost, cn, "%s", rate);
+        return;
+    }
+    double n = (double)p->requests, cpu = p->user_s + p->sys_s;
+    lab_fmt_num(rate, rn, p->duration_s > 0 ? n / p->duration_s : NAN);
+    if (p->foreign_pct > FOREIGN_FLAG_PCT)
+        strncat(rate, "*", rn - strlen(rate) - 1);
+    if (n > 0)
+        snprintf(cost, cn, "%.2f", 1e6 * cpu / n);
+    else
+        snprintf(cost, cn, "n/a");
+}
+
+static const char *summary_head(int ka, int cost)
+{
+    return ka ? (cost ? "keep-alive on: CPU µs/request" : "keep-alive on: req/s")
+              : (cost ? "keep-alive off: CPU µs/connection" : "keep-alive off: conn/s (CPS)");
+}
+
+/* One table: a row per server/model and concurrency, for every keep-alive
+ * mode measured its rate and its CPU cost. */
+static void summary_md(FILE *f, const struct lab *lab)
+{
+    const struct lab_config *cfg = lab->cfg;
+    fprintf(f, "## Summary: rate and server CPU per request or connection\n\n"
+               "Keep-alive on: requests per second and the server's CPU µs per request. "
+               "Keep-alive off (a new connection per request): connections per second (CPS, "
+               "completed connections / duration) and the server's CPU µs per connection. "
+               "CPU is user + sys of the server's process tree over the run, divided by the "
+               "requests (connections) completed; compare servers by it where the load "
+               "generator is the limit. An asterisk marks a disturbed run (see the last "
+               "table of each mode).\n\n| server/model | c |");
+    for (int ki = 0; ki < cfg->nka; ki++)
+        fprintf(f, " %s | %s |", summary_head(cfg->ka[ki], 0), summary_head(cfg->ka[ki], 1));
+    fprintf(f, "\n| --- | ---: |");
+    for (int ki = 0; ki < cfg->nka; ki++)
+        fprintf(f, " ---: | ---: |");
+    fprintf(f, "\n");
+    for (int i = 0; i < lab->nservers; i++) {
+        const struct lab_server *s = &lab->servers[i];
+        if (!in_tables(s))
+            continue;
+        for (int c = 0; c < cfg->nconc; c++) {
+            fprintf(f, "| %s | %d |", s->label, cfg->conc[c]);
+            for (int ki = 0; ki < cfg->nka; ki++) {
+                char rate[48], cost[48];
+                summary_cells(s, lab_point(lab, s, ki, c), rate, sizeof rate, cost, sizeof cost);
+                fprintf(f, " %s | %s |", rate, cost);
+            }
+            fprintf(f, "\n");
+        }
+    }
+    fprintf(f, "\n");
+}
+
+void lab_print_summary(const struct lab *lab, FILE *f)
+{
+    const struct lab_config *cfg = lab->cfg;
+    if (cfg->scenario == LAB_RELOAD)
+        return;
+    fprintf(f, "lab: summary (keep-alive on: req/s, server CPU us/request; "
+               "off: connections/s, server CPU us/connection)\n");
+    for (int i = 0; i < lab->nservers; i++) {
+        const struct lab_server *s = &lab->servers[i];
+        if (!in_tables(s))
+            continue;
+        for (int c = 0; c < cfg->nconc; c++) {
+            fprintf(f, "lab: summary %-15s c=%-5d", s->label, cfg->conc[c]);
+            for (int ki = 0; ki < cfg->nka; ki++) {
+                char rate[48], cost[48];
+                summary_cells(s, lab_point(lab, s, ki, c), rate, sizeof rate, cost, sizeof cost);
+                fprintf(f, "  %s %10s %s %8s us/%s", cfg->ka[ki] ? "on " : "off", rate,
+                        cfg->ka[ki] ? "req/s " : "conn/s", cost, cfg->ka[ki] ? "req " : "conn");
+            }
+            fprintf(f, "\n");
+        }
+    }
+}
+
 static void table(FILE *f, const struct lab *lab, int ki, enum metric m)
 {
     const struct lab_config *cfg = lab->cfg;
@@ -489,6 +579,7 @@ int lab_write_md(const struct lab *lab, const char *path)
                "then (here, only the lab). Charts: reqs.svg, p99.svg (log scales), errors.svg "
                "and cpu.svg (CPU per request).\n\n");
 
+    summary_md(f, lab);
     for (int ki = 0; ki < cfg->nka; ki++) {
         fprintf(f, "## %s\n\n", ka_title(cfg->ka[ki]));
         for (int mm = 0; mm < M_N; mm++)
@@ -588,6 +679,10 @@ static void jpoint(FILE *f, const struct lab *lab, const struct lab_server *s, i
     jnum(f, p->duration_s);
     fprintf(f, ", \"requests_per_sec\": ");
     jnum(f, p->rps);
+    if (!lab->cfg->ka[ki]) { /* completed connections / duration */
+        fprintf(f, ", \"connections_per_sec\": ");
+        jnum(f, p->duration_s > 0 ? req / p->duration_s : NAN);
+    }
     fprintf(f, ",\n     \"latency_us\": {");
     for (int i = 0; i < LAT_N; i++) {
         fprintf(f, "%s\"%s\": ", i ? ", " : "", lab_lat_keys[i]);
@@ -608,6 +703,10 @@ static void jpoint(FILE *f, const struct lab *lab, const struct lab_server *s, i
     jnum(f, p->wall_s > 0 ? 100 * cpu / p->wall_s : NAN);
     fprintf(f, ", \"cpu_us_per_request\": ");
     jnum(f, req > 0 ? 1e6 * cpu / req : NAN);
+    if (!lab->cfg->ka[ki]) { /* a connection per request */
+        fprintf(f, ", \"cpu_us_per_connection\": ");
+        jnum(f, req > 0 ? 1e6 * cpu / req : NAN);
+    }
     fprintf(f, ", \"voluntary_ctxt_switches\": %llu, \"involuntary_ctxt_switches\": %llu, "
                "\"processes\": %d, \"threads\": %d",
             (unsigned long long)p->vcsw, (unsigned long long)p->ivcsw, p->nproc, p->nthreads);

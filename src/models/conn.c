@@ -60,18 +60,46 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 }
 
 
-int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
-              const struct sockaddr_storage *peer)
+/* A fresh slot for fd, not yet open; NULL (fd closed) beyond the table. */
+static struct conn *conn_slot(struct evloop *ev, int fd)
 {
     if (fd >= ev->max_fds) {
         close(fd);
-        return -1;
+        return NULL;
     }
     struct conn *c = &ev->conns[fd];
     uint32_t gen = (c->gen + 1) & GEN_MASK;
     memset(c, 0, sizeof *c);
     c->gen = gen;
-    if (loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, fd_tag(fd, gen)) < 0) {
+    return c;
+}
+
+/* Counts c open and starts its header timer (the first head is due a
+ * header timeout after accept). */
+static void conn_start(struct evloop *ev, struct conn *c, int tcp, int proxy,
+                       const struct sockaddr_storage *peer)
+{
+    c->open = 1;
+    c->tcp = (uint8_t)tcp;
+    step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
+    ev->nconns++;
+    SB_SET(ev->slot->active, ev->nconns);
+    arm(ev, c, Q_HEADER);
+}
+
+static int conn_register(struct evloop *ev, struct conn *c)
+{
+    int fd = conn_fd(ev, c);
+    return loop_add(&ev->loop, fd, LOOP_IN | LOOP_OUT | LOOP_EDGE, fd_tag(fd, c->gen));
+}
+
+int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
+              const struct sockaddr_storage *peer)
+{
+    struct conn *c = conn_slot(ev, fd);
+    if (!c)
+        return -1;
+    if (conn_register(ev, c) < 0) {
         close(fd);
         return -1;
     }
@@ -81,13 +109,30 @@ int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
         return -1;
     }
     c->handshaking = c->ssl != NULL;
-    c->open = 1;
-    c->tcp = (uint8_t)tcp;
-    step_conn_init(&c->st, &ev->step, peer, !tcp, proxy);
-    ev->nconns++;
-    SB_SET(ev->slot->active, ev->nconns);
-    arm(ev, c, Q_HEADER);
+    conn_start(ev, c, tcp, proxy, peer);
     return 0;
+}
+
+static int on_readable(struct evloop *ev, struct conn *c, int rdhup);
+
+int conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
+                    const struct sockaddr_storage *peer)
+{
+    struct conn *c = conn_slot(ev, fd);
+    if (!c)
+        return 1;
+    conn_start(ev, c, tcp, proxy, peer);
+    uint32_t gen = c->gen;
+    /* Not in epoll yet: this read is the first look, and a short read
+     * drains the socket as the edge-triggered path expects. */
+    int found = on_readable(ev, c, 0);
+    if (!c->open || c->gen != gen)
+        return found; /* answered and closed (or refused): no epoll_ctl at all */
+    /* Adding reports what is ready now, so bytes that came after our read
+     * raise their event: nothing is lost between the read and the add. */
+    if (conn_register(ev, c) < 0)
+        conn_close(ev, c);
+    return found;
 }
 
 void conn_close(struct evloop *ev, struct conn *c)
@@ -473,18 +518,19 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
     return SETTLED_OPEN;
 }
 
-static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
+/* Returns 0 when the first read found nothing (-EAGAIN), else 1. */
+static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
 {
     int fd = conn_fd(ev, c);
     if (c->lingering) {
         drain_linger(ev, c);
-        return;
+        return 1;
     }
     if (c->out || c->st.closing || c->xfer) {
         c->want_read = 1; /* back-pressure: read again once the output drains */
-        return;
+        return 1;
     }
-    for (;;) {
+    for (int reads = 0;; reads++) {
         char *buf = c->in ? c->in : ev->rbuf;
         size_t have = c->in ? c->in_len : 0;
         size_t space = ev->in_cap - have;
@@ -496,11 +542,11 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
                 continue;
             if (n != -EAGAIN)
                 conn_close(ev, c);
-            return;
+            return reads > 0 || n != -EAGAIN;
         }
         if (n == 0) {
             conn_close(ev, c);
-            return;
+            return 1;
         }
         SB_ADD(ev->slot->bytes_in, (uint64_t)n);
         size_t len = have + (size_t)n, pos;
@@ -510,12 +556,12 @@ static void on_readable(struct evloop *ev, struct conn *c, int rdhup)
         int served = 0;
         int rc = serve_input(ev, c, buf, len, &pos, &served);
         if (settle(ev, c, buf, pos, len, rc, served) == SETTLED_DONE)
-            return;
+            return 1;
         /* Edge-triggered: a short read means the socket is drained, and new
          * bytes will raise a new event. After RDHUP read on to see the EOF.
          * TLS returns a record at a time: read on until -EAGAIN. */
         if ((size_t)n < space && !rdhup && !c->ssl)
-            return;
+            return 1;
     }
 }
 

@@ -51,6 +51,10 @@
 #define LINGER_READS_MAX 64
 #define REFUSE_BATCH 1024 /* refusals in a row before the acceptor yields */
 #define BUFS_KEPT 64      /* free buffers a thread keeps per pool */
+/* After a read at once that found nothing, this many new connections wait
+ * in the netpoll before their first read, as in the event loop
+ * (READ_SKIP_AFTER_MISS in evloop.c). */
+#define READ_SKIP_AFTER_MISS 15
 
 struct cthread {
     struct http_ctx http;
@@ -60,6 +64,7 @@ struct cthread {
     struct alog alog;
     struct sb_slot *slot;
     struct proxy *proxy;     /* NULL without proxy routes */
+    unsigned read_skip;      /* new connections to wait on before reading */
 } __attribute__((aligned(64)));
 
 struct listener {
@@ -295,14 +300,25 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
 }
 
 /* Serves requests until the connection is to close, or is idle between
- * requests (IDLE: the caller parks it without a stack). resumed: it was
- * idle and its socket turned readable (that edge is consumed: read first). */
-static int serve(struct conn_state *st, int resumed)
+ * requests (IDLE: the caller parks it without a stack). It reads before it
+ * waits: a resumed connection's edge is consumed, a TLS handshake's last
+ * record may have carried the request, and a fresh (plain) connection's
+ * request may have come right behind the handshake, and then one answered
+ * with close never enters the netpoll (no epoll_ctl at all). A fresh one
+ * waits first for a while after such a read found nothing. */
+static int serve(struct conn_state *st, int fresh)
 {
     const struct serve_config *cfg = M.cfg;
     int fd = st->fd;
     int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
-    int drained = !resumed;
+    int drained = 0, probe = 0;
+    if (fresh) {
+        struct cthread *t = here();
+        drained = t->read_skip > 0;
+        if (drained)
+            t->read_skip--;
+        probe = !drained;
+    }
     for (;;) {
         if (st->len) {
             int r = answer_buffered(st, &head_deadline);
@@ -336,6 +352,10 @@ static int serve(struct conn_state *st, int resumed)
             ssize_t n = conn_recv(st, st->in + st->len, M.in_cap - st->len);
             if (n == -EINTR)
                 continue;
+            if (probe) {
+                here()->read_skip = n == -EAGAIN ? READ_SKIP_AFTER_MISS : 0;
+                probe = 0;
+            }
             if (n == -EAGAIN) {
                 drained = 1; /* a wakeup for another event: wait again */
                 break;
@@ -403,10 +423,8 @@ static void *conn_main(void *arg)
     }
     if (r == GO_ON && st->ssl && !resumed && handshake(st) < 0)
         r = CLOSE;
-    /* After a handshake, the request may have come with its last record
-     * and raised no edge of its own: read before waiting. */
     if (r == GO_ON)
-        r = serve(st, resumed || st->ssl);
+        r = serve(st, !resumed && !st->ssl);
     if (r == HANDED && hand_over(st))
         return NULL;
     if (r == HANDED)
@@ -538,7 +556,7 @@ static void take_backlog(struct listener *l)
     struct sockaddr_storage peer;
     int fd;
     while (__atomic_load_n(&M.nconns, __ATOMIC_RELAXED) < M.max_conns &&
-           (fd = net_accept(&l->ac, l->fd, l->tcp, &peer)) >= 0)
+           (fd = net_accept(&l->ac, l->fd, &peer)) >= 0)
         start_conn(l, fd, &peer);
 }
 
@@ -560,7 +578,7 @@ static void *acceptor_main(void *arg)
             continue;
         }
         struct sockaddr_storage peer;
-        int fd = net_accept(&l->ac, l->fd, l->tcp, &peer);
+        int fd = net_accept(&l->ac, l->fd, &peer);
         if (fd >= 0) {
             start_conn(l, fd, &peer);
             continue;

@@ -116,6 +116,7 @@ struct evloop {
     uint8_t accept_paused;
     uint8_t accept_resume;   /* a slot freed while paused: accept after this batch */
     uint8_t handing_over;    /* stopping for a reload: idle connections move on */
+    uint8_t read_skip;       /* new connections to open unread (evloop.c accept_from) */
     int ho_fd;               /* handover channel (proc/handover.h), or -1 */
 };
 
@@ -124,6 +125,14 @@ struct evloop {
  * (beyond the table, or no epoll). */
 int conn_open(struct evloop *ev, int fd, int tcp, int proxy, int tls,
               const struct sockaddr_storage *peer);
+/* A plain (not TLS) connection just accepted: reads at once, and runs the
+ * request step on what came; the connection joins epoll only if that read
+ * would block or the connection lives on after its answer. A Connection:
+ * close request answered in full costs no epoll_ctl. The fd is closed on
+ * failure. Returns 0 when the read found nothing (the request was not
+ * there yet), else 1. */
+int conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
+                    const struct sockaddr_storage *peer);
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);

@@ -227,7 +227,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
             int tcp = cfg->listen[l].family != AF_UNIX;
             int got = 0;
             while (nq < ITER_QUEUE) {
-                int fd = net_accept(&ac, p[l].fd, tcp, &queue[nq].peer);
+                int fd = net_accept(&ac, p[l].fd, &queue[nq].peer);
                 if (fd == -EMFILE) {
                     /* No fd to refuse with: the listener stays readable,
                      * so wait (for a signal at most) instead of spinning. */

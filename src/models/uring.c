@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -355,11 +354,6 @@ static int setup_listeners(struct server *s)
         l->fd = env->listen_fds[i * (env->nthreads > 0 ? env->nthreads : 1)];
         l->tcp = cfg->listen[i].family != AF_UNIX;
         l->proxy = (uint8_t)cfg->listen_proxy[i];
-        /* Accepted sockets inherit TCP_NODELAY from their listener: one
-         * setsockopt here instead of one per connection. */
-        int one = 1;
-        if (l->tcp)
-            setsockopt(l->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         s->nls++;
     }
     return 0;

@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -86,7 +84,7 @@ static int refuse_one(int lfd)
     return rc;
 }
 
-int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *peer)
+int net_accept(struct acceptor *ac, int lfd, struct sockaddr_storage *peer)
 {
     if (__atomic_load_n(&spare.fd, __ATOMIC_RELAXED) < 0)
         spare_take_back();
@@ -95,10 +93,6 @@ int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *p
         int fd = accept4(lfd, (struct sockaddr *)peer, peer ? &plen : NULL,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            if (tcp) {
-                int one = 1;
-                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            }
             return fd;
         }
         int err = errno;

@@ -1,5 +1,7 @@
-/* Accepting connections: accept4(NONBLOCK|CLOEXEC), TCP_NODELAY on TCP,
- * and the EMFILE defence.
+/* Accepting connections: accept4(NONBLOCK|CLOEXEC) and the EMFILE defence.
+ * TCP_NODELAY is not set here: accepted sockets inherit it from their
+ * listener (listen_nodelay in net/listen.h), one setsockopt per listener
+ * instead of one per connection.
  *
  * The defence is libuv's trick: a spare fd released to accept one
  * connection and close it, so a flood past the fd limit is refused instead
@@ -34,6 +36,6 @@ void acceptor_close(struct acceptor *ac);
  * -EMFILE        out of fds and no spare to refuse with: stop accepting
  *                for NET_ACCEPT_BACKOFF_MS, then try again;
  * another -errno from accept4. */
-int net_accept(struct acceptor *ac, int lfd, int tcp, struct sockaddr_storage *peer);
+int net_accept(struct acceptor *ac, int lfd, struct sockaddr_storage *peer);
 
 #endif

@@ -130,6 +130,9 @@ int inherit_from_env(struct inherited *in, char *err, size_t errlen)
         int fl = fcntl(fd, F_GETFL);
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
         fcntl(fd, F_SETFD, FD_CLOEXEC);
+        /* Connections inherit it from the listener (a unix socket refuses
+         * it, harmlessly): net_accept sets nothing per connection. */
+        listen_nodelay(fd);
         struct inherited_fd *f = &in->fds[in->n++];
         f->fd = fd;
         f->name = name;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,12 @@ static int unix_path_is_stale(const struct listen_addr *a)
     return rc < 0 && err == ECONNREFUSED;
 }
 
+void listen_nodelay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 /* A socket for a with the options every listener has; -errno on failure. */
 static int listen_socket(const struct listen_addr *a, int reuseport)
 {
@@ -122,6 +129,8 @@ static int listen_socket(const struct listen_addr *a, int reuseport)
     }
     if (a->family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (a->family != AF_UNIX)
+        listen_nodelay(fd);
     return fd;
 }
 

@@ -34,6 +34,12 @@ int listen_open(struct listen_addr *a, int backlog, int reuseport);
  * writes into a, for the group). Returns the probe's fd or -errno. */
 int listen_probe(struct listen_addr *a);
 
+/* Sets TCP_NODELAY on a TCP listener (a unix socket refuses it, harmlessly).
+ * Linux copies a listener's options to the sockets accept4 returns, so the
+ * accepted connections have it without a setsockopt each; listen_open and
+ * inherited sockets (net/inherit.c) get it. */
+void listen_nodelay(int fd);
+
 /* Removes a unix socket path at exit. */
 void listen_cleanup(const struct listen_addr *a);
 

@@ -285,7 +285,7 @@ static void flush_held(struct dispatch *d)
 static void accept_all(struct dispatch *d, int li)
 {
     while (!d->paused && d->listen_fds[li] >= 0 && d->nheld < HELD_MAX) {
-        int fd = net_accept(&d->ac, d->listen_fds[li], 1, NULL);
+        int fd = net_accept(&d->ac, d->listen_fds[li], NULL);
         if (fd == -EAGAIN)
             break;
         if (fd == -ECONNREFUSED) {

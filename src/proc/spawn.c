@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -421,6 +423,12 @@ int spawn_run(const struct spawn_config *cfg)
                 s.lfd == -EADDRINUSE ? "address already in use" : strerror(-s.lfd));
         close(sfd);
         return 1;
+    }
+    /* Backends keep the kernel's Nagle default on their connections
+     * (listen_open sets TCP_NODELAY for herd's own). */
+    if (s.addr.family != AF_UNIX) {
+        int zero = 0;
+        setsockopt(s.lfd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero);
     }
     /* Backends written for spawn-fcgi or systemd expect a blocking socket. */
     fcntl(s.lfd, F_SETFL, fcntl(s.lfd, F_GETFL) & ~O_NONBLOCK);

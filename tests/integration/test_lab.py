@@ -315,6 +315,58 @@ def test_compare_not_installed_is_a_note(tmp_path):
     assert states == {"herd/single": "ran", "nginx": "not installed"}
 
 
+def summary_table(md):
+    """The summary table of report.md: (header cells, {(server, c): [cells]})."""
+    part = md.split("\n## Summary", 1)[1].split("\n## ", 1)[0]
+    lines = [l for l in part.splitlines() if l.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for l in lines[2:]:
+        cells = [c.strip() for c in l.strip("|").split("|")]
+        rows[(cells[0], int(cells[1]))] = cells[2:]
+    return head, rows
+
+
+def number(cell):
+    return float(cell.rstrip("*").replace(",", ""))
+
+
+def test_close_lab_summary_has_cps_and_cpu_per_connection(tmp_path):
+    """Keep-alive off: the summary gives connections per second and server
+    CPU µs per connection for each model and concurrency, in report.md,
+    report.json and the closing lines on stderr."""
+    out = tmp_path / "out"
+    models = ["reuseport", "coro"]
+    r = run_lab(out, "--models", ",".join(models), "--concurrency", "1,4", "--duration", "1s",
+                "--warmup", "0", "--keepalive", "off", "--compare", "none", "--retries", "0",
+                "--port-range", f"{PORTS[0]}-{PORTS[1]}")
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    head, rows = summary_table(md)
+    assert head == ["server/model", "c", "keep-alive off: conn/s (CPS)",
+                    "keep-alive off: CPU µs/connection"], head
+    assert set(rows) == {(f"herd/{m}", c) for m in models for c in CONCURRENCY}, rows
+    for key, (cps, cpu) in rows.items():
+        assert number(cps) > 0 and number(cpu) > 0, (key, cps, cpu)
+    rep = json.loads((out / "report.json").read_text())
+    for run in rep["runs"]:
+        assert run["connections_per_sec"] > 0, run
+        assert run["server_usage"]["cpu_us_per_connection"] > 0, run
+    lines = [l for l in r.stderr.splitlines() if re.match(r"lab: summary herd/\w+ +c=\d+ +off ", l)]
+    assert len(lines) == len(models) * len(CONCURRENCY), r.stderr
+    assert all("conn/s" in l and "us/conn" in l for l in lines), lines
+
+
+def test_short_lab_summary_has_both_modes(short_lab):
+    out, _, _ = short_lab
+    head, rows = summary_table((out / "report.md").read_text())
+    assert head == ["server/model", "c", "keep-alive on: req/s", "keep-alive on: CPU µs/request",
+                    "keep-alive off: conn/s (CPS)", "keep-alive off: CPU µs/connection"], head
+    assert set(rows) == {(f"herd/{m}", c) for m in MODELS for c in CONCURRENCY}, rows
+    for key, cells in rows.items():
+        assert all(number(c) > 0 for c in cells), (key, cells)
+
+
 COMPARE = [s for s in ("nginx", "h2o", "lighttpd")
            if shutil.which(s, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")]
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "net/accept.h"
+#include "net/listen.h"
 
 #define FAIL(step, ...)                                                       \
     do {                                                                      \
@@ -126,12 +128,12 @@ static void lost_spare_child(void)
     int nfill = fill_fds(fill, 64);
     struct acceptor ac;
     acceptor_init(&ac); /* no fd for the spare */
-    int r = net_accept(&ac, lfd, 1, NULL);
+    int r = net_accept(&ac, lfd, NULL);
     if (r != -EMFILE)
         FAIL(3, "no fd and no spare: got %d, want -EMFILE (back off)", r);
     close(fill[--nfill]);
     int refused = 0, calls = 0;
-    while ((r = net_accept(&ac, lfd, 1, NULL)) != -EAGAIN && ++calls < 64) {
+    while ((r = net_accept(&ac, lfd, NULL)) != -EAGAIN && ++calls < 64) {
         if (r == -ECONNREFUSED)
             refused++;
         else
@@ -172,7 +174,7 @@ static void *taker_main(void *arg)
     struct acceptor ac;
     acceptor_init(&ac);
     for (;;) {
-        int fd = net_accept(&ac, t->lfd, 1, NULL);
+        int fd = net_accept(&ac, t->lfd, NULL);
         if (fd >= 0) {
             t->accepted++;
             if (t->nheld == 8) {
@@ -286,4 +288,63 @@ TEST(two_threads_share_the_spare)
     CHECK_EQ_INT(child_status(pid), 0);
     close(ready[0]);
     close(stop[1]);
+}
+
+static int nodelay_of(int fd)
+{
+    int v = -1;
+    socklen_t len = sizeof v;
+    return getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) < 0 ? -1 : v;
+}
+
+/* net_accept sets no TCP_NODELAY of its own: a connection from a
+ * listen_open TCP listener has it from the listener; a unix listener
+ * opens and accepts as before. */
+TEST(accepted_connections_have_nodelay_from_the_listener)
+{
+    char err[200];
+    struct listen_addr a;
+    if (!CHECK(listen_parse("127.0.0.1:0", &a, err, sizeof err) == 0))
+        return;
+    int lfd = listen_open(&a, 16, 0);
+    if (!CHECK(lfd >= 0))
+        return;
+    CHECK_EQ_INT(nodelay_of(lfd), 1);
+    struct acceptor ac;
+    acceptor_init(&ac);
+    int c = connect_to(ntohs(((struct sockaddr_in *)&a.ss)->sin_port), 0);
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    poll(&p, 1, 2000);
+    struct sockaddr_storage peer;
+    int fd = net_accept(&ac, lfd, &peer);
+    if (CHECK(c >= 0 && fd >= 0))
+        CHECK_EQ_INT(nodelay_of(fd), 1);
+    if (fd >= 0)
+        close(fd);
+    if (c >= 0)
+        close(c);
+    close(lfd);
+
+    char path[] = "unix:/tmp/herd-accept-XXXXXX";
+    int tmp = mkstemp(path + 5);
+    if (!CHECK(tmp >= 0))
+        return;
+    close(tmp);
+    unlink(path + 5);
+    struct listen_addr u;
+    if (!CHECK(listen_parse(path, &u, err, sizeof err) == 0))
+        return;
+    lfd = listen_open(&u, 16, 0);
+    if (!CHECK(lfd >= 0))
+        return;
+    c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(c >= 0 && connect(c, (struct sockaddr *)&u.ss, u.len) == 0);
+    fd = net_accept(&ac, lfd, NULL);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    close(c);
+    close(lfd);
+    listen_cleanup(&u);
+    acceptor_close(&ac);
 }

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -66,6 +67,9 @@ static int round_trip(const char *dir)
     inherit_name(&orig_tcp2, 0, 0, n2, sizeof n2);
     inherit_name(&un, 0, 1, n3, sizeof n3);
     char *names[] = {n0, n1, n2, n3};
+    /* as systemd passes it: without TCP_NODELAY, which the import sets */
+    int zero = 0;
+    setsockopt(fds[2], IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero);
     int pipefd[2];
     if (pipe(pipefd) < 0)
         return 2;
@@ -89,6 +93,10 @@ static int round_trip(const char *dir)
     f = inherit_take(&in, &orig_tcp2);
     if (!f || f->fd != 5 || f->reuseport)
         return 8;
+    int v = 0;
+    socklen_t vlen = sizeof v;
+    if (getsockopt(5, IPPROTO_TCP, TCP_NODELAY, &v, &vlen) < 0 || !v)
+        return 11; /* accepted connections would wait on Nagle */
     struct listen_addr un2 = parse(upath);
     f = inherit_take(&in, &un2);
     if (!f || f->fd != 6 || f->path_ours) /* "#keep" */
