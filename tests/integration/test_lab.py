@@ -91,13 +91,15 @@ def md_table(md, section, title):
     """Rows of the table headed '#### title...' inside '## section...': {row label: [cells]}."""
     part = md.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0]
     block = part.split(f"\n#### {title}", 1)[1].split("\n#### ", 1)[0]
-    lines = [l for l in block.splitlines() if l.startswith("|")]
-    head = [c.strip() for c in lines[0].strip("|").split("|")]
-    rows = {}
-    for l in lines[2:]:
-        cells = [c.strip() for c in l.strip("|").split("|")]
-        rows[cells[0]] = cells[1:]
-    return head, rows
+    head, body = table_cells(block)
+    return head, {cells[0]: cells[1:] for cells in body}
+
+
+def table_cells(text):
+    """The first markdown table in text: (header cells, [row cells]), separator skipped."""
+    lines = [l for l in text.splitlines() if l.startswith("|")]
+    split = [[c.strip() for c in l.strip("|").split("|")] for l in lines]
+    return split[0], split[2:]
 
 
 @pytest.fixture(scope="module")
@@ -318,13 +320,8 @@ def test_compare_not_installed_is_a_note(tmp_path):
 def summary_table(md):
     """The summary table of report.md: (header cells, {(server, c): [cells]})."""
     part = md.split("\n## Summary", 1)[1].split("\n## ", 1)[0]
-    lines = [l for l in part.splitlines() if l.startswith("|")]
-    head = [c.strip() for c in lines[0].strip("|").split("|")]
-    rows = {}
-    for l in lines[2:]:
-        cells = [c.strip() for c in l.strip("|").split("|")]
-        rows[(cells[0], int(cells[1]))] = cells[2:]
-    return head, rows
+    head, body = table_cells(part)
+    return head, {(cells[0], int(cells[1])): cells[2:] for cells in body}
 
 
 def number(cell):
@@ -552,13 +549,8 @@ def reload_lab(tmp_path_factory):
 def reload_table(md, section):
     """Rows of the table under '## section': {(server, c): {column: cell}}."""
     part = md.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0]
-    lines = [l for l in part.splitlines() if l.startswith("|")]
-    head = [c.strip() for c in lines[0].strip("|").split("|")]
-    rows = {}
-    for l in lines[2:]:
-        cells = [c.strip() for c in l.strip("|").split("|")]
-        rows[(cells[0], int(cells[1]))] = dict(zip(head, cells))
-    return rows
+    head, body = table_cells(part)
+    return {(cells[0], int(cells[1])): dict(zip(head, cells)) for cells in body}
 
 
 def test_reload_report_md(reload_lab):
