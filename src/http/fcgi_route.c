@@ -28,7 +28,7 @@ static int route_of(const struct fcgi_rules *r, const char *p, size_t n)
 
 /* 1: p[0..n) is a regular file below the docroot; 0: it is something else
  * (a directory); -1: nothing there (or out of bounds). */
-static int kind_of(const struct fcgi_rules *r, const char *p, size_t n)
+static int kind_asked(const struct fcgi_rules *r, const char *p, size_t n)
 {
     char rel[FCGI_SCRIPT_MAX];
     if (n < 2 || n >= sizeof rel)
@@ -46,6 +46,30 @@ static int kind_of(const struct fcgi_rules *r, const char *p, size_t n)
     int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
     close(fd);
     return rc;
+}
+
+static uint32_t path_hash(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 16777619u;
+    return h;
+}
+
+/* kind_asked, answered from r->kinds while the second it was asked in lasts. */
+static int kind_of(const struct fcgi_rules *r, const char *p, size_t n)
+{
+    if (!r->kinds || !r->now || n > FCGI_KIND_PATH)
+        return kind_asked(r, p, n);
+    struct fcgi_kind *k = &r->kinds->e[path_hash(p, n) % FCGI_KINDS];
+    if (k->checked == r->now && k->len == n && !memcmp(k->path, p, n))
+        return k->kind;
+    int kind = kind_asked(r, p, n);
+    k->checked = r->now;
+    k->len = (uint16_t)n;
+    k->kind = (int8_t)kind;
+    memcpy(k->path, p, n);
+    return kind;
 }
 
 static int take(struct fcgi_target *t, int route, const char *s, size_t n, size_t info_off,

@@ -12,10 +12,29 @@
 #define HERD_HTTP_FCGI_ROUTE_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "http/proxy.h"
 
 #define FCGI_SCRIPT_MAX 1024
+
+/* What the file system said about a path, kept for the wall second it was
+ * asked in: a script request (and the front-controller pattern, which
+ * asks about the path and the fallback) costs no openat2 + fstat + close
+ * while the second lasts, the same once-a-second revalidation the
+ * open-file cache gives static files (http/filecache.h). Direct-mapped,
+ * per event loop (no locks); longer paths are not kept. */
+#define FCGI_KINDS 64
+#define FCGI_KIND_PATH 238
+struct fcgi_kinds {
+    struct fcgi_kind {
+        time_t checked;
+        uint16_t len;
+        int8_t kind;                  /* 1 a regular file, 0 something else, -1 nothing */
+        char path[FCGI_KIND_PATH + 1];
+    } e[FCGI_KINDS];
+};
 
 struct fcgi_rules {
     const struct proxy_route *routes; /* those marked fastcgi count */
@@ -23,6 +42,8 @@ struct fcgi_rules {
     const char *index;                /* "index.php" */
     const char *fallback;             /* "/index.php" or "" */
     int root_fd;                      /* the docroot, O_PATH */
+    struct fcgi_kinds *kinds;         /* or NULL: ask every time */
+    time_t now;                       /* the wall second (with kinds) */
 };
 
 struct fcgi_target {

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "http/path.h"
 #include "models/upstream_internal.h"
@@ -27,7 +28,8 @@ void upstream_fcgi_init(struct proxy *px)
         return;
     px->root_fd = open(px->cfg->docroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
     px->docroot = realpath(px->cfg->docroot, NULL);
-    if (px->root_fd < 0 || !px->docroot)
+    px->kinds = calloc(1, sizeof *px->kinds);
+    if (px->root_fd < 0 || !px->docroot || !px->kinds)
         log_fatal("fastcgi: docroot %s: cannot open it", px->cfg->docroot);
     size_t n = strlen(px->docroot);
     if (n > 1 && px->docroot[n - 1] == '/')
@@ -39,12 +41,13 @@ void upstream_fcgi_destroy(struct proxy *px)
     if (px->root_fd >= 0)
         close(px->root_fd);
     free(px->docroot);
+    free(px->kinds);
 }
 
 static void rules_of(const struct proxy *px, struct fcgi_rules *r)
 {
     *r = (struct fcgi_rules){px->cfg->routes, px->cfg->nroutes, px->cfg->fastcgi_index,
-                             px->cfg->fastcgi_fallback, px->root_fd};
+                             px->cfg->fastcgi_fallback, px->root_fd, px->kinds, clock_wall()};
 }
 
 int upstream_fcgi_route(struct proxy *px, const struct http_request *req, size_t len)

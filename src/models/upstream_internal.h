@@ -88,6 +88,7 @@ struct proxy {
     /* FastCGI (models/upstream_fcgi.c) */
     int root_fd;                 /* the docroot (O_PATH), -1 without fastcgi routes */
     char *docroot;               /* its absolute path, for SCRIPT_FILENAME */
+    struct fcgi_kinds *kinds;    /* what the scripts' paths are, this second */
     struct fcgi_target ft;       /* the last script resolved... */
     const char *ft_path;         /* ...for the request path at this address */
     size_t ft_path_len, ft_norm_len; /* (its length; px->path's, normalised) */
