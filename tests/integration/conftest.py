@@ -437,6 +437,16 @@ class Server:
         return []
 
 
+def finish_all(servers):
+    """Stop every server of a fixture by its PID; fail the test with what
+    any of them did wrong (crash, bad exit, bad log lines)."""
+    problems = []
+    for s in servers:
+        problems += s.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
 @pytest.fixture
 def server(site):
     """Factory: server(*args, docroot=site.root, listen=('127.0.0.1:0',), cwd=None)."""
@@ -451,11 +461,7 @@ def server(site):
         return s
 
     yield start
-    problems = []
-    for s in started:
-        problems += s.finish()
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
+    finish_all(started)
 
 
 def healthy(srv, timeout=5.0):

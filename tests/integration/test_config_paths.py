@@ -6,7 +6,7 @@ that is not a switch is reported as such."""
 
 import pytest
 
-from conftest import HERD_ARGS, Server, herd_cmd, run_herd
+from conftest import HERD_ARGS, Server, finish_all, herd_cmd, run_herd
 from herdtest import get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -28,11 +28,7 @@ def started():
         servers.append(s)
         return s
     yield start
-    problems = []
-    for s in servers:
-        problems += s.finish()
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
+    finish_all(servers)
 
 
 def body(srv, target="/"):

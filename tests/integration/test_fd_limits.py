@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, Server, descendants, require_binary
+from conftest import HERD_ARGS, HERD_BIN, Server, descendants, finish_all, require_binary
 from herdtest import wait_for
 
 # These tests pick the model and the fd limit themselves.
@@ -52,11 +52,7 @@ def start(docroot, args, nofile=NOFILE, wrap=()):
 def servers():
     started = []
     yield started
-    problems = []
-    for s in started:
-        problems += s.finish()
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
+    finish_all(started)
 
 
 def flood(port, n):

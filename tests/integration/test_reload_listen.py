@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, Server, herd_cmd, require_binary
+from conftest import HERD_ARGS, Server, finish_all, herd_cmd, require_binary
 from herdtest import RawConn, get_req, wait_for
 from test_hitless import BODY, TARGET, worker_pids
 
@@ -41,11 +41,7 @@ def from_config(site, tmp_path):
         return s, cfg
 
     yield start
-    problems = []
-    for s in started:
-        problems += s.finish()
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
+    finish_all(started)
 
 
 def write(cfg, listen):
