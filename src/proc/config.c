@@ -40,6 +40,10 @@ const char config_help[] =
     "                           process, 1..128 (default: --workers, else one per CPU)\n"
     "  --coro-stack SIZE        coro: stack per connection, virtual (default 64k)\n"
     "  --accept-herd            prefork: wake every worker per connection (a demo)\n"
+    "  --worker-cpus auto|none  auto: worker i runs on the i-th CPU; reuseport and uring\n"
+    "                           also steer each connection to the worker on the CPU that\n"
+    "                           took its SYN (SO_INCOMING_CPU); workers of several threads\n"
+    "                           are not pinned (default none)\n"
     "  --dispatch rr|least      dispatch: round-robin or least connections (default rr)\n"
     "  --access-log PATH        write an access log through the logger process\n"
     "  --access-log-format F    combined (default) or json\n"
@@ -485,6 +489,18 @@ static int set_log_format(struct serve_config *cfg, const char *name, const char
     return 0;
 }
 
+static int set_worker_cpus(struct serve_config *cfg, const char *name, const char *v,
+                           char *err, size_t errlen)
+{
+    (void)name;
+    if (strcmp(v, "auto") && strcmp(v, "none")) {
+        snprintf(err, errlen, "worker-cpus '%s': expected auto or none", v);
+        return -1;
+    }
+    cfg->worker_cpus = v[0] == 'a';
+    return 0;
+}
+
 static int set_status_path(struct serve_config *cfg, const char *name, const char *v,
                            char *err, size_t errlen)
 {
@@ -663,6 +679,7 @@ static const struct setting settings[] = {
     COUNT("max-connections", max_connections, 1, 1 << 24),
     FLAG("verbose", verbose),
     FLAG("accept-herd", accept_herd),
+    SETTER("worker-cpus", set_worker_cpus),
     RR_LEAST("dispatch", dispatch_least),
     COUNT("backlog", backlog, 1, 65535),
     FLAG("proxy-protocol", proxy_protocol),

@@ -93,6 +93,7 @@ struct serve_config {
     uint8_t daemon;
     uint8_t verbose;
     uint8_t accept_herd;        /* prefork without EPOLLEXCLUSIVE */
+    uint8_t worker_cpus;        /* --worker-cpus auto (proc/worker_cpu.h) */
     uint8_t dispatch_least;     /* dispatch: least connections, else round-robin */
     /* reverse proxy */
     struct upstream_group upstreams[CONFIG_MAX_UPSTREAMS];

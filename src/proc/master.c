@@ -21,6 +21,7 @@
 #include "proc/health.h"
 #include "proc/master_internal.h"
 #include "proc/listen_change.h"
+#include "proc/worker_cpu.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
@@ -79,6 +80,22 @@ static int free_slots(const struct master *m, int n)
     return -1;
 }
 
+/* --worker-cpus auto: the worker on its CPU, and its own reuseport
+ * sockets steered there (an inherited socket shared by all is not). */
+static void pin_worker(const struct master *m, int index)
+{
+    int cpu = worker_cpu_of(index);
+    if (cpu < 0)
+        return;
+    int steer[CONFIG_MAX_LISTEN], n = 0;
+    for (int l = 0; l < m->cfg->nlisten; l++)
+        if (m->model->layout == LAYOUT_PER_WORKER && !m->ls.shared[l])
+            steer[n++] = m->ls.fds[l][index];
+    char err[160];
+    if (worker_cpu_pin(cpu, steer, n, err, sizeof err) < 0)
+        log_msg(LOG_WARN, "worker %d: worker-cpus: %s", index, err);
+}
+
 /* In a new worker: keep the sockets its layout gives it, drop privileges
  * and run the model's worker. Never returns. */
 static void worker_child(struct master *m, int index, int slot, int channel, int handover)
@@ -104,6 +121,8 @@ static void worker_child(struct master *m, int index, int slot, int channel, int
         dispatch_close_in_child(m->dispatch);
     if (m->log_rx >= 0)
         close(m->log_rx);
+    if (m->cfg->worker_cpus && m->nthreads == 1)
+        pin_worker(m, index);
     char err[256];
     if (drop_privileges(m->cfg->user, m->cfg->group, err, sizeof err) < 0) {
         log_msg(LOG_CRIT, "worker %d: %s", index, err);
@@ -702,6 +721,9 @@ static int start_children(struct master *m)
     m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;
     log_msg(LOG_NOTICE, "master %d: %d workers x %d threads, model %s, serving %s", m->pid,
             m->nworkers, m->nthreads, cfg->model, cfg->docroot);
+    if (cfg->worker_cpus && m->nthreads > 1)
+        log_msg(LOG_NOTICE, "worker-cpus auto: workers of %d threads are not pinned",
+                m->nthreads);
     if (m->ready_fd >= 0)
         log_msg(LOG_NOTICE, "upgrade: master %d started by the old master (pid %d)", m->pid,
                 (int)getppid());

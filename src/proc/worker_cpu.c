@@ -1,0 +1,39 @@
+#include "proc/worker_cpu.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int worker_cpu_of(int index)
+{
+    cpu_set_t set;
+    if (index < 0 || sched_getaffinity(0, sizeof set, &set) < 0)
+        return -1;
+    int n = CPU_COUNT(&set);
+    if (n <= 0)
+        return -1;
+    int want = index % n;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &set) && want-- == 0)
+            return cpu;
+    return -1;
+}
+
+int worker_cpu_pin(int cpu, const int *steer, int nsteer, char *err, size_t errlen)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) < 0) {
+        snprintf(err, errlen, "cannot run on CPU %d: %s", cpu, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < nsteer; i++)
+        if (setsockopt(steer[i], SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof cpu) < 0) {
+            snprintf(err, errlen, "SO_INCOMING_CPU %d: %s", cpu, strerror(errno));
+            return -1;
+        }
+    return 0;
+}
