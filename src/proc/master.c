@@ -81,18 +81,21 @@ static int free_slots(const struct master *m, int n)
 }
 
 /* --worker-cpus auto: the worker on its CPU, and its own reuseport
- * sockets steered there (an inherited socket shared by all is not). */
-static void pin_worker(const struct master *m, int index)
+ * sockets steered there (an inherited socket shared by all is not).
+ * Without it the sockets are unsteered: a reload or an upgrade that
+ * turned it off must not leave the last generation's steering behind. */
+static void place_worker(const struct master *m, int index)
 {
-    int cpu = worker_cpu_of(index);
-    if (cpu < 0)
-        return;
+    int pin = m->cfg->worker_cpus && m->nthreads == 1;
+    int cpu = pin ? worker_cpu_of(index) : -1;
     int steer[CONFIG_MAX_LISTEN], n = 0;
     for (int l = 0; l < m->cfg->nlisten; l++)
         if (m->model->layout == LAYOUT_PER_WORKER && !m->ls.shared[l])
             steer[n++] = m->ls.fds[l][index];
     char err[160];
-    if (worker_cpu_pin(cpu, steer, n, err, sizeof err) < 0)
+    if (cpu < 0)
+        worker_cpu_unsteer(steer, n);
+    else if (worker_cpu_pin(cpu, steer, n, err, sizeof err) < 0)
         log_msg(LOG_WARN, "worker %d: worker-cpus: %s", index, err);
 }
 
@@ -121,8 +124,7 @@ static void worker_child(struct master *m, int index, int slot, int channel, int
         dispatch_close_in_child(m->dispatch);
     if (m->log_rx >= 0)
         close(m->log_rx);
-    if (m->cfg->worker_cpus && m->nthreads == 1)
-        pin_worker(m, index);
+    place_worker(m, index);
     char err[256];
     if (drop_privileges(m->cfg->user, m->cfg->group, err, sizeof err) < 0) {
         log_msg(LOG_CRIT, "worker %d: %s", index, err);

@@ -37,3 +37,10 @@ int worker_cpu_pin(int cpu, const int *steer, int nsteer, char *err, size_t errl
         }
     return 0;
 }
+
+void worker_cpu_unsteer(const int *socks, int n)
+{
+    int none = -1;
+    for (int i = 0; i < n; i++)
+        (void)setsockopt(socks[i], SOL_SOCKET, SO_INCOMING_CPU, &none, sizeof none);
+}

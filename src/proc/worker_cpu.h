@@ -18,4 +18,8 @@ int worker_cpu_of(int index);
  * steer, sets SO_INCOMING_CPU to it. 0, or -1 with err filled. */
 int worker_cpu_pin(int cpu, const int *steer, int nsteer, char *err, size_t errlen);
 
+/* Clears SO_INCOMING_CPU on the sockets (errors ignored: a kernel
+ * without it never steered them). */
+void worker_cpu_unsteer(const int *socks, int n);
+
 #endif

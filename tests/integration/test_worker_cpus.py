@@ -7,6 +7,7 @@ the steering the reuseport hash spreads it over both."""
 
 import json
 import os
+import signal
 import urllib.request
 
 import pytest
@@ -134,3 +135,31 @@ def test_config_file_line(tmp_path, site, value):
     cfg.write_text(f"listen = 127.0.0.1:0\ndocroot = {site.root}\nworker-cpus = some\n")
     r = run_herd(["serve", "--check-config", str(cfg)], extra=False)
     assert r.returncode != 0 and "worker-cpus" in r.stderr, r.stderr
+
+
+def test_a_reload_that_turns_it_off_leaves_no_steering(server, site, tmp_path):
+    """worker i keeps socket i across a reload: the new generation must
+    clear what the old one set, or connections would stay steered to
+    workers that no longer run on those CPUs."""
+    cfg = tmp_path / "herd.conf"
+    base = f"docroot = {site.root}\nmodel = reuseport\nworkers = 2\nstatus-path = {STATUS}\n"
+    cfg.write_text(base + "worker-cpus = auto\n")
+    srv = server("--config", cfg, docroot=None)
+    got = accepted_from(srv, CPUS[0], 40)
+    assert got[CPUS[0]] >= 40 and got[CPUS[1]] <= 1, got
+    old = set(workers(srv, 2))
+    cfg.write_text(base + "worker-cpus = none\n")
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: not old & {s["pid"] for s in status(srv)["slots"]},
+             timeout=10, what="the old generation to go")
+    pids = workers(srv, 2)
+    assert all(cpus_of(p) == set(CPUS) for p in pids)
+    before = {s["pid"]: s["accepted"] for s in status(srv)["slots"]}
+    os.sched_setaffinity(0, {CPUS[0]})
+    try:
+        for _ in range(40):
+            assert srv.get("/").status == 200
+    finally:
+        os.sched_setaffinity(0, set(CPUS))
+    after = {s["pid"]: s["accepted"] for s in status(srv)["slots"]}
+    assert all(after[p] - before[p] >= 3 for p in pids), (before, after)
