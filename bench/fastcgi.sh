@@ -23,20 +23,11 @@ HERD=${HERD:-build/herd}
 FPM=${FPM:-$(command -v php-fpm8.2 || command -v php-fpm || true)}
 TMP=$(mktemp -d /tmp/herd-fastcgi-bench.XXXXXX)
 SOCK=$TMP/fpm.sock
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh" # free_port, tree_ticks, PIDS killed at exit
 command -v wrk >/dev/null || { echo "wrk not installed (apt-get install wrk)" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx not installed (apt-get install nginx-light)" >&2; exit 1; }
 [ -n "$FPM" ] || { echo "php-fpm not installed (apt-get install php8.2-fpm)" >&2; exit 1; }
 [ "$CHILDREN" -ge $((2 * CONNS)) ] || { echo "CHILDREN must be at least 2 x CONNS" >&2; exit 1; }
-
-. "$(dirname "$0")/lib.sh" # free_port, tree_ticks
-
 
 wait_http() {
     for _ in $(seq 100); do

@@ -22,3 +22,13 @@ while todo:
 print(tot)
 EOF
 }
+
+# PIDS: what a script started. Sourcing this traps EXIT to kill them and
+# remove $TMP (set TMP before sourcing).
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT

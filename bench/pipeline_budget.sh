@@ -18,16 +18,9 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 LOAD=${LOAD:-$NEW}
 TMP=$(mktemp -d /tmp/herd-pipe-bench.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh" # free_port, tree_ticks, PIDS killed at exit
 head -c 64 /dev/zero | tr '\0' 'x' > "$TMP/small.html"
 head -c 32768 /dev/urandom > "$TMP/f32k.bin"
-. "$(dirname "$0")/lib.sh" # free_port, tree_ticks
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TCK=$(getconf CLK_TCK)
 PERF=

@@ -17,18 +17,9 @@ CONNS=${CONNS:-50}
 FILE=${FILE:-/index.html}
 HERD=${HERD:-build/herd}
 TMP=$(mktemp -d /tmp/herd-tls-bench.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh" # free_port, tree_ticks, PIDS killed at exit
 command -v wrk >/dev/null || { echo "wrk not installed" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx not installed" >&2; exit 1; }
-
-. "$(dirname "$0")/lib.sh" # free_port, tree_ticks
-
 
 wait_https() {
     for _ in $(seq 100); do

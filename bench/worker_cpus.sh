@@ -18,15 +18,8 @@ MODEL=${MODEL:-reuseport}
 HERD=${HERD:-build/herd}
 command -v wrk >/dev/null || { echo "wrk not installed (apt-get install wrk)" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs" >&2; exit 1; }
-. "$(dirname "$0")/lib.sh" # free_port, tree_ticks
 TMP=$(mktemp -d /tmp/herd-worker-cpus.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh" # free_port, tree_ticks, PIDS killed at exit
 mkdir -p "$TMP/www"
 printf '%064d' 0 > "$TMP/www/index.html"
 
