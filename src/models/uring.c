@@ -117,12 +117,17 @@ static void take(struct server *s, struct listener *l, int fd)
     uconn_open(u, fd, l->tcp, l->proxy, have_peer ? &peer : NULL);
 }
 
+static void release_listener(struct server *s, struct listener *l);
+
 static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
 {
     struct uring_loop *u = &s->u;
     struct listener *l = &s->ls[i];
     if (!(flags & IORING_CQE_F_MORE))
         l->armed = 0;
+    if (res >= 0)
+        take(s, l, res);
+    release_listener(s, l);
     if (res < 0) {
         if (res == -ECANCELED)
             return;
@@ -137,7 +142,6 @@ static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
     /* While stopping, a connection the ring took before its cancel landed
      * is served like the fresh ones (its answer says close): closing it
      * would drop a request that a reload's new worker could have served. */
-    take(s, l, res);
     if (u->nconns >= u->max_conns)
         log_limit(s, LOG_WARN, "at --max-connections, not accepting");
 }
@@ -150,6 +154,28 @@ static void take_backlog(struct server *s, struct listener *l)
     while (s->u.nconns < s->u.max_conns &&
            (fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
         take(s, l, fd);
+}
+
+/* Stopping: once the ring's accept on l is gone (its cancel or last
+ * completion came), take what is queued and close l. Not before: a
+ * connection whose wakeup went to the accept being cancelled is woken for
+ * no one else (the new generation's accept on the same socket sleeps on),
+ * and would wait in the backlog until the next connection came. */
+static void release_listener(struct server *s, struct listener *l)
+{
+    if (!s->u.stopping || l->armed || l->fd < 0)
+        return;
+    take_backlog(s, l);
+    close(l->fd);
+    l->fd = -1;
+}
+
+static int listeners_released(const struct server *s)
+{
+    for (int i = 0; i < s->nls; i++)
+        if (s->ls[i].fd >= 0)
+            return 0;
+    return 1;
 }
 
 static void close_idle(struct uring_loop *u)
@@ -184,8 +210,7 @@ static void begin_stop(struct server *s, int hand_over)
         if (s->ls[i].fd < 0)
             continue;
         take_backlog(s, &s->ls[i]);
-        close(s->ls[i].fd);
-        s->ls[i].fd = -1;
+        release_listener(s, &s->ls[i]); /* else when its cancel completes */
     }
     if (hand_over && u->ho_fd >= 0)
         uring_handover_begin(u);
@@ -469,7 +494,7 @@ static int round_end(struct server *s)
     if (u->stopping) {
         /* and not before the master placed what we handed over: what it
          * bounces back is ours to drain */
-        if (u->nconns == 0 && uring_handover_settled())
+        if (u->nconns == 0 && uring_handover_settled() && listeners_released(s))
             return 1;
         if (clock_now_ms() >= s->stop_deadline) {
             log_msg(LOG_WARN, "shutdown timeout: closing %u connections", u->nconns);
