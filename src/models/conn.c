@@ -237,7 +237,8 @@ static int send_file_range(struct evloop *ev, struct conn *c, int fd, struct fc_
 }
 
 /* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
- * keeps the head and the first file bytes in one segment). */
+ * keeps the head and the first file bytes in one segment, and the last
+ * answer before a close in one segment with the FIN). */
 static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t off, off_t len)
 {
     int fd = conn_fd(ev, c);
@@ -262,7 +263,8 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
             m.msg_iov = tmp;
             m.msg_iovlen = (size_t)k;
         }
-        ssize_t n = conn_send(c, fd, &m, file != NULL);
+        /* MSG_MORE also before a close: see plan_write.h */
+        ssize_t n = conn_send(c, fd, &m, file != NULL || c->st.closing);
         if (n < 0) {
             if (n == -EINTR)
                 continue;
@@ -427,6 +429,8 @@ static void drain_linger(struct evloop *ev, struct conn *c);
 static void finish_closing(struct evloop *ev, struct conn *c)
 {
     if (!c->st.linger) {
+        if (!c->ssl)
+            shutdown(conn_fd(ev, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
         conn_close(ev, c);
         return;
     }

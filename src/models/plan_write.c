@@ -24,7 +24,7 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
     return 0;
 }
 
-/* Writes all of iov[0..niov), MSG_MORE when a file range follows. */
+/* Writes all of iov[0..niov), MSG_MORE when a file range or a close follows. */
 static int send_all(int fd, SSL *ssl, struct iovec *iov, int niov, int more,
                     plan_wait_fn *wait, void *arg, uint64_t *sent)
 {
@@ -58,6 +58,16 @@ static int send_all(int fd, SSL *ssl, struct iovec *iov, int niov, int more,
     return 0;
 }
 
+/* The last answer went with MSG_MORE: shutting the write side sends it
+ * with the FIN before the driver's close, which could otherwise find
+ * unread input, reset the connection and drop the corked bytes. */
+static int finished(int fd, SSL *ssl, const struct http_plan *plan)
+{
+    if (plan->close && !ssl)
+        shutdown(fd, SHUT_WR);
+    return 0;
+}
+
 int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
                plan_wait_fn *wait, void *arg, uint64_t *sent)
 {
@@ -70,16 +80,16 @@ int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_p
         iov[niov++] = (struct iovec){(char *)plan->file->data + plan->file_off,
                                      (size_t)plan->file_len};
     int by_sendfile = plan->file && !plan->file->data;
-    if (send_all(fd, ssl, iov, niov, by_sendfile, wait, arg, sent) < 0)
+    if (send_all(fd, ssl, iov, niov, by_sendfile || plan->close, wait, arg, sent) < 0)
         return -1;
     if (!by_sendfile)
-        return 0;
+        return finished(fd, ssl, plan);
     off_t off = plan->file_off, end = plan->file_off + plan->file_len;
     for (;;) {
         int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, end, sent)
                      : plan_sendfile(fd, plan->file->fd, &off, end, sent);
         if (rc == 0)
-            return 0;
+            return finished(fd, ssl, plan);
         if (rc != -EAGAIN || wait(arg, fd) < 0)
             return -1;
     }

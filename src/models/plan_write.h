@@ -22,7 +22,18 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
  * again, -1 to give up (send timeout, stop). */
 typedef int plan_wait_fn(void *arg, int fd);
 
-/* Writes all of plan, waiting through wait when the socket is full; through
+/* MSG_MORE before a close: the last answer of a connection is sent with
+ * MSG_MORE, so its last segment waits in the socket until the
+ * shutdown(SHUT_WR) that follows at once tacks the FIN onto it
+ * (tcp_send_fin). The peer's stack then takes one segment and sends one
+ * ACK where it took two and sent two: with Connection: close that is
+ * about a sixth of the server's CPU per connection over loopback
+ * (bench/RESULTS.md section 20). It must be shutdown, not close: a close
+ * that finds unread input resets the connection and drops what is still
+ * corked. Every driver shuts down right after the last byte went (here
+ * for plan_write's callers), so nothing stays corked.
+ *
+ * Writes all of plan, waiting through wait when the socket is full; through
  * ssl (net/tls.h) when it is not NULL. Returns 0, or -1 when the peer is
  * gone, the wait gave up or the file shrank. *sent adds the bytes written. */
 int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,

@@ -210,6 +210,7 @@ static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, siz
 static void finish_closing(struct uring_loop *u, struct uconn *c)
 {
     if (!c->st.linger || !c->recv_on) {
+        shutdown(uconn_fd(u, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
         uconn_close(u, c);
         return;
     }

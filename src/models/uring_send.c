@@ -81,8 +81,11 @@ static void queue_sendmsg(struct uring_loop *u, struct uconn *c)
     struct uout *o = c->out;
     o->msg = (struct msghdr){.msg_iov = o->iov, .msg_iovlen = (size_t)o->niov};
     struct io_uring_sqe *sqe = uring_sqe(&u->ring);
-    /* MSG_MORE: the head and the file's first bytes share a segment. */
-    io_uring_prep_sendmsg(sqe, o->fd, &o->msg, MSG_NOSIGNAL | (o->file ? MSG_MORE : 0));
+    /* MSG_MORE: the head and the file's first bytes share a segment, and
+     * the last answer before a close shares one with the FIN
+     * (models/plan_write.h). */
+    int more = o->file || c->st.closing;
+    io_uring_prep_sendmsg(sqe, o->fd, &o->msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     io_uring_sqe_set_data64(sqe, uring_tag(UK_SEND, o->gen, (uint32_t)o->fd));
     c->sending = 1;
     /* Counted when queued and corrected at completion: counted there

@@ -3,6 +3,8 @@
 import os
 import selectors
 import socket
+import struct
+import threading
 import time
 
 import pytest
@@ -30,6 +32,49 @@ def test_connection_close_honoured(shared, site, value):
         assert r.status == 200 and r.body == site.files["small.txt"]
         assert "close" in r.conn_tokens(), r
         c.expect_close()
+
+
+def segments_without_data(sock):
+    """Segments the client's socket took that carried no payload (Linux
+    tcp_info: tcpi_segs_in at 140, tcpi_data_segs_in at 152)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    segs_in = struct.unpack_from("I", info, 140)[0]
+    data_segs_in = struct.unpack_from("I", info, 152)[0]
+    return segs_in - data_segs_in
+
+
+@pytest.mark.parametrize("request_bytes,status", [
+    (get_req("/small.txt", headers=[("Connection", "close")]), 200),
+    (get_req("/small.txt", version="HTTP/1.0", host=None), 200),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n", 400),  # shut down, lingering
+])
+def test_last_answer_carries_the_fin(shared, request_bytes, status):
+    """The last answer before a close leaves with MSG_MORE, so the close (or
+    the lingering shutdown) tacks the FIN onto its segment: the client takes
+    the SYN-ACK, the ACK of its request and one segment with the answer and
+    the FIN, not a fourth segment with the FIN alone."""
+    with shared.connect() as c:
+        c.send(request_bytes)
+        r = c.read_response()
+        assert r.status == status
+        c.expect_close()
+        if c.sock.family == socket.AF_UNIX:
+            pytest.skip("a Unix socket has no segments")
+        assert segments_without_data(c.sock) <= 2
+
+
+def test_close_answer_survives_input_left_unread(shared, site):
+    """A Connection: close request followed by bytes the server never
+    reads: closing with unread input resets the connection, so the answer
+    (held back for its FIN) must have left by then."""
+    with shared.connect() as c:
+        req = get_req("/small.txt", headers=[("Connection", "close")])
+        # one send: the junk is in the socket before the answer is written
+        sender = threading.Thread(target=c.send_ignore_errors, args=(req + b"x" * 400_000,))
+        sender.start()
+        r = c.read_response()
+        sender.join(OP_TIMEOUT)
+        assert r.status == 200 and r.body == site.files["small.txt"]
 
 
 def test_http10_closes_by_default(shared, site):
