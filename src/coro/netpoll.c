@@ -86,7 +86,7 @@ static void cancel_waits(struct kthread *t, int level)
     int n = t->nheap;
     memcpy(copy, t->heap, (size_t)n * sizeof *copy);
     for (int i = 0; i < n; i++)
-        if (copy[i]->heap_idx >= 0 && (level >= 2 || copy[i]->interruptible))
+        if (copy[i]->heap_idx >= 0 && coro_stop_ends(level, copy[i]->interruptible))
             unwait(t, copy[i], -ECANCELED);
     free(copy);
 }
@@ -172,7 +172,7 @@ static int wait_commit(struct coro *co, void *arg)
     }
     co->wait_fd2 = w->pe2 ? w->fd2 : -1;
     co->wait_fd = w->pe ? w->fd : -1;
-    co->interruptible = (uint8_t)(w->flags & CORO_INTERRUPTIBLE);
+    co->interruptible = (uint8_t)(w->flags & (CORO_INTERRUPTIBLE | CORO_DRAINING));
     co->deadline = w->deadline < 0 ? INT64_MAX : w->deadline;
     /* Every wait sits in the heap, even without a deadline: a stop finds
      * them all there. */
@@ -185,8 +185,7 @@ static int wait_commit(struct coro *co, void *arg)
 
 static int stop_applies(struct sched *s, int flags)
 {
-    int level = __atomic_load_n(&s->stop_level, __ATOMIC_ACQUIRE);
-    return level >= 2 || (level >= 1 && (flags & CORO_INTERRUPTIBLE));
+    return coro_stop_ends(__atomic_load_n(&s->stop_level, __ATOMIC_ACQUIRE), flags);
 }
 
 /* Makes t's epoll the one that watches fd. */

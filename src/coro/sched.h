@@ -37,7 +37,8 @@ int sched_start(struct sched *s);
 /* Readable (an eventfd) once every coroutine has ended after start. */
 int sched_done_fd(const struct sched *s);
 /* level 1: coro_stopping() turns true and interruptible waits end with
- * -ECANCELED; level 2: every wait ends so. Safe from any thread. */
+ * -ECANCELED; level 2: draining waits too; level 3: every wait. Safe from
+ * any thread. */
 void sched_stop(struct sched *s, int level);
 /* Waits for the kernel threads to end, then frees everything. */
 void sched_destroy(struct sched *s);
@@ -58,6 +59,14 @@ void coro_yield(void);
 int coro_sleep(int64_t ms);
 
 #define CORO_INTERRUPTIBLE 1 /* a stop at level 1 ends this wait */
+#define CORO_DRAINING 2      /* ...at level 2: an idle connection a reload
+                              * left behind, which a later stop closes */
+/* Whether a stop at level ends a wait with these flags. */
+static inline int coro_stop_ends(int level, int flags)
+{
+    return level >= 3 || (level >= 2 && (flags & CORO_DRAINING)) ||
+           (level >= 1 && (flags & CORO_INTERRUPTIBLE));
+}
 
 /* Waits until fd may be ready for events (EPOLLIN / EPOLLOUT), until the
  * clock_now_ms() deadline (-1: none), or a stop. 0: retry the call (the fd

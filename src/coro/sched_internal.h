@@ -45,7 +45,8 @@ struct coro {
     int wait_fd;                /* -1 unless parked on an fd */
     int wait_fd2;               /* -1 unless parked on a second fd too */
     int wait_result;
-    uint8_t interruptible, pinned, joinable, exiting;
+    uint8_t interruptible;      /* which stops end its wait: CORO_INTERRUPTIBLE, CORO_DRAINING */
+    uint8_t pinned, joinable, exiting;
     uint32_t lock;              /* guards done and joiner */
     uint8_t done;
     struct coro *joiner;

@@ -88,9 +88,13 @@ static struct {
     uint64_t max_conns;
     struct listener ls[CONFIG_MAX_LISTEN];
     int nls;
-    int handing_over;          /* stopping for a reload: idle connections move on */
+    int handing_over;          /* stopping for a reload: idle connections move on
+                                * (atomic: handing_over() reads it) */
     int64_t ho_pending;        /* atomic: handed over, not yet acknowledged */
 } M;
+
+/* A TERM after the HUP turns it off from the main thread. */
+static int handing_over(void) { return __atomic_load_n(&M.handing_over, __ATOMIC_ACQUIRE); }
 
 /* The kernel thread's state: call again after anything that may park. */
 static struct cthread *here(void)
@@ -245,7 +249,7 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
     char *outbuf = NULL;
     /* While handing over on a reload, answers keep the connection alive
      * (it moves on once idle), unless it cannot move. */
-    t->step.stopping = (uint8_t)(coro_stopping() && (!M.handing_over || st->drain));
+    t->step.stopping = (uint8_t)(coro_stopping() && (!handing_over() || st->drain));
     while (pos < st->len && ret == GO_ON) {
         if (!outbuf && !(outbuf = bufpool_get(&t->outbufs))) {
             ret = CLOSE;
@@ -334,7 +338,7 @@ static int serve(struct conn_state *st, int fresh)
             st->in = NULL;
         }
         if (between && drained)
-            return !coro_stopping() || st->drain ? IDLE : M.handing_over ? HANDED : CLOSE;
+            return !coro_stopping() || st->drain ? IDLE : handing_over() ? HANDED : CLOSE;
         /* Inside a request the header timeout bounds the wait: the first
          * head is due a header timeout after accept, and bytes trickling in
          * do not extend it; a body runs on its own clock. Edge-triggered
@@ -416,7 +420,7 @@ static void *conn_main(void *arg)
     int r = GO_ON;
     if (resumed) {
         set_idle(st, 0);
-        if (coro_start_result() == -ECANCELED && M.handing_over)
+        if (coro_start_result() == -ECANCELED && handing_over())
             r = HANDED;
         else if (coro_start_result() < 0)
             r = CLOSE;
@@ -432,9 +436,11 @@ static void *conn_main(void *arg)
     if (r == IDLE) {
         set_idle(st, 1);
         int64_t deadline = clock_now_ms() + M.cfg->keepalive_timeout_ms;
-        /* one that could not move waits on through a stop (within the
-         * shutdown timeout): its request may be on the wire */
-        if (coro_spawn_on_ready(st->fd, EPOLLIN, deadline, st->drain ? 0 : CORO_INTERRUPTIBLE,
+        /* one that could not move waits on through a reload's stop
+         * (within the shutdown timeout): its request may be on the wire;
+         * a TERM after the HUP closes it (CORO_DRAINING) */
+        if (coro_spawn_on_ready(st->fd, EPOLLIN, deadline,
+                                st->drain ? CORO_DRAINING : CORO_INTERRUPTIBLE,
                                 conn_main, st))
             return NULL;
         set_idle(st, 0);
@@ -722,7 +728,7 @@ int coro_model_run(const struct serve_config *cfg, const struct worker_env *env)
     if (setup(cfg, env) < 0 || sched_start(M.s) < 0) {
         log_msg(LOG_CRIT, "coro: cannot start");
         if (M.s)
-            sched_stop(M.s, 2);
+            sched_stop(M.s, 3);
         teardown();
         return 1;
     }
@@ -742,20 +748,25 @@ int coro_model_run(const struct serve_config *cfg, const struct worker_env *env)
         while ((sig = signals_read(env->signal_fd)) > 0) {
             if (sig == SIGQUIT) {
                 log_msg(LOG_NOTICE, "SIGQUIT: exiting at once");
-                sched_stop(M.s, 2);
+                sched_stop(M.s, 3);
             } else if (sig == SIGHUP && env->handover_fd < 0) {
                 log_msg(LOG_NOTICE, "signal %d ignored (no master process in this mode)", sig);
             } else if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && deadline < 0) {
                 /* HUP: a reload; idle connections move to the new generation */
-                M.handing_over = sig == SIGHUP;
+                __atomic_store_n(&M.handing_over, sig == SIGHUP, __ATOMIC_RELEASE);
                 deadline = clock_now_ms() + cfg->shutdown_timeout_ms;
                 sched_stop(M.s, 1);
+            } else if ((sig == SIGTERM || sig == SIGINT) && handing_over()) {
+                /* TERM after a HUP: the server stops, nothing is handed
+                 * over now, and the idle connections left behind close */
+                __atomic_store_n(&M.handing_over, 0, __ATOMIC_RELEASE);
+                sched_stop(M.s, 2);
             }
         }
         if (deadline >= 0 && clock_now_ms() >= deadline) {
             log_msg(LOG_WARN, "shutdown timeout: closing %lu connections",
                     (unsigned long)__atomic_load_n(&M.nconns, __ATOMIC_RELAXED));
-            sched_stop(M.s, 2);
+            sched_stop(M.s, 3);
             deadline = INT64_MAX;
         }
     }

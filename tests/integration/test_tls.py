@@ -403,6 +403,31 @@ def test_idle_tls_connection_is_answered_after_hup(server, site, pki, model):
         assert r.get("Connection", "").lower() == "close", r.headers
 
 
+@pytest.mark.parametrize("model", [m for m in ("reuseport", "coro") if m in MODELS])
+def test_term_after_hup_closes_the_idle_tls_connection_at_once(server, site, pki, model):
+    """A TLS connection a reload left in its old worker waits there for its
+    next request; a TERM that follows means stop: it closes at once and the
+    server exits, not after the keep-alive or shutdown timeout."""
+    srv = start(server, pki, "--workers", "1", "--shutdown-timeout", "30s",
+                "--keepalive-timeout", "60s", model=model)
+    with tls_conn(srv, pki) as c:
+        assert get(c, "/small.txt").status == 200
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10,
+                 what="reload")
+        time.sleep(0.3)  # the old worker is draining now, the connection in it
+        t0 = time.monotonic()
+        srv.send_signal(signal.SIGTERM)
+        c.sock.settimeout(10)
+        try:
+            rest = c.sock.recv(100)
+        except (ssl.SSLError, ConnectionResetError):
+            rest = b""
+        assert rest == b"", rest
+        assert time.monotonic() - t0 < 5, "the idle connection waited for a timeout"
+    assert srv.wait(10) is not None, "the server did not stop"
+
+
 def test_hup_with_bad_key_keeps_old_certificate(server, pki, tmp_path):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     shutil.copyfile(pki.cert, cert)
