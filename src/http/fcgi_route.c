@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/fnv.h"
 #include "http/path.h"
 
 /* The first fastcgi route that p[0..n) matches, or -1. */
@@ -48,20 +49,12 @@ static int kind_asked(const struct fcgi_rules *r, const char *p, size_t n)
     return rc;
 }
 
-static uint32_t path_hash(const char *p, size_t n)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)p[i]) * 16777619u;
-    return h;
-}
-
 /* kind_asked, answered from r->kinds while the second it was asked in lasts. */
 static int kind_of(const struct fcgi_rules *r, const char *p, size_t n)
 {
     if (!r->kinds || !r->now || n > FCGI_KIND_PATH)
         return kind_asked(r, p, n);
-    struct fcgi_kind *k = &r->kinds->e[path_hash(p, n) % FCGI_KINDS];
+    struct fcgi_kind *k = &r->kinds->e[fnv_more(FNV_SEED, p, n) % FCGI_KINDS];
     if (k->checked == r->now && k->len == n && !memcmp(k->path, p, n))
         return k->kind;
     int kind = kind_asked(r, p, n);

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/fnv.h"
 #include "core/httpdate.h"
 #include "http/mime.h"
 
@@ -53,17 +54,6 @@ struct filecache *fc_create(const char *docroot, const struct filecache_limits *
 }
 
 int fc_root_fd(const struct filecache *fc) { return fc->root_fd; }
-
-#define HASH_SEED 2166136261u
-
-/* FNV-1a, continued from h: the hash of a name in two pieces is the hash
- * of the whole. */
-static uint32_t hash_more(uint32_t h, const char *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)p[i]) * 16777619u;
-    return h;
-}
 
 static void entry_free(struct fc_entry *e)
 {
@@ -266,7 +256,7 @@ static int lookup(struct filecache *fc, const char *a, size_t alen, const char *
 {
     if (alen + blen > FC_PATH_MAX)
         return -ENAMETOOLONG;
-    uint32_t h = hash_more(hash_more(HASH_SEED, a, alen), b, blen);
+    uint32_t h = fnv_more(fnv_more(FNV_SEED, a, alen), b, blen); /* a name in two pieces */
     struct fc_entry *e = find(fc, a, alen, b, blen, h);
     if (e && e->checked == now) {
         if (fc->lru.lnext != e) {
