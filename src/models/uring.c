@@ -209,8 +209,9 @@ static void begin_stop(struct server *s, int hand_over)
     for (int i = 0; i < s->nls; i++) {
         if (s->ls[i].fd < 0)
             continue;
-        take_backlog(s, &s->ls[i]);
-        release_listener(s, &s->ls[i]); /* else when its cancel completes */
+        if (s->ls[i].armed)
+            take_backlog(s, &s->ls[i]); /* now; the rest when its cancel completes */
+        release_listener(s, &s->ls[i]); /* takes the backlog once it is not armed */
     }
     if (hand_over && u->ho_fd >= 0)
         uring_handover_begin(u);
