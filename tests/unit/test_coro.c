@@ -324,6 +324,57 @@ TEST(stop_cancels_interruptible_waits_first)
     close(p[1]);
 }
 
+/* Three waits, one of each class; each level of stop ends its own class
+ * and the ones below it, never one above (a reload's stop leaves the
+ * draining connections waiting; a TERM after it ends them; only the last
+ * level ends a wait for a request that is on its way). */
+static int level_rc[3] = {1, 1, 1};
+
+struct level_wait {
+    int fd, flags, slot;
+};
+
+static void *level_waiter(void *arg)
+{
+    struct level_wait *w = arg;
+    level_rc[w->slot] = coro_wait_fd(w->fd, EPOLLIN, -1, w->flags);
+    coro_fd_forget(w->fd);
+    return NULL;
+}
+
+static int ended(int slot) { return __atomic_load_n(&level_rc[slot], __ATOMIC_ACQUIRE) != 1; }
+
+TEST(stop_levels_end_their_own_waits)
+{
+    int p[3][2];
+    struct level_wait w[3];
+    int flags[3] = {CORO_INTERRUPTIBLE, CORO_DRAINING, 0};
+    struct sched *s = mk(1);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(pipe2(p[i], O_NONBLOCK), 0);
+        w[i] = (struct level_wait){p[i][0], flags[i], i};
+        coro_spawn(s, 0, 0, level_waiter, &w[i]);
+    }
+    CHECK_EQ_INT(sched_start(s), 0);
+    usleep(50000);
+    for (int level = 1; level <= 3; level++) {
+        sched_stop(s, level);
+        for (int t = 0; t < 500 && !ended(level - 1); t++)
+            usleep(1000);
+        usleep(50000); /* time for a wait of a higher class to end wrongly */
+        for (int i = 0; i < 3; i++)
+            CHECK_EQ_INT(ended(i), i < level);
+    }
+    struct pollfd pf = {.fd = sched_done_fd(s), .events = POLLIN};
+    CHECK_EQ_INT(poll(&pf, 1, 5000), 1);
+    sched_destroy(s);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(level_rc[i], -ECANCELED);
+        close(p[i][0]);
+        close(p[i][1]);
+    }
+}
+
 /* ---- kernel-thread mutex ---- */
 
 static struct kmutex km;
