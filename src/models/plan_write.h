@@ -27,7 +27,7 @@ typedef int plan_wait_fn(void *arg, int fd);
  * shutdown(SHUT_WR) that follows at once tacks the FIN onto it
  * (tcp_send_fin). The peer's stack then takes one segment and sends one
  * ACK where it took two and sent two: with Connection: close that is
- * about a sixth of the server's CPU per connection over loopback
+ * 10-25% of the server's CPU per connection over loopback
  * (bench/RESULTS.md section 20). It must be shutdown, not close: a close
  * that finds unread input resets the connection and drops what is still
  * corked. Every driver shuts down right after the last byte went (here
