@@ -21,6 +21,17 @@ int worker_cpu_of(int index)
     return -1;
 }
 
+/* SO_INCOMING_CPU = cpu (-1: none) on each socket, every one tried: 0,
+ * or the first failing setsockopt's -errno. */
+static int steer_to(const int *socks, int n, int cpu)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (setsockopt(socks[i], SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof cpu) < 0 && !rc)
+            rc = -errno;
+    return rc;
+}
+
 int worker_cpu_pin(int cpu, const int *steer, int nsteer, char *err, size_t errlen)
 {
     cpu_set_t one;
@@ -30,17 +41,15 @@ int worker_cpu_pin(int cpu, const int *steer, int nsteer, char *err, size_t errl
         snprintf(err, errlen, "cannot run on CPU %d: %s", cpu, strerror(errno));
         return -1;
     }
-    for (int i = 0; i < nsteer; i++)
-        if (setsockopt(steer[i], SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof cpu) < 0) {
-            snprintf(err, errlen, "SO_INCOMING_CPU %d: %s", cpu, strerror(errno));
-            return -1;
-        }
+    int rc = steer_to(steer, nsteer, cpu);
+    if (rc < 0) {
+        snprintf(err, errlen, "SO_INCOMING_CPU %d: %s", cpu, strerror(-rc));
+        return -1;
+    }
     return 0;
 }
 
 void worker_cpu_unsteer(const int *socks, int n)
 {
-    int none = -1;
-    for (int i = 0; i < n; i++)
-        (void)setsockopt(socks[i], SOL_SOCKET, SO_INCOMING_CPU, &none, sizeof none);
+    (void)steer_to(socks, n, -1);
 }
