@@ -14,9 +14,9 @@
 #include "core/log.h"
 #include "http/pp.h"
 #include "models/evloop_internal.h"
+#include "models/linger.h"
 #include "models/plan_write.h"
 
-#define LINGER_READS_MAX 64 /* reads per event while draining a closing peer */
 
 /* IO_PROXY: a proxy exchange took the connection over. */
 enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_FATAL = -1 };
@@ -428,7 +428,8 @@ static void drain_linger(struct evloop *ev, struct conn *c);
 /* Everything owed is written and the connection is to close. */
 static void finish_closing(struct evloop *ev, struct conn *c)
 {
-    if (!c->st.linger) {
+    /* input a proxied request that closes left unread lingers too */
+    if (!c->st.linger && !c->in_len) {
         if (!c->ssl)
             shutdown(conn_fd(ev, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
         conn_close(ev, c);

@@ -35,6 +35,7 @@
 #include "core/bufpool.h"
 #include "http/pp.h"
 #include "models/coro_proxy.h"
+#include "models/linger.h"
 #include "models/models.h"
 #include "models/plan_write.h"
 #include "models/sizing.h"
@@ -47,8 +48,6 @@
 #include "proc/handover.h"
 #include "proc/status.h"
 
-#define LINGER_TIMEOUT_MS 5000
-#define LINGER_READS_MAX 64
 #define REFUSE_BATCH 1024 /* refusals in a row before the acceptor yields */
 #define BUFS_KEPT 64      /* free buffers a thread keeps per pool */
 /* After a read at once that found nothing, this many new connections wait

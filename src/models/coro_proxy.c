@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include "core/clock.h"
 #include "coro/sched.h"
@@ -197,5 +198,12 @@ enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, SSL *ssl, struct st
     *left = cx.left;
     if (cx.closed)
         return CP_CLOSE;
-    return !sc->closing ? CP_KEEP : sc->linger ? CP_LINGER : CP_CLOSE;
+    if (!sc->closing)
+        return CP_KEEP;
+    /* input left behind the request that closes: drain it (models/linger.h) */
+    if (sc->linger || cx.left)
+        return CP_LINGER;
+    if (!ssl)
+        shutdown(fd, SHUT_WR); /* sends the corked answer before the close (plan_write.h) */
+    return CP_CLOSE;
 }

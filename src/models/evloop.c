@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "models/evloop_internal.h"
+#include "models/linger.h"
 #include "models/sizing.h"
 #include "models/upstream_evloop.h"
 #include "net/tls_ctx.h"
@@ -23,7 +24,6 @@
 #define TAG_CHANNEL (1ULL << 61)
 #define TAG_HANDOVER (TAG_CHANNEL | 1) /* the gen bits of conn tags leave no bit free */
 #define MAX_EVENTS 512
-#define LINGER_TIMEOUT_MS 5000
 #define MAX_LISTENERS 64
 #define REFUSE_BATCH 1024 /* refusals per wakeup before the loop's other work */
 /* Connections per wakeup read at once (conn_open_read); the rest of the

@@ -29,6 +29,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "models/linger.h"
 #include "models/models.h"
 #include "models/plan_write.h"
 #include "models/sizing.h"
@@ -105,6 +106,23 @@ static int wait_writable(void *arg, int fd)
     return wait_fd(it, fd, POLLOUT, clock_now_ms() + it->cfg->send_timeout_ms) > 0 ? 0 : -1;
 }
 
+/* After an answer that closes while the peer may still send: plan_write
+ * shut our side; read and drop until the peer closes, so the close sends
+ * no reset that could destroy the answer's unsent tail (models/linger.h).
+ * This connection holds the worker meanwhile, as a slow one does. */
+static void linger(struct iter *it, int fd)
+{
+    int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
+    for (int i = 0; i < LINGER_READS_MAX * 16; i++) {
+        ssize_t n = recv(fd, it->in, it->cap, MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && errno == EINTR))
+            continue;
+        if (n < 0 && errno == EAGAIN && wait_fd(it, fd, POLLIN, deadline) > 0)
+            continue;
+        return;
+    }
+}
+
 /* Serves one connection to its end through the request step, writing
  * each answer before the next request is parsed (so a pipelining client
  * that does not read holds no more than one response). pp: a PROXY
@@ -146,6 +164,8 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             if (rc < 0)
                 return;
             SB_ADD(it->slot->bytes_out, sent);
+            if (r.plan.close && r.plan.linger)
+                linger(it, fd);
             if (r.plan.close)
                 return;
         }

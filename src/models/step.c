@@ -166,6 +166,11 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
     }
     step_account(x, c, req, r->plan.status, plan_bytes(&r->plan));
     if (r->plan.close) {
+        /* Input behind the request that closes (pipelined, or sent against
+         * the close) is never read: the close would reset the connection
+         * and drop what of this answer is still unsent, so drain it first,
+         * as nginx lingers when more input waits (models/linger.h). */
+        r->plan.linger = r->plan.linger || r->used < len;
         c->closing = 1;
         c->linger = r->plan.linger;
     }

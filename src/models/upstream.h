@@ -98,6 +98,9 @@ void upstream_client_event(struct proxy *px, struct xfer *x, uint32_t events);
  * client left (EOF or RST) while its request is upstream? Then the
  * exchange ends as an abort logged 499 and -1 is returned; else 0. */
 int upstream_client_check(struct proxy *px, struct xfer *x);
+/* Does x still read its request's body from the client? Input that comes
+ * while it does not is the client's next requests. */
+int upstream_reads_body(const struct xfer *x);
 /* The client is closing while the exchange runs: end it, free x. */
 void upstream_abort(struct proxy *px, struct xfer *x);
 

@@ -64,6 +64,15 @@ static void account(struct proxy *px, struct xfer *x)
     step_account(px->step, x->st, ok ? &req : NULL, status, x->body_sent);
 }
 
+/* The client connection closes when the exchange ends: finish() marks it
+ * so, and the last bytes of the answer go corked for the FIN to ride with
+ * them (plan_write.h). */
+static int client_closes_after(const struct proxy *px, const struct xfer *x)
+{
+    /* st->closing: the driver dropped input piling up behind the answer */
+    return !x->client_keepalive || !x->req_done || *px->stopping || x->st->closing;
+}
+
 /* Replaces the response with an error page (nothing reached the client
  * yet). The upstream connection is not reused. */
 static void respond_error(struct proxy *px, struct xfer *x, unsigned status)
@@ -71,7 +80,7 @@ static void respond_error(struct proxy *px, struct xfer *x, unsigned status)
     up_release(px, x, 0);
     struct http_out out = {x->hbuf, 0, sizeof x->hbuf};
     struct http_plan plan;
-    int keep = x->client_keepalive && x->req_done && !*px->stopping;
+    int keep = !client_closes_after(px, x);
     resp_error(&out, &plan, status, x->client_minor, keep, x->head_request);
     x->hlen = out.len;
     x->hoff = 0;
@@ -173,11 +182,13 @@ static ssize_t client_read(struct proxy *px, struct xfer *x, void *buf, size_t n
     return r < 0 ? -errno : r;
 }
 
-static ssize_t client_send(struct xfer *x, const struct msghdr *m)
+/* more: a close follows the last of these bytes; the driver's shutdown
+ * pushes them with its FIN (TLS ends with a close_notify record anyway). */
+static ssize_t client_send(struct xfer *x, const struct msghdr *m, int more)
 {
     if (x->client_ssl)
         return tls_writev(x->client_ssl, m->msg_iov, (int)m->msg_iovlen);
-    ssize_t r = sendmsg(x->client_fd, m, MSG_NOSIGNAL);
+    ssize_t r = sendmsg(x->client_fd, m, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     return r < 0 ? -errno : r;
 }
 
@@ -192,12 +203,17 @@ static void client_say(struct xfer *x, const char *p, size_t n)
     (void)!send(x->client_fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Client body bytes into ubuf, while it has room. */
-static int client_to_ubuf(struct proxy *px, struct xfer *x)
+int upstream_reads_body(const struct xfer *x)
 {
     /* once the response is complete the rest of the body is not wanted
      * (an early answer such as 413): the client connection will linger */
-    if (x->req_done || x->errored || x->resp_done)
+    return !x->req_done && !x->errored && !x->resp_done;
+}
+
+/* Client body bytes into ubuf, while it has room. */
+static int client_to_ubuf(struct proxy *px, struct xfer *x)
+{
+    if (!upstream_reads_body(x))
         return 0;
     size_t cap = px->ucap;
     if (x->ulen + px->in_cap > cap && x->uoff) {
@@ -422,9 +438,10 @@ static int dbuf_to_client(struct proxy *px, struct xfer *x)
         m.msg_iov = &iov[1];
         m.msg_iovlen = 1;
     }
+    int more = x->resp_done && client_closes_after(px, x);
     ssize_t n;
     do
-        n = client_send(x, &m);
+        n = client_send(x, &m, more);
     while (n == -EINTR);
     if (n < 0) {
         if (n == -EAGAIN)
@@ -455,9 +472,9 @@ static void finish(struct proxy *px, struct xfer *x)
     up_release(px, x, reuse);
     account(px, x);
     px->drv->client_timer(px->drv_arg, client, UT_NONE);
-    if (!x->client_keepalive || !x->req_done || *px->stopping) {
+    if (client_closes_after(px, x)) {
+        x->st->linger = x->st->linger || !x->req_done; /* 0 unless closing was set */
         x->st->closing = 1;
-        x->st->linger = !x->req_done;
     }
     xfer_put(px, x);
     px->drv->client_done(px->drv_arg, client);

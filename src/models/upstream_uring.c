@@ -196,6 +196,12 @@ void uproxy_client_ready(struct uring_loop *u, struct uconn *c)
         upstream_client_event(u->proxy->px, c->xfer, EPOLLIN);
 }
 
+int uproxy_reads_body(struct uring_loop *u, struct uconn *c)
+{
+    (void)u;
+    return c->xfer && upstream_reads_body(c->xfer);
+}
+
 void uproxy_abort(struct uring_loop *u, struct uconn *c)
 {
     struct xfer *x = c->xfer;

@@ -38,6 +38,8 @@ void uproxy_kick(struct uring_loop *u, struct uconn *c);
 void uproxy_client_ready(struct uring_loop *u, struct uconn *c);
 /* c closes while its exchange runs. */
 void uproxy_abort(struct uring_loop *u, struct uconn *c);
+/* Does c's exchange still read its request body (upstream_reads_body)? */
+int uproxy_reads_body(struct uring_loop *u, struct uconn *c);
 
 /* The epoll set is readable (a UK_EPOLL completion). */
 void uproxy_on_poll(struct uring_loop *u, uint32_t cqe_flags);

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "models/linger.h"
 #include "models/sizing.h"
 #include "models/upstream_uring.h"
 #include "models/uring_internal.h"
@@ -29,7 +30,6 @@
 #define RECV_BUF_SIZE 4096
 #define CQE_BATCH 256
 #define MAX_LISTENERS 64
-#define LINGER_TIMEOUT_MS 5000
 #define ACCEPT_MULTISHOT_ROOM 64 /* free connection slots for a multishot accept */
 
 struct listener {
@@ -443,6 +443,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
         u->px.kick = uproxy_kick;
         u->px.abort = uproxy_abort;
         u->px.client_ready = uproxy_client_ready;
+        u->px.reads_body = uproxy_reads_body;
     }
     uring_handover_setup(u, env->handover_fd);
     setup_listeners(s);

@@ -11,9 +11,9 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "models/linger.h"
 #include "models/uring_internal.h"
 
-#define LINGER_TIMEOUT_MS 5000
 
 static struct timerq *queue_of(struct uring_loop *u, enum uq q)
 {
@@ -209,17 +209,19 @@ static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, siz
 
 static void finish_closing(struct uring_loop *u, struct uconn *c)
 {
-    if (!c->st.linger || !c->recv_on) {
-        shutdown(uconn_fd(u, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
+    shutdown(uconn_fd(u, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
+    if (!c->st.linger || c->eof) {
         uconn_close(u, c);
         return;
     }
     /* Closing with unread input makes the kernel send RST, which can destroy
-     * the answer before the client reads it: shut our side and read on
-     * (discarding) until the peer closes or the linger timer fires. */
-    shutdown(uconn_fd(u, c), SHUT_WR);
+     * the answer before the client reads it: read on (discarding) until the
+     * peer closes or the linger timer fires (models/linger.h). The receive
+     * an exchange or held input cancelled starts again for it. */
     c->lingering = 1;
     drop_input(u, c);
+    if (!c->recv_on)
+        arm_recv(u, c);
     uconn_arm(u, c, UQ_LINGER);
 }
 
@@ -287,6 +289,8 @@ static void settle(struct uring_loop *u, struct uconn *c, int served)
  * c->in was just served already. */
 static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
 {
+    if (c->st.closing && (c->in_len || c->nheld))
+        c->st.linger = 1; /* input a proxied request that closes left unread */
     for (;;) {
         if (c->in_len && !skip) {
             size_t pos = serve(u, c, c->in, c->in_len, &served);
@@ -333,6 +337,10 @@ void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next ne
  * so a client that sends without reading waits in its socket. */
 static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid, size_t len)
 {
+    if (c->st.closing) { /* it closes after the answer on its way */
+        uring_buf_return(&u->bufs, bid);
+        return;
+    }
     size_t took = 0;
     if (!c->nheld && (c->in || (c->in = bufpool_get(&u->inbufs)))) {
         size_t room = u->in_cap - c->in_len;
@@ -348,8 +356,20 @@ static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid,
      * connection receiving. */
     if (c->nheld == URING_HELD_MAX || u->held >= u->held_max) {
         uring_buf_return(&u->bufs, bid);
-        log_debug("connection %d: input piles up while it reads no answers", uconn_fd(u, c));
-        uconn_close(u, c);
+        if (c->handing || (c->xfer && u->px.reads_body(u, c))) {
+            log_debug("connection %d: input piles up while it reads no answers",
+                      uconn_fd(u, c));
+            uconn_close(u, c);
+            return;
+        }
+        /* What piles up behind an answer on its way is the client's next
+         * requests: they are dropped, and the connection closes after that
+         * answer, lingering, where cutting it now would lose the answer. */
+        log_debug("connection %d: input piles up behind an answer: closing after it",
+                  uconn_fd(u, c));
+        drop_input(u, c);
+        c->st.closing = 1;
+        c->st.linger = 1;
         return;
     }
     if (!c->nheld) {

@@ -106,6 +106,7 @@ struct uring_loop {
         void (*kick)(struct uring_loop *u, struct uconn *c);
         void (*abort)(struct uring_loop *u, struct uconn *c);
         void (*client_ready)(struct uring_loop *u, struct uconn *c);
+        int (*reads_body)(struct uring_loop *u, struct uconn *c);
     } px;
     /* uring_handover.c's, likewise: an idle connection to move on a
      * reload, and one whose receive has ended while it was being moved */

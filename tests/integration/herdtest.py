@@ -340,6 +340,15 @@ def check_error(resp, status, text=None):
             assert text in body, f"error page lacks {text!r}: {body[:300]!r}"
 
 
+def segments_without_data(sock):
+    """Segments the client's socket took that carried no payload (Linux
+    tcp_info: tcpi_segs_in at 140, tcpi_data_segs_in at 152)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    segs_in = struct.unpack_from("I", info, 140)[0]
+    data_segs_in = struct.unpack_from("I", info, 152)[0]
+    return segs_in - data_segs_in
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 

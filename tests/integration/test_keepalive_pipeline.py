@@ -1,9 +1,9 @@
 """Keep-alive, Connection handling, HTTP/1.0, pipelining, many connections."""
 
+import hashlib
 import os
 import selectors
 import socket
-import struct
 import threading
 import time
 
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import descendants
 from herdtest import (OP_TIMEOUT, RawConn, build_request, check_common, etag_for, get_req,
-                      parse_head, wait_for)
+                      parse_head, segments_without_data, wait_for)
 
 
 def test_keepalive_is_default_for_11(shared, site):
@@ -32,15 +32,6 @@ def test_connection_close_honoured(shared, site, value):
         assert r.status == 200 and r.body == site.files["small.txt"]
         assert "close" in r.conn_tokens(), r
         c.expect_close()
-
-
-def segments_without_data(sock):
-    """Segments the client's socket took that carried no payload (Linux
-    tcp_info: tcpi_segs_in at 140, tcpi_data_segs_in at 152)."""
-    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    segs_in = struct.unpack_from("I", info, 140)[0]
-    data_segs_in = struct.unpack_from("I", info, 152)[0]
-    return segs_in - data_segs_in
 
 
 @pytest.mark.parametrize("request_bytes,status", [
@@ -75,6 +66,25 @@ def test_close_answer_survives_input_left_unread(shared, site):
         r = c.read_response()
         sender.join(OP_TIMEOUT)
         assert r.status == 200 and r.body == site.files["small.txt"]
+
+
+@pytest.mark.parametrize("close", [True, False], ids=["close", "keep-alive"])
+def test_answer_survives_input_piling_up_behind_it(shared, site, close):
+    """A 50 MiB answer with 600 KB sent behind its request at once, read
+    only after: the server may drop input it will not hold while the answer
+    is on its way (uring cut the connection there), and a close that finds
+    input unread resets the connection and drops what the socket has not
+    sent yet (so it must linger: iterative never did, and no model did
+    after a Connection: close), but the answer must arrive whole."""
+    headers = [("Connection", "close")] if close else []
+    with shared.connect() as c:
+        sender = threading.Thread(target=c.send_ignore_errors,
+                                  args=(get_req("/big.bin", headers=headers) + b"x" * 600_000,))
+        sender.start()
+        h = hashlib.sha256()
+        r = c.read_response(sink=h.update)
+        sender.join(OP_TIMEOUT)
+        assert r.status == 200 and h.hexdigest() == site.big_sha
 
 
 def test_http10_closes_by_default(shared, site):

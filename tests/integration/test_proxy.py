@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, descendants, herd_cmd, run_herd
-from herdtest import ConnClosed, RawConn, build_request, wait_for
+from herdtest import ConnClosed, RawConn, build_request, segments_without_data, wait_for
 from proxy_backend import PATTERN, Backend, pattern_sha
 
 pytestmark = pytest.mark.skipif(
@@ -322,6 +322,50 @@ def test_close_delimited_rechunked_for_http11(server, backends):
         r = c.read_response()
         assert r.status == 200 and r.body == b"the end is the close"
         assert c.eof
+
+
+@pytest.mark.parametrize("target,version,headers", [
+    ("/echo", "HTTP/1.1", [("Connection", "close")]),
+    ("/chunked", "HTTP/1.1", [("Connection", "close")]),
+    ("/echo", "HTTP/1.0", []),
+])
+def test_last_proxied_answer_carries_the_fin(server, backends, target, version, headers):
+    """A proxied answer the client connection closes after leaves corked
+    (MSG_MORE) and the driver's shutdown sends it with the FIN: the client
+    takes the SYN-ACK, the ACK of its request and the answer, not one more
+    segment with the FIN alone (test_keepalive_pipeline has the static
+    case)."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    with srv.connect() as c:
+        c.send(build_request("GET", target, version=version, headers=headers))
+        r = c.read_response()
+        assert r.status == 200, r
+        c.expect_close()
+        if c.sock.family == socket.AF_UNIX:
+            pytest.skip("a Unix socket has no segments")
+        assert segments_without_data(c.sock) <= 2
+
+
+@pytest.mark.parametrize("size", [100, 20 * MiB])
+@pytest.mark.parametrize("close", [True, False], ids=["close", "keep-alive"])
+def test_proxied_answer_survives_input_left_unread(server, backends, size, close):
+    """A proxied request with 600 KB behind it in the same send, read only
+    after the answer: the server may drop input it will not hold while the
+    answer is on its way (uring cut the connection there), and a close
+    that finds input unread resets the connection and drops what is still
+    unsent (so it lingers), but the answer must arrive whole."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    with srv.connect() as c:
+        req = build_request("GET", f"/big?n={size}",
+                            headers=[("Connection", "close")] if close else [])
+        sender = threading.Thread(target=c.send_ignore_errors, args=(req + b"x" * 600_000,))
+        sender.start()
+        h = hashlib.sha256()
+        r = c.read_response(sink=h.update)
+        sender.join(30)
+        assert r.status == 200 and h.hexdigest() == pattern_sha(size)
 
 
 def test_keepalive_pool_reuses_connections(server, backends):
