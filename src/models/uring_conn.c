@@ -14,7 +14,6 @@
 #include "models/linger.h"
 #include "models/uring_internal.h"
 
-
 static struct timerq *queue_of(struct uring_loop *u, enum uq q)
 {
     switch (q) {
