@@ -306,6 +306,22 @@ void coro_fd_forget(int fd)
         epoll_ctl(s->t[old].epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
+uint32_t coro_fd_take_unwaited(int fd)
+{
+    struct kthread *t = coro__self();
+    struct sched *s = t->s;
+    if (fd < 0 || fd >= s->max_fds)
+        return EPOLLIN;
+    struct pollent *pe = &s->pe[fd];
+    const uint32_t input = EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+    spin_lock(&pe->lock);
+    uint32_t r = pe->owner != t->index ? EPOLLIN : pe->waiter ? 0 : pe->ready & input;
+    if (pe->owner == t->index && !pe->waiter)
+        pe->ready &= ~input;
+    spin_unlock(&pe->lock);
+    return r;
+}
+
 int coro_sleep(int64_t ms)
 {
     struct kthread *t = coro__self();

@@ -88,6 +88,11 @@ int coro_start_result(void);
 
 /* Call before closing an fd that was waited on. */
 void coro_fd_forget(int fd);
+/* For fds no coroutine waits on (a pool's idle connections): the input,
+ * hang-up or error events the netpoll saw on fd since it was last asked
+ * and no wait took, cleared as they are returned. An fd this thread does
+ * not watch says EPOLLIN: the caller must look for itself. */
+uint32_t coro_fd_take_unwaited(int fd);
 
 int coro_thread_index(void);
 int coro_stopping(void);

@@ -628,7 +628,7 @@ static void thread_idle(int index, void *arg)
     /* Pooled upstream connections are in this thread's epoll, but no
      * coroutine waits on them: a close by the server woke the thread. */
     if (M.ct[index].proxy)
-        upstream_sweep_idle(M.ct[index].proxy);
+        upstream_sweep_idle(M.ct[index].proxy, coro_fd_take_unwaited);
 }
 
 static int route_of(void *px, const struct http_request *req)

@@ -114,8 +114,10 @@ void upstream_expire(struct proxy *px);
 int64_t upstream_next_deadline(const struct proxy *px);
 
 /* For a driver that does not watch pooled connections (coro): closes
- * those the server closed (or that have bytes no request asked for). */
-void upstream_sweep_idle(struct proxy *px);
+ * those the server closed (or that have bytes no request asked for).
+ * noted(fd): did anything happen on fd since the last sweep (an input,
+ * hang-up or error event)? Only those are looked at, one recv each. */
+void upstream_sweep_idle(struct proxy *px, uint32_t (*noted)(int fd));
 
 /* For a driver that waits per exchange (coro): x's upstream fd (-1: none
  * yet), whether it is still connecting, and its timer's deadline (-1:

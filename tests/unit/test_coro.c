@@ -297,6 +297,43 @@ TEST(wait_fd2_wakes_on_either_fd_once)
     }
 }
 
+/* coro_fd_take_unwaited (the proxy's idle-pool sweep): an edge on an fd
+ * nobody waits on is told once and then cleared; a quiet fd tells nothing;
+ * an fd the thread does not watch says EPOLLIN (look for yourself). */
+static int unw[2];
+static uint32_t unw_seen[4];
+static int unw_write_rc;
+
+static void *unwaited_watch(void *arg)
+{
+    (void)arg;
+    /* a wait that times out puts the fd in this thread's epoll */
+    coro_wait_fd(unw[0], EPOLLIN, clock_now_ms() + 10, 0);
+    unw_seen[0] = coro_fd_take_unwaited(unw[0]);
+    unw_write_rc = (int)write(unw[1], "x", 1);
+    coro_sleep(30); /* the thread polls meanwhile: the edge finds no waiter */
+    unw_seen[1] = coro_fd_take_unwaited(unw[0]);
+    unw_seen[2] = coro_fd_take_unwaited(unw[0]);
+    coro_fd_forget(unw[0]);
+    unw_seen[3] = coro_fd_take_unwaited(unw[0]);
+    return NULL;
+}
+
+TEST(unwaited_events_are_told_once)
+{
+    CHECK_EQ_INT(pipe2(unw, O_NONBLOCK), 0);
+    struct sched *s = mk(1);
+    coro_spawn(s, 0, 0, unwaited_watch, NULL);
+    finish(s);
+    CHECK_EQ_INT(unw_write_rc, 1);
+    CHECK_EQ_INT((int)unw_seen[0], 0);
+    CHECK(unw_seen[1] & EPOLLIN);
+    CHECK_EQ_INT((int)unw_seen[2], 0);
+    CHECK_EQ_INT((int)unw_seen[3], EPOLLIN);
+    close(unw[0]);
+    close(unw[1]);
+}
+
 static int cancel_rc;
 
 static void *idle_waiter(void *arg)
