@@ -127,13 +127,15 @@ static int wait_writable(void *arg, int fd)
 }
 
 /* After a response that closes with input maybe unread: closing now would
- * send RST and could destroy the response, so shut our side and read until
- * the peer closes (or the linger time ends). */
+ * send RST and could destroy the response, so read until the peer closes
+ * (or the linger time ends). A plain connection's side is shut already
+ * (plan_write, coro_proxy_run); TLS says close_notify first. */
 static void linger_close(int fd, SSL *ssl)
 {
-    if (ssl)
+    if (ssl) {
         tls_close_notify(ssl);
-    shutdown(fd, SHUT_WR);
+        shutdown(fd, SHUT_WR);
+    }
     char buf[4096];
     int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
     for (int i = 0; i < LINGER_READS_MAX * 16; i++) {

@@ -200,10 +200,8 @@ enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, SSL *ssl, struct st
         return CP_CLOSE;
     if (!sc->closing)
         return CP_KEEP;
-    /* input left behind the request that closes: drain it (models/linger.h) */
-    if (sc->linger || cx.left)
-        return CP_LINGER;
     if (!ssl)
         shutdown(fd, SHUT_WR); /* sends the corked answer before the close (plan_write.h) */
-    return CP_CLOSE;
+    /* input left behind the request that closes: drain it (models/linger.h) */
+    return sc->linger || cx.left ? CP_LINGER : CP_CLOSE;
 }
