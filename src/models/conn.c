@@ -17,7 +17,6 @@
 #include "models/linger.h"
 #include "models/plan_write.h"
 
-
 /* IO_PROXY: a proxy exchange took the connection over. */
 enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_FATAL = -1 };
 
