@@ -8,17 +8,21 @@
  *
  * herd notices it from the answers: a request sent whole gets no byte
  * back for --upstream-stall while the same server answers, again and
- * again, on one other connection (or answers nothing while connections to
- * it sit idle in a pool, this worker's or another's, one of which it is
- * waiting on). Then that server gets no pool in any worker: idle
+ * again, on one other connection, in this worker or another (or answers
+ * nothing while connections to it sit idle in a pool, this worker's or
+ * another's, one of which it is waiting on). The request is looked at
+ * again every stall time until its first byte: the evidence is of the
+ * moment (another worker's connection is idle only between its
+ * requests). Then that server gets no pool in any worker: idle
  * connections close and every exchange closes its connection after the
  * answer, so the server moves through its queue. After STALL_RELEARN_MS
  * the pool is tried again. A threaded server that is merely slow answers
  * on many connections, which breaks the run (STALL_RUN), and keeps its
  * pool.
  *
- * Workers share what they learn through the scoreboard: how many requests
- * to a server are stalled now, and until when it has no pool. A pooled
+ * Workers share what they learn through the scoreboard: which connection
+ * answered last and how many times in a row, how many requests to a
+ * server are stalled now, and until when it has no pool. A pooled
  * connection is looked at every stall time: closed when a request to its
  * server is stalled anywhere (the server may be waiting on it). */
 #include "models/upstream.h"
@@ -92,18 +96,39 @@ void stall_watch_idle(struct proxy *px, struct up_conn *uc)
         tq_arm(&px->q_stall, &uc->stall, clock_now_ms());
 }
 
+/* fd of this worker as the scoreboard names a connection (never 0). */
+static uint64_t conn_id(const struct proxy *px, int fd)
+{
+    return ((uint64_t)(px->step->slot - px->sb->slots) << 32 | (uint32_t)fd) + 1;
+}
+
 void stall_answered(struct proxy *px, struct xfer *x)
 {
     struct up_server *srv = server_of_x(px, x);
     stall_disarm(&px->ups[x->up_fd]);
     stall_forget(px, x);
+    int64_t now = clock_now_ms();
     if (srv->last_answer_fd == x->up_fd && srv->answer_run) {
         srv->answer_run++;
     } else {
         srv->last_answer_fd = x->up_fd;
         srv->answer_run = 1;
     }
-    srv->last_answer_ms = clock_now_ms();
+    srv->last_answer_ms = now;
+    if (!shared(px, srv))
+        return;
+    /* Racy across workers by design: two of them answering in turn keep
+     * the run short, which is what a server with several connections
+     * going is. */
+    uint64_t me = conn_id(px, x->up_fd);
+    int i = srv->index;
+    if (__atomic_load_n(&px->sb->upstream_answer_conn[i], __ATOMIC_RELAXED) == me) {
+        __atomic_fetch_add(&px->sb->upstream_answer_run[i], 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&px->sb->upstream_answer_conn[i], me, __ATOMIC_RELAXED);
+        __atomic_store_n(&px->sb->upstream_answer_run[i], 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&px->sb->upstream_answer_ms[i], now, __ATOMIC_RELAXED);
 }
 
 uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv)
@@ -122,12 +147,26 @@ uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv)
 int stall_judge(struct proxy *px, struct xfer *x)
 {
     struct up_server *srv = server_of_x(px, x);
-    int answered_since = srv->last_answer_ms >= x->sent_ms;
-    int one_conn = answered_since && srv->answer_run >= STALL_RUN &&
+    int answered_since, one_conn;
+    if (shared(px, srv)) {
+        /* the answers of every worker: the connection the server is on
+         * may be another worker's (a coro thread's, a prefork child's) */
+        int i = srv->index;
+        answered_since =
+            __atomic_load_n(&px->sb->upstream_answer_ms[i], __ATOMIC_RELAXED) >= x->sent_ms;
+        one_conn = answered_since &&
+                   __atomic_load_n(&px->sb->upstream_answer_run[i], __ATOMIC_RELAXED) >=
+                       STALL_RUN &&
+                   __atomic_load_n(&px->sb->upstream_answer_conn[i], __ATOMIC_RELAXED) !=
+                       conn_id(px, x->up_fd);
+    } else {
+        answered_since = srv->last_answer_ms >= x->sent_ms;
+        one_conn = answered_since && srv->answer_run >= STALL_RUN &&
                    srv->last_answer_fd != x->up_fd;
+    }
     int idle_holds = !answered_since &&
                      (srv->nidle > 0 || (shared(px, srv) && idle_elsewhere(px, srv) > 0));
-    if (shared(px, srv)) {
+    if (shared(px, srv) && !x->stall_counted) {
         x->stall_counted = 1; /* other workers' idle connections close now */
         __atomic_fetch_add(&px->sb->upstream_stalled[srv->index], 1, __ATOMIC_RELAXED);
     }

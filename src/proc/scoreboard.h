@@ -66,6 +66,14 @@ struct scoreboard {
      * it gets no keep-alive pool in any worker. */
     uint32_t upstream_stalled[SB_UPSTREAMS];
     int64_t upstream_nopool_until[SB_UPSTREAMS];
+    /* The server's last answer in any worker (first byte of a response):
+     * on which connection (slot index << 32 | fd, plus one; 0: none), how
+     * many answers in a row came on it, and when (monotonic ms). One
+     * connection answering while a request waits on another, in whichever
+     * worker, is a server that serves one connection at a time. */
+    uint64_t upstream_answer_conn[SB_UPSTREAMS];
+    uint32_t upstream_answer_run[SB_UPSTREAMS];
+    int64_t upstream_answer_ms[SB_UPSTREAMS];
     /* Written by the master's health checks (proc/health.h: HEALTH_*),
      * read by every worker's server choice. */
     uint8_t upstream_health[SB_UPSTREAMS];

@@ -488,7 +488,11 @@ def test_single_threaded_backend_behind_the_pool(server, single_threaded, worker
     again and again while the requests on the other connections waited for
     the read timeout (main: about 20 req/s, timeouts). herd finds it out
     (--upstream-stall) and gives that server no pool: every request is
-    answered, fast, in every worker."""
+    answered, fast, in every worker. On coro with two threads the
+    connection the server was on could be the other thread's, busy at the
+    one moment the stalled requests were judged: they waited out the 3 s
+    (about one run in seven); the answers are now judged across workers,
+    and again every stall time."""
     srv = server("--workers", workers, "--upstream", f"py={single_threaded}",
                  "--proxy", "/py/=py", "--status-path", "/st")
     out = tmp_path / "load.json"
@@ -497,7 +501,8 @@ def test_single_threaded_backend_behind_the_pool(server, single_threaded, worker
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     j = json.loads(out.read_text())
-    assert sum(j["errors"].values()) == 0, j["errors"]
+    assert sum(j["errors"].values()) == 0, (j["errors"], srv.stderr_text(),
+                                            srv.get("/st?format=json").body)
     assert j["requests_per_sec"] >= 100, j["requests_per_sec"]  # main: ~20 with timeouts
     assert j["latency_us"]["max"] < 1_500_000, j["latency_us"]
     assert "serves one connection at a time" in srv.stderr_text()
