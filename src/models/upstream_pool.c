@@ -384,14 +384,8 @@ void up_stall_expire(struct proxy *px)
                 up_idle_closed(px, uc);
             else
                 stall_watch_idle(px, uc);
-        } else if (!uc->xfer->got_bytes) {
-            /* judged again every stall time until a byte comes: the
-             * evidence (which connection answers, which sit idle) is of
-             * the moment */
-            if (stall_judge(px, uc->xfer))
-                up_close_idle(px, server_of(px, uc->xfer));
-            else
-                tq_arm(&px->q_stall, &uc->stall, clock_now_ms());
+        } else if (!uc->xfer->got_bytes && stall_judge(px, uc->xfer)) {
+            up_close_idle(px, server_of(px, uc->xfer));
         }
     }
 }

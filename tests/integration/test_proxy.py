@@ -491,8 +491,7 @@ def test_single_threaded_backend_behind_the_pool(server, single_threaded, worker
     answered, fast, in every worker. On coro with two threads the
     connection the server was on could be the other thread's, busy at the
     one moment the stalled requests were judged: they waited out the 3 s
-    (about one run in seven); the answers are now judged across workers,
-    and again every stall time."""
+    (about one run in seven); the answers are now judged across workers."""
     srv = server("--workers", workers, "--upstream", f"py={single_threaded}",
                  "--proxy", "/py/=py", "--status-path", "/st")
     out = tmp_path / "load.json"
