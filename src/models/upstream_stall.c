@@ -10,15 +10,15 @@
  * back for --upstream-stall while the same server answers, again and
  * again, on one other connection, in this worker or another (or answers
  * nothing while connections to it sit idle in a pool, this worker's or
- * another's, one of which it is waiting on). Each request is judged
- * once: judged again and again, a long poll would sooner or later meet
- * some client's three requests in a row on one pooled connection of a
- * threaded server and take it for one that serves one at a time. Then that server gets no pool in any worker: idle
- * connections close and every exchange closes its connection after the
- * answer, so the server moves through its queue. After STALL_RELEARN_MS
- * the pool is tried again. A threaded server that is merely slow answers
- * on many connections, which breaks the run (STALL_RUN), and keeps its
- * pool.
+ * another's, one of which it is waiting on). Then that server gets no
+ * pool in any worker: idle connections close and every exchange closes
+ * its connection after the answer, so the server moves through its
+ * queue. After STALL_RELEARN_MS the pool is tried again. A threaded
+ * server that is merely slow answers on many connections, which breaks
+ * the run (STALL_RUN), and keeps its pool. Each request is judged once:
+ * judged again and again, a long poll would sooner or later meet some
+ * client's three requests in a row on one pooled connection of a
+ * threaded server and take it for one that serves one at a time.
  *
  * Workers share what they learn through the scoreboard: which connection
  * answered last and how many times in a row, how many requests to a
