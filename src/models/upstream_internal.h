@@ -14,6 +14,7 @@
 #include "models/upstream.h"
 #include "net/tls.h"
 #include "proc/config.h"
+#include "proc/scoreboard.h"
 
 #define DBUF_SIZE 65536          /* upstream -> client */
 #define UBUF_EXTRA 65536         /* client -> upstream, beyond head and one read */
@@ -48,9 +49,7 @@ struct up_server {
      * at a time gets no pool (idle_cap 0) until relearn_at. */
     uint32_t idle_cap;
     int64_t relearn_at;
-    int64_t last_answer_ms;      /* the last first-byte of a response */
-    int last_answer_fd;
-    uint32_t answer_run;         /* answers in a row on last_answer_fd */
+    struct sb_answer_run answers; /* where the scoreboard has no room for it */
     uint32_t index;              /* in the scoreboard's upstream table */
 };
 

@@ -91,7 +91,6 @@ struct proxy *upstream_create(const struct proxy_env *env)
             if (!srv->idle)
                 log_fatal("out of memory at start");
             srv->idle_cap = px->keepalive;
-            srv->last_answer_fd = -1;
             srv->index = nservers++;
             name_server(env->sb, srv->index, &cfg->upstreams[g], s);
         }

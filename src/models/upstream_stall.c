@@ -96,10 +96,17 @@ void stall_watch_idle(struct proxy *px, struct up_conn *uc)
         tq_arm(&px->q_stall, &uc->stall, clock_now_ms());
 }
 
-/* fd of this worker as the scoreboard names a connection (never 0). */
+/* fd of this worker as an answer run names a connection (never 0). */
 static uint64_t conn_id(const struct proxy *px, int fd)
 {
-    return ((uint64_t)(px->step->slot - px->sb->slots) << 32 | (uint32_t)fd) + 1;
+    uint64_t slot = px->sb ? (uint64_t)(px->step->slot - px->sb->slots) : 0;
+    return (slot << 32 | (uint32_t)fd) + 1;
+}
+
+/* Every worker's answers where the scoreboard keeps them, else ours. */
+static struct sb_answer_run *answers_of(struct proxy *px, struct up_server *srv)
+{
+    return shared(px, srv) ? &px->sb->upstream_answer[srv->index] : &srv->answers;
 }
 
 void stall_answered(struct proxy *px, struct xfer *x)
@@ -107,28 +114,18 @@ void stall_answered(struct proxy *px, struct xfer *x)
     struct up_server *srv = server_of_x(px, x);
     stall_disarm(&px->ups[x->up_fd]);
     stall_forget(px, x);
-    int64_t now = clock_now_ms();
-    if (srv->last_answer_fd == x->up_fd && srv->answer_run) {
-        srv->answer_run++;
-    } else {
-        srv->last_answer_fd = x->up_fd;
-        srv->answer_run = 1;
-    }
-    srv->last_answer_ms = now;
-    if (!shared(px, srv))
-        return;
     /* Racy across workers by design: two of them answering in turn keep
      * the run short, which is what a server with several connections
      * going is. */
+    struct sb_answer_run *a = answers_of(px, srv);
     uint64_t me = conn_id(px, x->up_fd);
-    int i = srv->index;
-    if (__atomic_load_n(&px->sb->upstream_answer_conn[i], __ATOMIC_RELAXED) == me) {
-        __atomic_fetch_add(&px->sb->upstream_answer_run[i], 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&a->conn, __ATOMIC_RELAXED) == me) {
+        __atomic_fetch_add(&a->run, 1, __ATOMIC_RELAXED);
     } else {
-        __atomic_store_n(&px->sb->upstream_answer_conn[i], me, __ATOMIC_RELAXED);
-        __atomic_store_n(&px->sb->upstream_answer_run[i], 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&a->conn, me, __ATOMIC_RELAXED);
+        __atomic_store_n(&a->run, 1, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(&px->sb->upstream_answer_ms[i], now, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->ms, clock_now_ms(), __ATOMIC_RELAXED);
 }
 
 uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv)
@@ -147,23 +144,10 @@ uint32_t stall_idle_cap(struct proxy *px, struct up_server *srv)
 int stall_judge(struct proxy *px, struct xfer *x)
 {
     struct up_server *srv = server_of_x(px, x);
-    int answered_since, one_conn;
-    if (shared(px, srv)) {
-        /* the answers of every worker: the connection the server is on
-         * may be another worker's (a coro thread's, a prefork child's) */
-        int i = srv->index;
-        answered_since =
-            __atomic_load_n(&px->sb->upstream_answer_ms[i], __ATOMIC_RELAXED) >= x->sent_ms;
-        one_conn = answered_since &&
-                   __atomic_load_n(&px->sb->upstream_answer_run[i], __ATOMIC_RELAXED) >=
-                       STALL_RUN &&
-                   __atomic_load_n(&px->sb->upstream_answer_conn[i], __ATOMIC_RELAXED) !=
-                       conn_id(px, x->up_fd);
-    } else {
-        answered_since = srv->last_answer_ms >= x->sent_ms;
-        one_conn = answered_since && srv->answer_run >= STALL_RUN &&
-                   srv->last_answer_fd != x->up_fd;
-    }
+    struct sb_answer_run *a = answers_of(px, srv);
+    int answered_since = __atomic_load_n(&a->ms, __ATOMIC_RELAXED) >= x->sent_ms;
+    int one_conn = answered_since && __atomic_load_n(&a->run, __ATOMIC_RELAXED) >= STALL_RUN &&
+                   __atomic_load_n(&a->conn, __ATOMIC_RELAXED) != conn_id(px, x->up_fd);
     int idle_holds = !answered_since &&
                      (srv->nidle > 0 || (shared(px, srv) && idle_elsewhere(px, srv) > 0));
     if (shared(px, srv) && !x->stall_counted) {

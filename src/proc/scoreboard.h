@@ -17,6 +17,18 @@
 #define SB_UPSTREAMS 32
 #define SB_UPSTREAM_NAME 128
 
+/* An upstream server's last answer (first byte of a response): on which
+ * connection (slot index << 32 | fd, plus one; 0: none), how many answers
+ * in a row came on it, and when (monotonic ms). One connection answering
+ * while a request waits on another is a server that serves one
+ * connection at a time (models/upstream_stall.c). One per server, on one
+ * cache line: every proxied answer writes it. */
+struct sb_answer_run {
+    uint64_t conn;
+    int64_t ms;
+    uint32_t run;
+} __attribute__((aligned(32)));
+
 /* One worker's (or coro thread's) pool for one upstream server. */
 struct sb_upstream {
     uint32_t idle;            /* pooled connections */
@@ -66,14 +78,9 @@ struct scoreboard {
      * it gets no keep-alive pool in any worker. */
     uint32_t upstream_stalled[SB_UPSTREAMS];
     int64_t upstream_nopool_until[SB_UPSTREAMS];
-    /* The server's last answer in any worker (first byte of a response):
-     * on which connection (slot index << 32 | fd, plus one; 0: none), how
-     * many answers in a row came on it, and when (monotonic ms). One
-     * connection answering while a request waits on another, in whichever
-     * worker, is a server that serves one connection at a time. */
-    uint64_t upstream_answer_conn[SB_UPSTREAMS];
-    uint32_t upstream_answer_run[SB_UPSTREAMS];
-    int64_t upstream_answer_ms[SB_UPSTREAMS];
+    /* The server's last answer in any worker (atomic updates): the
+     * connection it is on may be another worker's. */
+    struct sb_answer_run upstream_answer[SB_UPSTREAMS];
     /* Written by the master's health checks (proc/health.h: HEALTH_*),
      * read by every worker's server choice. */
     uint8_t upstream_health[SB_UPSTREAMS];
