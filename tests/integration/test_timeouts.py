@@ -218,3 +218,26 @@ def test_body_min_rate_0_bounds_the_whole_body(server, site):
         elapsed = trickle_until_closed(c, body_head("length", 100000), [b"z" * 100], 0.05, 10)
     assert elapsed is not None, "--body-min-rate 0 never cut a body that outlived the timeout"
     assert 0.8 <= elapsed <= 2.5, f"cut after {elapsed:.2f}s with --body-timeout 1s"
+
+
+def test_lingering_close_is_bounded_against_a_client_that_keeps_sending(server):
+    """A Connection: close answer with input behind its request lingers: the
+    server shuts its side, then reads and drops what comes, so a close with
+    unread input cannot reset the answer away. A client that keeps sending
+    after the answer's EOF must still be cut once the linger time (5 s) is
+    up, not held open for as long as it sends."""
+    srv = server()
+    with srv.connect() as c:
+        c.send(get_req("/small.txt", headers=[("Connection", "close")]) + b"junk\r\n" * 50)
+        r = c.read_response()
+        assert r.status == 200
+        t0 = time.monotonic()
+        assert c.sock.recv(1) == b"", "no EOF after the Connection: close answer"
+        cut = None
+        while time.monotonic() - t0 < 20:
+            if not c.send_ignore_errors(b"more junk\r\n"):
+                cut = time.monotonic() - t0
+                break
+            time.sleep(0.2)
+    assert cut is not None, "a client sending after a closing answer was never cut"
+    assert cut <= 9, f"cut {cut:.1f}s after the answer; the linger time is 5s"
