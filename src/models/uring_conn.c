@@ -44,15 +44,29 @@ void uconn_disarm(struct uring_loop *u, struct uconn *c)
     c->queue = UQ_NONE;
 }
 
+/* A receive takes no more than c->in has room for, where the kernel can
+ * bound it: input that comes while an answer is on its way then always
+ * fits, and what follows waits in the socket, the client held back by
+ * TCP as on the event loop. Unbounded, it goes on delivering until a
+ * cancel lands, and what c->in cannot take is held in receive buffers,
+ * and past URING_HELD_MAX of them dropped. A lingering connection throws
+ * away what it reads: no bound. */
 static void arm_recv(struct uring_loop *u, struct uconn *c)
 {
     int fd = uconn_fd(u, c);
+    uint32_t cap = 0;
+    if (u->recv_bounded && !c->lingering) {
+        cap = (uint32_t)(u->in_cap - c->in_len);
+        if (!cap)
+            return; /* the input waiting is served first (pump, settle) */
+    }
     struct io_uring_sqe *sqe = uring_sqe(&u->ring);
-    io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
-    sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = (uint16_t)u->bufs.bgid;
+    uring_prep_recv_bounded(sqe, fd, &u->bufs, cap);
+    if (cap && u->recv_bounded == URING_RECV_BOUND_REFUSED)
+        sqe->off = 1; /* test: a field every receive refuses */
     io_uring_sqe_set_data64(sqe, uring_tag(UK_RECV, c->gen, (uint32_t)fd));
     c->recv_on = 1;
+    c->recv_bounded = cap != 0;
 }
 
 static void cancel_recv(struct uring_loop *u, struct uconn *c)
@@ -437,6 +451,17 @@ void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flag
 {
     if (!(flags & IORING_CQE_F_MORE))
         c->recv_on = 0;
+    if (res == -EINVAL && c->recv_bounded) {
+        /* a kernel without bounded receives: from here on unbounded, as if
+         * this one had been cancelled */
+        if (u->recv_bounded)
+            log_msg(LOG_NOTICE, "io_uring: this kernel cannot bound a multishot receive; "
+                                "input that piles up behind an answer is held, and "
+                                "dropped past %d buffers", URING_HELD_MAX);
+        u->recv_bounded = 0;
+        c->recv_bounded = 0;
+        res = -ECANCELED;
+    }
     if (c->xfer) {
         exchange_input(u, c, res, flags);
         return;
@@ -481,6 +506,8 @@ void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flag
     SB_ADD(u->slot->bytes_in, (uint64_t)res);
     if (c->lingering || c->st.closing) {
         uring_buf_return(&u->bufs, bid);
+        if (c->lingering && !c->recv_on)
+            arm_recv(u, c); /* a bound from before the linger was reached */
         return;
     }
     if (c->out || c->in || c->nheld) {

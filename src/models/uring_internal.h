@@ -18,11 +18,14 @@
 enum uq { UQ_NONE, UQ_HEADER, UQ_KEEPALIVE, UQ_SEND, UQ_LINGER, UQ_BODY };
 
 #define UOUT_IOV 64
-/* Receive buffers a busy connection may hold: a multishot receive goes on
+/* Receive buffers a busy connection may hold where the kernel cannot
+ * bound a receive (uring_prep_recv_bounded): a multishot receive goes on
  * delivering for a while after its cancel (up to what the socket holds,
  * some 32 buffers a wakeup), and a client that sends without reading is
- * cut beyond this. */
+ * cut beyond this. Bounded, input never outgrows the connection's own
+ * buffer and nothing is held. */
 #define URING_HELD_MAX 64
+#define URING_RECV_BOUND_REFUSED 2
 
 /* The receive buffers a connection holds, oldest first (a FIFO). */
 struct uheld {
@@ -62,6 +65,7 @@ struct uconn {
     uint8_t nheld;
     uint8_t open, tcp, queue;
     uint8_t recv_on;            /* a multishot receive is armed */
+    uint8_t recv_bounded;       /* ... with a bound (arm_recv) */
     uint8_t sending;            /* a sendmsg is in flight (c->out) */
     uint8_t polling;            /* waiting for room to sendfile */
     uint8_t eof;                /* the peer sent FIN */
@@ -115,6 +119,8 @@ struct uring_loop {
         void (*recv_ended)(struct uring_loop *u, struct uconn *c);
     } ho;
     int ho_fd;                  /* the handover channel (proc/handover.h), or -1 */
+    uint8_t recv_bounded;       /* the kernel bounds receives (6.17+); cleared on its EINVAL,
+                                 * URING_RECV_BOUND_REFUSED: a test makes it say EINVAL */
     uint8_t handing_over;       /* stopping for a reload: idle connections move on */
     uint8_t stopping;
 };

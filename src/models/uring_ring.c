@@ -132,3 +132,19 @@ void uring_bufs_publish(struct uring_bufs *b)
         b->added = 0;
     }
 }
+
+void uring_prep_recv_bounded(struct io_uring_sqe *sqe, int fd, const struct uring_bufs *b,
+                             uint32_t cap)
+{
+    /* The kernel ends a multishot receive once its total reaches
+     * sqe->optlen, checked after each receive of up to sqe->len bytes (0:
+     * a whole buffer), so it may go one receive past optlen: ask one
+     * receive short of cap. optlen shares its place with file_index, the
+     * name liburing 2.3 knows. */
+    uint32_t each = cap && cap < b->size ? cap : 0;
+    io_uring_prep_recv_multishot(sqe, fd, NULL, each, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = (uint16_t)b->bgid;
+    if (cap)
+        sqe->file_index = cap - (each ? each : b->size) + 1;
+}

@@ -42,6 +42,13 @@ static inline char *uring_buf(const struct uring_bufs *b, unsigned bid)
 void uring_buf_return(struct uring_bufs *b, unsigned bid);
 void uring_bufs_publish(struct uring_bufs *b);
 
+/* A multishot receive on fd into b's buffers that ends (a completion
+ * without IORING_CQE_F_MORE) before it has taken more than cap bytes in
+ * all; what comes after waits in the socket. cap 0: no bound. Kernels
+ * without the bound (before 6.17) fail the receive with EINVAL. */
+void uring_prep_recv_bounded(struct io_uring_sqe *sqe, int fd, const struct uring_bufs *b,
+                             uint32_t cap);
+
 /* A completion's user_data: its kind in the top 4 bits, then the owner's
  * generation (28 bits) and fd or index (32 bits), so a completion for an fd
  * closed and reused meanwhile is told apart (evloop's fd_tag idea). */

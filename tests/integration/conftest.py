@@ -449,14 +449,16 @@ def finish_all(servers):
 
 @pytest.fixture
 def server(site):
-    """Factory: server(*args, docroot=site.root, listen=('127.0.0.1:0',), cwd=None)."""
+    """Factory: server(*args, docroot=site.root, listen=('127.0.0.1:0',), cwd=None,
+    env=None); env: variables added to the server's environment."""
     require_binary()
     started = []
 
-    def start(*args, docroot=site.root, listen=("127.0.0.1:0",), cwd=None):
+    def start(*args, docroot=site.root, listen=("127.0.0.1:0",), cwd=None, env=None):
         args = [str(a) for a in args]
         extra, log = env_log_args(args, big_heads=True)
-        s = Server(extra + args, listen, docroot, cwd=cwd, env_log=log)
+        popen = {"env": dict(os.environ, **env)} if env else None
+        s = Server(extra + args, listen, docroot, cwd=cwd, env_log=log, popen=popen)
         started.append(s)
         return s
 

@@ -1,9 +1,11 @@
 """The io_uring model (--model uring, issue 15): what the HTTP suite run on
 it (HERD_ARGS='--model uring') does not show: many requests and connections
 in a row with the fds back to where they were, a pipelining client that
-does not read while it sends (input held while answers are on their way),
-and a clear refusal where io_uring is not permitted."""
+does not read while it sends (input waits while answers are on their way),
+requests piling up behind a large answer, and a clear refusal where
+io_uring is not permitted."""
 
+import hashlib
 import os
 import subprocess
 import threading
@@ -11,7 +13,7 @@ import threading
 import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, require_binary
-from herdtest import get_req, wait_for
+from herdtest import ConnClosed, get_req, wait_for
 
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 
@@ -44,8 +46,9 @@ def test_keepalive_and_close_requests_and_fds_back_to_baseline(server, site):
 
 
 def test_pipelining_client_that_reads_late_gets_every_answer(server, site):
-    """2,000 pipelined requests sent before a byte is read: the server holds
-    what arrives while its answers wait, and misses none."""
+    """2,000 pipelined requests sent before a byte is read: the server
+    takes what its buffer has room for while its answers wait, and misses
+    none."""
     srv = server("--model", "uring", "--workers", "1")
     n = 2000
     body = site.files["small.txt"]
@@ -71,3 +74,52 @@ def test_clear_error_where_io_uring_is_not_permitted(tmp_path):
     assert "io_uring is not permitted here" in r.stderr, r.stderr
     assert "use --model reuseport" in r.stderr, r.stderr
     assert "Operation not permitted" in r.stderr, r.stderr
+
+
+# Requests of ~1 KiB each sent behind a 50 MiB answer: 600 KB, far past
+# what a connection buffers (16 KiB) or holds (64 receive buffers of 4 KiB).
+PILE = 600
+
+
+@pytest.mark.parametrize("variant", ["bounded", "unbounded", "refused"])
+def test_requests_piling_up_behind_a_large_answer(server, site, variant):
+    """A multishot receive goes on delivering while an answer is on its
+    way. Where the kernel bounds a receive (6.17+), it takes no more than
+    the connection's buffer has room for and the rest waits in the socket:
+    every request is answered (before, 132 of 600 were). Without the bound
+    (an older kernel, or one that refuses it) input past the held buffers
+    is dropped and the connection closes after the answer on its way,
+    which must arrive whole; every answer that comes is right and in
+    order."""
+    env = {"bounded": None, "unbounded": {"HERD_TEST_UNBOUNDED_RECV": "1"},
+           "refused": {"HERD_TEST_UNBOUNDED_RECV": "refused"}}[variant]
+    srv = server("--model", "uring", "--workers", "1", env=env)
+    pad = "x" * 1000
+    small = site.files["small.txt"]
+    burst = get_req("/big.bin") + b"".join(
+        get_req(f"/small.txt?{i}", headers=[("X-Pad", pad)]) for i in range(PILE))
+    with srv.connect(timeout=20) as c:
+        sender = threading.Thread(target=c.send_ignore_errors, args=(burst,), daemon=True)
+        sender.start()
+        sender.join(0.3)  # the burst is in the sockets before the answer is read
+        h = hashlib.sha256()
+        r = c.read_response(sink=h.update)
+        assert r.status == 200 and h.hexdigest() == site.big_sha
+        answered = 0
+        while answered < PILE:
+            try:
+                r = c.read_response()
+            except ConnClosed:
+                break
+            assert r.status == 200 and r.body == small, (answered, r)
+            answered += 1
+        sender.join(10)
+        assert not sender.is_alive()
+        if variant == "bounded":
+            assert answered == PILE
+            c.send(get_req("/small.txt"))
+            assert c.read_response().body == small
+        # unbounded, how much is dropped depends on how far the receive ran
+        # before its cancel landed: sometimes nothing
+    refused_note = "cannot bound a multishot receive" in srv.stderr_text()
+    assert refused_note == (variant == "refused"), srv.stderr_text()
