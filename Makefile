@@ -33,7 +33,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all help install uninstall build run test deps deps-test unit diff integration integration-default integration-models asan asan-test fuzz clean demo bench-coro bench-static
+.PHONY: all help install uninstall build run test deps deps-test unit diff integration integration-default integration-models asan asan-test fuzz clean demo bench-coro bench-static bench-send-path
 all: build
 
 build: build/herd demo
@@ -214,6 +214,15 @@ build/bench/static_handle: bench/static_handle.c $(LIB_OBJS)
 
 bench-static: build/bench/static_handle
 	taskset -c 0 build/bench/static_handle
+
+# What a file body costs its sender over loopback, by send path: copy,
+# sendfile, MSG_ZEROCOPY, io_uring SEND and SEND_ZC (not part of `make test`).
+build/bench/send_path: bench/send_path.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -o $@ $< $(LDLIBS)
+
+bench-send-path: build/bench/send_path
+	build/bench/send_path
 
 clean:
 	rm -rf build build-asan build-fuzz
