@@ -119,7 +119,7 @@ struct uring_loop {
         void (*recv_ended)(struct uring_loop *u, struct uconn *c);
     } ho;
     int ho_fd;                  /* the handover channel (proc/handover.h), or -1 */
-    uint8_t recv_bounded;       /* the kernel bounds receives (6.17+); cleared on its EINVAL,
+    uint8_t recv_bounded;       /* the kernel bounds receives (recent kernels); cleared on EINVAL,
                                  * URING_RECV_BOUND_REFUSED: a test makes it say EINVAL */
     uint8_t handing_over;       /* stopping for a reload: idle connections move on */
     uint8_t stopping;

@@ -45,7 +45,8 @@ void uring_bufs_publish(struct uring_bufs *b);
 /* A multishot receive on fd into b's buffers that ends (a completion
  * without IORING_CQE_F_MORE) before it has taken more than cap bytes in
  * all; what comes after waits in the socket. cap 0: no bound. Kernels
- * without the bound (before 6.17) fail the receive with EINVAL. */
+ * without the bound (a 2025 addition; 6.18 has it) fail the receive with
+ * EINVAL. */
 void uring_prep_recv_bounded(struct io_uring_sqe *sqe, int fd, const struct uring_bufs *b,
                              uint32_t cap);
 

@@ -84,7 +84,7 @@ PILE = 600
 @pytest.mark.parametrize("variant", ["bounded", "unbounded", "refused"])
 def test_requests_piling_up_behind_a_large_answer(server, site, variant):
     """A multishot receive goes on delivering while an answer is on its
-    way. Where the kernel bounds a receive (6.17+), it takes no more than
+    way. Where the kernel bounds a receive (6.18 does), it takes no more than
     the connection's buffer has room for and the rest waits in the socket:
     every request is answered (before, 132 of 600 were). Without the bound
     (an older kernel, or one that refuses it) input past the held buffers
