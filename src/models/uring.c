@@ -330,6 +330,13 @@ static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
         if (live && c->polling)
             uconn_after_output(u, c, uout_on_pollout(u, c, res));
         break;
+    case UK_WARM: {
+        struct uconn *wc = NULL;
+        enum uout_next next = uout_on_warm(u, tag, res, &wc);
+        if (wc)
+            uconn_after_output(u, wc, next);
+        break;
+    }
     case UK_SIGNAL:
         if (!(flags & IORING_CQE_F_MORE))
             arm_signals(s);
@@ -397,9 +404,10 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     u->max_fds = sizing_fd_limit();
     u->max_conns = sizing_max_conns(cfg, u->max_fds, 1);
     u->conns = calloc((size_t)u->max_fds, sizeof *u->conns);
+    u->warm_sink = malloc(URING_WARM_WINDOW);
     u->in_cap = sizing_in_cap(cfg);
     u->out_cap = 65536 + sizing_out_cap(cfg); /* heads of a pipelined batch */
-    if (!u->conns)
+    if (!u->conns || !u->warm_sink)
         log_fatal("out of memory at start");
     bufpool_init(&u->inbufs, u->in_cap, 256);
     bufpool_init(&u->outbufs, sizeof(struct uout) + u->out_cap, 256);
@@ -483,6 +491,7 @@ static void teardown(struct server *s)
     bufpool_destroy(&u->inbufs);
     bufpool_destroy(&u->outbufs);
     bufpool_destroy(&u->heldbufs);
+    free(u->warm_sink);
     free(u->conns);
 }
 

@@ -26,6 +26,9 @@ enum uq { UQ_NONE, UQ_HEADER, UQ_KEEPALIVE, UQ_SEND, UQ_LINGER, UQ_BODY };
  * buffer and nothing is held. */
 #define URING_HELD_MAX 64
 #define URING_RECV_BOUND_REFUSED 2
+/* A file answer goes out by sendfile a window at a time; a window not all
+ * in the page cache is read in through the ring first (uring_send.c). */
+#define URING_WARM_WINDOW (1 << 20)
 
 /* The receive buffers a connection holds, oldest first (a FIFO). */
 struct uheld {
@@ -50,6 +53,9 @@ struct uout {
     int nrefs;
     struct fc_entry *file;      /* sendfile file[off, end) after iov */
     off_t off, end;
+    off_t warm_end;             /* file[off, warm_end) is in the page cache, or was
+                                 * read in for this answer: sendfile will not block */
+    int cold;                   /* a window of this answer was not cached */
     char data[];                /* http_out.buf */
 };
 
@@ -68,6 +74,7 @@ struct uconn {
     uint8_t recv_bounded;       /* ... with a bound (arm_recv) */
     uint8_t sending;            /* a sendmsg is in flight (c->out) */
     uint8_t polling;            /* waiting for room to sendfile */
+    uint8_t warming;            /* waiting for a file's next bytes to be read in */
     uint8_t eof;                /* the peer sent FIN */
     uint8_t lingering;          /* write side shut, draining until EOF */
     uint8_t cancelling;         /* the receive's cancel is on its way */
@@ -93,6 +100,8 @@ struct uring_loop {
     size_t in_cap, out_cap;
     struct uout *orphans;
     uint32_t held, held_max;    /* receive buffers held by busy connections */
+    char *warm_sink;            /* URING_WARM_WINDOW bytes the reads that fill the page
+                                 * cache land in, all at once: never read */
     struct http_ctx http;
     struct http_out out;        /* points into the current connection's uout */
     struct http_request req;
@@ -181,6 +190,9 @@ enum uout_next uout_start(struct uring_loop *u, struct uconn *c);
 /* A sendmsg completed; *cp is set to its connection unless UOUT_NONE. */
 enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp);
 enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res);
+/* The read that brought a connection's next file bytes into the page
+ * cache ended; *cp is set to its connection unless UOUT_NONE. */
+enum uout_next uout_on_warm(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp);
 /* Gives back o's references and buffer. */
 void uout_free(struct uring_loop *u, struct uout *o);
 /* c closes: its output is dropped (kept as an orphan while the kernel

@@ -63,6 +63,7 @@ enum uring_kind {
     UK_TIMEOUT,  /* low 60 bits: its deadline in ms */
     UK_EPOLL,    /* the proxy's epoll set (upstream sockets, clients in an exchange) */
     UK_HANDOVER, /* the reload's handover channel is readable */
+    UK_WARM,     /* a read that brings a file's next bytes into the page cache */
 };
 
 #define UR_GEN_MASK 0x0fffffffu

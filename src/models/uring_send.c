@@ -3,12 +3,18 @@
  * and submitted by the loop's one io_uring_submit_and_wait. A file too big
  * for the cache follows with a plain non-blocking sendfile(2), and when the
  * socket is full, an IORING_OP_POLL_ADD for room: simpler than a splice
- * through a pipe per connection, and the same copy count. */
+ * through a pipe per connection, and the same copy count. A sendfile of
+ * pages that are not in the page cache would block the loop on the disk
+ * (non-blocking sockets say nothing about files), so the file goes a window
+ * at a time, and a window not all cached (cachestat) is first read in by
+ * an IORING_OP_READ, which the kernel does without the loop waiting: the
+ * ring is the helper, as nginx's thread pool is for its sendfile. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "core/pagecache.h"
 #include "http/filecache.h"
 #include "models/plan_write.h"
 #include "models/uring_internal.h"
@@ -29,6 +35,8 @@ struct uout *uout_get(struct uring_loop *u, struct uconn *c)
     o->bytes = 0;
     o->nrefs = 0;
     o->file = NULL;
+    o->warm_end = 0;
+    o->cold = 0;
     u->out = (struct http_out){.buf = o->data, .len = 0, .cap = u->out_cap};
     return o;
 }
@@ -72,6 +80,7 @@ int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan)
         o->file = plan->file;
         o->off = plan->file_off;
         o->end = plan->file_off + plan->file_len;
+        o->warm_end = o->off;
     }
     return !uout_room(u, o);
 }
@@ -101,13 +110,46 @@ static enum uout_next output_finished(struct uring_loop *u, struct uconn *c)
     return UOUT_DONE;
 }
 
-/* sendfile until done; a full socket waits for room through the ring. */
+/* Reads file[off, stop) into the sink, which brings it into the page
+ * cache; 1 if it is on its way. Once a window of an answer was not
+ * cached, every later one is read too: the readahead our read started
+ * puts the next pages in the cache before their data is there, and a
+ * sendfile of them would wait for the disk all the same. */
+static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
+{
+    struct uout *o = c->out;
+    if (!o->cold && pagecache_resident(o->file->fd, o->off, stop - o->off))
+        return 0; /* cached, or no way to tell: sendfile at once as before */
+    o->cold = 1;
+    log_debug("connection %d: reading %lld bytes of a file into the page cache",
+              o->fd, (long long)(stop - o->off));
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_read(sqe, o->file->fd, u->warm_sink, (unsigned)(stop - o->off),
+                       (uint64_t)o->off);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_WARM, c->gen, (uint32_t)o->fd));
+    c->warming = 1;
+    return 1;
+}
+
+/* sendfile a window at a time until done, each window in the page cache
+ * first (warm); a full socket waits for room through the ring. */
 static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
 {
     struct uout *o = c->out;
-    uint64_t sent = 0;
-    int rc = plan_sendfile(o->fd, o->file->fd, &o->off, o->end, &sent);
-    SB_ADD(u->slot->bytes_out, sent);
+    int rc = 0;
+    while (o->off < o->end) {
+        off_t stop = o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
+        if (o->warm_end < stop) {
+            if (warm(u, c, stop))
+                return UOUT_WAIT;
+            o->warm_end = stop;
+        }
+        uint64_t sent = 0;
+        rc = plan_sendfile(o->fd, o->file->fd, &o->off, stop, &sent);
+        SB_ADD(u->slot->bytes_out, sent);
+        if (rc < 0)
+            break;
+    }
     if (rc == 0)
         return output_finished(u, c);
     if (rc != -EAGAIN)
@@ -141,8 +183,9 @@ static void advance(struct uout *o, size_t n)
     o->niov -= i;
 }
 
-/* A sendmsg of a connection that closed meanwhile: its buffer was kept
- * until now because the kernel may have been reading it. */
+/* A sendmsg (or a page-cache read) of a connection that closed meanwhile:
+ * its buffer (and file) was kept until now because the kernel may have
+ * been reading it. */
 static void free_orphan(struct uring_loop *u, int fd, uint32_t gen, int res)
 {
     for (struct uout **p = &u->orphans; *p; p = &(*p)->next) {
@@ -192,6 +235,26 @@ enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res)
     return send_file(u, c);
 }
 
+enum uout_next uout_on_warm(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)
+{
+    int fd = (int)uring_tag_id(tag);
+    uint32_t gen = uring_tag_gen(tag);
+    struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
+    if (!c || !c->open || c->gen != gen || !c->warming) {
+        free_orphan(u, fd, gen, res);
+        return UOUT_NONE;
+    }
+    *cp = c;
+    c->warming = 0;
+    struct uout *o = c->out;
+    /* Read in, or not (an error, evicted again): either way the window
+     * goes by sendfile now, which reports a file error itself. */
+    off_t stop = o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
+    (void)res;
+    o->warm_end = stop;
+    return send_file(u, c);
+}
+
 static void cancel(struct uring_loop *u, uint64_t tag)
 {
     struct io_uring_sqe *sqe = uring_sqe(&u->ring);
@@ -206,12 +269,16 @@ void uout_abandon(struct uring_loop *u, struct uconn *c)
     if (c->polling)
         cancel(u, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
     c->polling = 0;
-    if (!c->sending) {
+    if (!c->sending && !c->warming) {
         uout_free(u, o);
         return;
     }
-    cancel(u, uring_tag(UK_SEND, c->gen, (uint32_t)o->fd));
+    /* Kept, with its file, until the operation's completion: till the
+     * read is submitted, a file closed by its release could give its fd
+     * number to a new socket, whose input the read would take. */
+    cancel(u, uring_tag(c->sending ? UK_SEND : UK_WARM, c->gen, (uint32_t)o->fd));
     c->sending = 0;
+    c->warming = 0;
     o->next = u->orphans;
     u->orphans = o;
 }
