@@ -319,24 +319,19 @@ static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
         else if (flags & IORING_CQE_F_BUFFER) /* for a connection closed meanwhile */
             uring_buf_return(&u->bufs, flags >> IORING_CQE_BUFFER_SHIFT);
         break;
-    case UK_SEND: {
-        struct uconn *sc = NULL;
-        enum uout_next next = uout_on_send(u, tag, res, &sc);
-        if (sc)
-            uconn_after_output(u, sc, next);
+    case UK_SEND:
+    case UK_WARM: { /* may be for a connection closed meanwhile: uring_send.c tells */
+        struct uconn *oc = NULL;
+        enum uout_next next = uring_tag_kind(tag) == UK_SEND ? uout_on_send(u, tag, res, &oc)
+                                                             : uout_on_warm(u, tag, res, &oc);
+        if (oc)
+            uconn_after_output(u, oc, next);
         break;
     }
     case UK_POLLOUT:
         if (live && c->polling)
             uconn_after_output(u, c, uout_on_pollout(u, c, res));
         break;
-    case UK_WARM: {
-        struct uconn *wc = NULL;
-        enum uout_next next = uout_on_warm(u, tag, res, &wc);
-        if (wc)
-            uconn_after_output(u, wc, next);
-        break;
-    }
     case UK_SIGNAL:
         if (!(flags & IORING_CQE_F_MORE))
             arm_signals(s);

@@ -110,6 +110,12 @@ static enum uout_next output_finished(struct uring_loop *u, struct uconn *c)
     return UOUT_DONE;
 }
 
+/* Where the file window that starts at o->off ends. */
+static off_t window_end(const struct uout *o)
+{
+    return o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
+}
+
 /* Reads file[off, stop) into the sink, which brings it into the page
  * cache; 1 if it is on its way. Once a window of an answer was not
  * cached, every later one is read too: the readahead our read started
@@ -138,7 +144,7 @@ static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
     struct uout *o = c->out;
     int rc = 0;
     while (o->off < o->end) {
-        off_t stop = o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
+        off_t stop = window_end(o);
         if (o->warm_end < stop) {
             if (warm(u, c, stop))
                 return UOUT_WAIT;
@@ -200,17 +206,29 @@ static void free_orphan(struct uring_loop *u, int fd, uint32_t gen, int res)
     }
 }
 
-enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)
+/* The connection whose sendmsg (UK_SEND) or page-cache read (UK_WARM)
+ * completed, marked as no longer waiting for it; NULL when it closed
+ * meanwhile, and the output it left is freed. */
+static struct uconn *completed_for(struct uring_loop *u, uint64_t tag, int res)
 {
     int fd = (int)uring_tag_id(tag);
     uint32_t gen = uring_tag_gen(tag);
     struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
-    if (!c || !c->open || c->gen != gen || !c->sending) {
+    uint8_t *waits = !c ? NULL : uring_tag_kind(tag) == UK_SEND ? &c->sending : &c->warming;
+    if (!c || !c->open || c->gen != gen || !*waits) {
         free_orphan(u, fd, gen, res);
-        return UOUT_NONE;
+        return NULL;
     }
+    *waits = 0;
+    return c;
+}
+
+enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)
+{
+    struct uconn *c = completed_for(u, tag, res);
+    if (!c)
+        return UOUT_NONE;
     *cp = c;
-    c->sending = 0;
     struct uout *o = c->out;
     if (res < 0) {
         SB_ADD(u->slot->bytes_out, -(uint64_t)o->bytes);
@@ -237,21 +255,13 @@ enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res)
 
 enum uout_next uout_on_warm(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)
 {
-    int fd = (int)uring_tag_id(tag);
-    uint32_t gen = uring_tag_gen(tag);
-    struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
-    if (!c || !c->open || c->gen != gen || !c->warming) {
-        free_orphan(u, fd, gen, res);
+    struct uconn *c = completed_for(u, tag, res);
+    if (!c)
         return UOUT_NONE;
-    }
     *cp = c;
-    c->warming = 0;
-    struct uout *o = c->out;
     /* Read in, or not (an error, evicted again): either way the window
      * goes by sendfile now, which reports a file error itself. */
-    off_t stop = o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
-    (void)res;
-    o->warm_end = stop;
+    c->out->warm_end = window_end(c->out);
     return send_file(u, c);
 }
 
