@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/pagecache.h"
 #include "http/filecache.h"
@@ -116,6 +117,22 @@ static off_t window_end(const struct uout *o)
     return o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
 }
 
+/* Whether file[off, stop) is in the page cache (pagecache_resident). A
+ * file of one window is asked about whole, and at most once a second
+ * while it stays cached: a file served over and over costs no cachestat
+ * per answer (2 us for 100 KB, some 5% of its sendfile). */
+static int cached(struct fc_entry *f, off_t off, off_t stop)
+{
+    if (f->size > URING_WARM_WINDOW)
+        return pagecache_resident(f->fd, off, stop - off);
+    if (f->cached_checked == clock_cache.wall_sec)
+        return 1;
+    int r = pagecache_resident(f->fd, 0, f->size);
+    if (r == 1)
+        f->cached_checked = clock_cache.wall_sec;
+    return r;
+}
+
 /* Reads file[off, stop) into the sink, which brings it into the page
  * cache; 1 if it is on its way. Once a window of an answer was not
  * cached, every later one is read too: the readahead our read started
@@ -124,7 +141,7 @@ static off_t window_end(const struct uout *o)
 static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
 {
     struct uout *o = c->out;
-    if (!o->cold && pagecache_resident(o->file->fd, o->off, stop - o->off))
+    if (!o->cold && cached(o->file, o->off, stop))
         return 0; /* cached, or no way to tell: sendfile at once as before */
     o->cold = 1;
     log_debug("connection %d: reading %lld bytes of a file into the page cache",
