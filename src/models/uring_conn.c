@@ -76,12 +76,14 @@ static void cancel_recv(struct uring_loop *u, struct uconn *c)
     io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
 }
 
-void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
-                const struct sockaddr_storage *peer)
+/* A new connection's state; its receive is armed by the caller, once any
+ * input it brings is stored (the receive's bound is c->in's room). */
+static struct uconn *open_conn(struct uring_loop *u, int fd, int tcp, int pp,
+                               const struct sockaddr_storage *peer)
 {
     if (fd >= u->max_fds) {
         close(fd);
-        return;
+        return NULL;
     }
     struct uconn *c = &u->conns[fd];
     uint32_t gen = (c->gen + 1) & UR_GEN_MASK;
@@ -93,7 +95,15 @@ void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
     u->nconns++;
     SB_SET(u->slot->active, u->nconns);
     uconn_arm(u, c, UQ_HEADER);
-    arm_recv(u, c);
+    return c;
+}
+
+void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
+                const struct sockaddr_storage *peer)
+{
+    struct uconn *c = open_conn(u, fd, tcp, pp, peer);
+    if (c)
+        arm_recv(u, c);
 }
 
 static void drop_input(struct uring_loop *u, struct uconn *c)
@@ -567,9 +577,8 @@ void uconn_keep(struct uring_loop *u, struct uconn *c)
 void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const char *in,
                  size_t in_len, int drain)
 {
-    uconn_open(u, fd, tcp, 0, NULL);
-    struct uconn *c = fd < u->max_fds ? &u->conns[fd] : NULL;
-    if (!c || !c->open)
+    struct uconn *c = open_conn(u, fd, tcp, 0, NULL);
+    if (!c)
         return;
     memcpy(&c->st, state, sizeof c->st);
     c->drain = (uint8_t)drain;
@@ -580,9 +589,10 @@ void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const
         }
         memcpy(c->in, in, in_len);
         c->in_len = (uint32_t)in_len;
-        pump(u, c, 0, 0);
+        pump(u, c, 0, 0); /* arms the receive once it waits for input (settle) */
         return;
     }
+    arm_recv(u, c);
     uconn_arm(u, c, c->st.nreq ? UQ_KEEPALIVE : UQ_HEADER);
 }
 
