@@ -266,3 +266,33 @@ def test_hostile_mix_then_serves_and_no_fd_leak(server, site):
     except AssertionError:
         raise AssertionError(f"fd leak after abuse: {srv.tree_fd_count()} fds vs {base}; "
                              f"(pid, target): (before, after) = {leaks()}") from None
+
+
+def test_a_file_that_shrinks_while_it_is_sent(server, tmp_path):
+    """The file is cut to 1 MiB while its 16 MiB answer goes to a client
+    that reads slowly: Content-Length was a promise the server can no
+    longer keep, so it closes the connection after what the file still
+    had, and goes on serving others. On uring the file is also evicted
+    from the page cache first, so its reads go through the ring."""
+    root = tmp_path / "www"
+    root.mkdir()
+    path = root / "shrinks.bin"
+    data = os.urandom(16 << 20)
+    path.write_bytes(data)
+    (root / "small.txt").write_bytes(b"still here\n")
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    srv = server(docroot=root)
+    with srv.connect(rcvbuf=65536) as c:
+        c.send(get_req("/shrinks.bin"))
+        got = c.read_until(b"\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 200")
+        time.sleep(0.2)  # the server fills the socket and waits
+        os.truncate(path, 1 << 20)
+        rest = c.read_to_close(timeout=10)
+    assert len(rest) < len(data), "the answer must be cut"
+    assert rest == data[:len(rest)], "what came is the file's bytes"
+    r = srv.get("/small.txt")
+    assert r.status == 200 and r.body == b"still here\n"
