@@ -49,12 +49,10 @@ void uconn_disarm(struct uring_loop *u, struct uconn *c)
  * fits, and what follows waits in the socket, the client held back by
  * TCP as on the event loop. Unbounded, it goes on delivering until a
  * cancel lands, and what c->in cannot take is held in receive buffers,
- * and past URING_HELD_MAX of them dropped. A lingering connection (its
- * input dropped, so the bound is c->in's size) is bounded too, though it
- * throws what it reads away: unbounded, a drain of hundreds of KB kept
- * one receive looping, and its peer's close then went unseen until the
- * linger timeout, 1 run in 5-10 of test_proxied_answer_survives_input_
- * left_unread (a graceful stop waited the 5 s out); bounded, 0 in 40. */
+ * and past URING_HELD_MAX of them dropped. A lingering connection is
+ * bounded too, though it throws what it reads away: unbounded, a drain
+ * of hundreds of KB kept one receive looping, and the peer's close could
+ * go unseen until the linger timeout. */
 static void arm_recv(struct uring_loop *u, struct uconn *c)
 {
     int fd = uconn_fd(u, c);

@@ -120,7 +120,7 @@ static off_t window_end(const struct uout *o)
 /* Whether file[off, stop) is in the page cache (pagecache_resident). A
  * file of one window is asked about whole, and at most once a second
  * while it stays cached: a file served over and over costs no cachestat
- * per answer (2 us for 100 KB, some 5% of its sendfile). */
+ * per answer (bench/RESULTS.md section 24). */
 static int cached(struct fc_entry *f, off_t off, off_t stop)
 {
     if (f->size > URING_WARM_WINDOW)
