@@ -34,7 +34,7 @@ struct fc_entry {
     time_t checked;    /* wall second of the last revalidation */
     time_t codings_checked; /* http/sidecar.c: wall second codings was found */
     uint8_t codings;   /* http/sidecar.c: sidecars that exist (1 << CODING_*) */
-    time_t cached_checked; /* models/uring_send.c: wall second the whole file was
+    time_t cached_checked; /* models/file_window.c: wall second the whole file was
                             * last found in the page cache */
     char *data;        /* the body of a small file, or NULL */
     const char *etag;  /* points into hdr */

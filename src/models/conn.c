@@ -14,11 +14,13 @@
 #include "core/log.h"
 #include "http/pp.h"
 #include "models/evloop_internal.h"
+#include "models/file_window.h"
 #include "models/linger.h"
 #include "models/plan_write.h"
 
-/* IO_PROXY: a proxy exchange took the connection over. */
-enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_FATAL = -1 };
+/* IO_PROXY: a proxy exchange took the connection over. IO_COLD: the
+ * next file window must be read into the page cache first. */
+enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_COLD = 3, IO_FATAL = -1 };
 
 static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
 {
@@ -199,14 +201,19 @@ static void batch_add(struct evloop *ev, const char *p, size_t len)
 }
 
 /* Keeps what the socket did not take: the batch from byte `done` on, then
- * file[off, end). Takes over the batch's references and the file's. */
+ * file[off, end), known to be cached up to warm_end. Takes over the
+ * batch's references and the file's. */
 static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_entry *file,
-                      off_t off, off_t end)
+                      off_t off, off_t end, off_t warm_end, unsigned char cold)
 {
     c->out = pending_new(ev->iov, ev->niov, done, ev->out.buf, ev->out.buf + ev->out.cap,
                          ev->refs, ev->nrefs, file, off, end);
     ev->nrefs = 0;
-    return c->out ? IO_BLOCKED : IO_FATAL;
+    if (!c->out)
+        return IO_FATAL;
+    c->out->warm_end = warm_end;
+    c->out->cold = cold;
+    return IO_BLOCKED;
 }
 
 /* sendmsg, or the TLS transport: bytes or -errno. */
@@ -235,12 +242,50 @@ static int send_file_range(struct evloop *ev, struct conn *c, int fd, struct fc_
     return io_result(rc);
 }
 
+/* file[*off, end) a window at a time, each once it is in the page cache
+ * (*warm_end: known cached up to there; models/file_window.h). Returns
+ * IO_DONE, IO_BLOCKED, IO_FATAL, or IO_COLD: the window at *off must be
+ * read in first, and nothing of it went. */
+static int send_windows(struct evloop *ev, struct conn *c, int fd, struct fc_entry *f,
+                        off_t *off, off_t end, off_t *warm_end, unsigned char *cold)
+{
+    while (*off < end) {
+        if (*warm_end <= *off) {
+            off_t stop = file_window_end(*off, end);
+            if (!conn_window_ready(ev, f, *off, stop, cold))
+                return IO_COLD;
+            *warm_end = stop;
+        }
+        int rc = send_file_range(ev, c, fd, f, off, *warm_end);
+        if (rc != IO_DONE)
+            return rc;
+    }
+    return IO_DONE;
+}
+
+static int write_owed(struct evloop *ev, struct conn *c);
+
+/* c->out's next file window is cold: read it in and wait (IO_BLOCKED),
+ * or, where it cannot be read in, send it as before. */
+static int read_window_in(struct evloop *ev, struct conn *c)
+{
+    if (conn_warm_read(ev, c) == 0)
+        return IO_BLOCKED;
+    c->out->warm_end = file_window_end(c->out->file_off, c->out->file_end);
+    return write_owed(ev, c);
+}
+
 /* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
  * keeps the head and the first file bytes in one segment, and the last
- * answer before a close in one segment with the FIN). */
+ * answer before a close in one segment with the FIN; not before a file
+ * window that must be read in first). */
 static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t off, off_t len)
 {
     int fd = conn_fd(ev, c);
+    off_t end = off + len, warm_end = off;
+    unsigned char cold = 0;
+    if (file && conn_window_ready(ev, file, off, file_window_end(off, end), &cold))
+        warm_end = file_window_end(off, end);
     size_t done = 0;
     int rc = IO_DONE;
     while (done < ev->batch_bytes) {
@@ -263,7 +308,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
             m.msg_iovlen = (size_t)k;
         }
         /* MSG_MORE also before a close: see plan_write.h */
-        ssize_t n = conn_send(c, fd, &m, file != NULL || c->st.closing);
+        ssize_t n = conn_send(c, fd, &m, warm_end > off || c->st.closing);
         if (n < 0) {
             if (n == -EINTR)
                 continue;
@@ -282,14 +327,16 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         return IO_FATAL;
     }
     if (done < ev->batch_bytes) {
-        rc = block_with(ev, c, done, file, off, off + len);
+        rc = block_with(ev, c, done, file, off, end, warm_end, cold);
     } else if (file) {
-        off_t end = off + len;
-        rc = send_file_range(ev, c, fd, file, &off, end);
-        if (rc == IO_BLOCKED) {
+        rc = send_windows(ev, c, fd, file, &off, end, &warm_end, &cold);
+        if (rc == IO_BLOCKED || rc == IO_COLD) {
+            int must_read = rc == IO_COLD;
             batch_reset(ev);
             batch_release(ev);
-            rc = block_with(ev, c, 0, file, off, end);
+            rc = block_with(ev, c, 0, file, off, end, warm_end, cold);
+            if (rc == IO_BLOCKED && must_read)
+                rc = read_window_in(ev, c);
         } else {
             fc_release(file);
         }
@@ -299,14 +346,30 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
     return rc;
 }
 
-/* Writes what a blocked connection still owes. */
+/* Writes what a blocked connection still owes, its file a window at a
+ * time as flush does. */
 static int write_owed(struct evloop *ev, struct conn *c)
 {
-    uint64_t sent;
-    int rc = pending_write(c->out, conn_fd(ev, c), c->ssl, &sent);
-    SB_ADD(ev->slot->bytes_out, sent);
-    if (rc < 0)
-        return io_result(rc);
+    struct pending *p = c->out;
+    for (;;) {
+        int must_read = 0;
+        if (pending_file_left(p) && p->warm_end <= p->file_off) {
+            off_t stop = file_window_end(p->file_off, p->file_end);
+            if (conn_window_ready(ev, p->file, p->file_off, stop, &p->cold))
+                p->warm_end = stop;
+            else
+                must_read = 1;
+        }
+        uint64_t sent;
+        int rc = pending_write(p, conn_fd(ev, c), c->ssl, &sent);
+        SB_ADD(ev->slot->bytes_out, sent);
+        if (rc < 0)
+            return io_result(rc);
+        if (!pending_file_left(p))
+            break;
+        if (must_read)
+            return read_window_in(ev, c);
+    }
     pending_free(c->out);
     c->out = NULL;
     return IO_DONE;
@@ -569,7 +632,7 @@ static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
     }
 }
 
-static void on_writable(struct evloop *ev, struct conn *c)
+void conn_writable(struct evloop *ev, struct conn *c)
 {
     int rc = write_owed(ev, c);
     if (rc == IO_FATAL) {
@@ -668,8 +731,9 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
         ev->hooks.proxy_client_event(ev, c, events);
         return;
     }
-    if (c->out && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-        on_writable(ev, c);
+    /* while a file window is read in, its completion writes (conn_warm.c) */
+    if (c->out && !c->warming && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+        conn_writable(ev, c);
         if (!c->open || c->out)
             return;
     }

@@ -19,10 +19,6 @@
 #include "proc/dispatch.h"
 #include "proc/status.h"
 
-#define TAG_LISTEN (1ULL << 63)
-#define TAG_SIGNAL (1ULL << 62)
-#define TAG_CHANNEL (1ULL << 61)
-#define TAG_HANDOVER (TAG_CHANNEL | 1) /* the gen bits of conn tags leave no bit free */
 #define MAX_EVENTS 512
 #define MAX_LISTENERS 64
 #define REFUSE_BATCH 1024 /* refusals per wakeup before the loop's other work */
@@ -452,6 +448,7 @@ static void teardown(struct server *s)
         if (ev->conns[fd].open)
             conn_close(ev, &ev->conns[fd]);
     proxy_destroy(ev);
+    warm_ring_close(&ev->warm);
     for (int i = 0; i < s->nls; i++)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);
@@ -493,6 +490,8 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
                     accept_from(s, &s->ls[tag & 0xffff], 1);
             } else if (tag == TAG_HANDOVER) {
                 conn_handover_receive(ev);
+            } else if (tag == TAG_WARM) {
+                conn_warm_reap(ev);
             } else if (tag & TAG_CHANNEL) {
                 receive_connections(s);
             } else if (tag & TAG_SIGNAL) {

@@ -15,6 +15,7 @@
 #include "models/evloop.h"
 #include "models/step.h"
 #include "models/pending.h"
+#include "models/warm_ring.h"
 #include "net/accept.h"
 #include "net/tls.h"
 #include "proc/accesslog.h"
@@ -49,6 +50,7 @@ struct conn {
     uint8_t tcp;
     uint8_t drain;           /* a reload could not hand it over: DRAIN_* */
     uint8_t handshaking;     /* TLS: no request bytes before the handshake ends */
+    uint8_t warming;         /* out's next file window is being read in (conn_warm.c) */
 };
 
 enum { DRAIN_NO, DRAIN_RETRY /* the channel was full */, DRAIN_KEEP /* bounced */ };
@@ -56,10 +58,16 @@ enum { DRAIN_NO, DRAIN_RETRY /* the channel was full */, DRAIN_KEEP /* bounced *
 #define BATCH_IOV 256
 
 /* An epoll tag: fd in the low 32 bits, the fd's generation above it (its
- * own bits, below the tag kinds of evloop.c and TAG_UPSTREAM), so an event
- * for an fd closed earlier in the batch is told from its reuse. */
+ * own bits, below the tag kinds), so an event for an fd closed earlier in
+ * the batch is told from its reuse. */
 #define GEN_MASK 0x0fffffffu /* = UP_GEN_MASK (models/upstream.h) */
+#define TAG_LISTEN (1ULL << 63)
+#define TAG_SIGNAL (1ULL << 62)
+#define TAG_CHANNEL (1ULL << 61)
 #define TAG_UPSTREAM (1ULL << 60) /* an upstream connection (models/upstream_pool.c) */
+/* the gen bits of conn tags leave no bit free for these */
+#define TAG_HANDOVER (TAG_CHANNEL | 1)
+#define TAG_WARM (TAG_CHANNEL | 2) /* the page-cache reads' eventfd (conn_warm.c) */
 static inline uint64_t fd_tag(int fd, uint32_t gen)
 {
     return (uint64_t)(uint32_t)fd | (uint64_t)(gen & GEN_MASK) << 32;
@@ -118,6 +126,7 @@ struct evloop {
     uint8_t handing_over;    /* stopping for a reload: idle connections move on */
     uint8_t read_skip;       /* new connections to open unread (evloop.c accept_from) */
     int ho_fd;               /* handover channel (proc/handover.h), or -1 */
+    struct warm_ring warm;   /* reads cold file windows in (conn_warm.c) */
 };
 
 /* proxy: the connection must start with a PROXY protocol header; tls: it
@@ -147,6 +156,21 @@ void conn_log(struct evloop *ev, const struct conn *c, const struct http_request
               unsigned status, uint64_t bytes);
 /* A proxy exchange of c ended: serve its next requests (or close it). */
 void conn_proxy_resume(struct evloop *ev, struct conn *c);
+/* c may write what it owes again (the socket has room, or its next file
+ * window is in the page cache now); then it goes on as conn_proxy_resume. */
+void conn_writable(struct evloop *ev, struct conn *c);
+
+/* conn_warm.c: cold file windows (models/file_window.h), read in through
+ * ev->warm. Whether f[off, stop) may be sent now: 1 when it is cached,
+ * or when it cannot be read in (no io_uring, too many reads at once):
+ * then sendfile as before. */
+int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t stop,
+                      unsigned char *cold);
+/* Starts the read of c->out's next window; 0, or -1 when it cannot be
+ * read in (send it as before). */
+int conn_warm_read(struct evloop *ev, struct conn *c);
+/* The eventfd of ev->warm is readable: windows read in go on. */
+void conn_warm_reap(struct evloop *ev);
 
 
 /* conn_handover.c (issue 13). Passes an idle connection to the master

@@ -66,6 +66,8 @@ struct pending *pending_new(const struct iovec *iov, int niov, size_t done,
     p->file = file;
     p->file_off = file_off;
     p->file_end = file_end;
+    p->warm_end = file_off;
+    p->cold = 0;
     skip = done;
     n = 0;
     for (int i = 0; i < niov; i++) {
@@ -99,12 +101,14 @@ static void advance(struct pending *p, size_t n)
 int pending_write(struct pending *p, int fd, SSL *ssl, uint64_t *sent)
 {
     *sent = 0;
+    off_t stop = p->warm_end < p->file_end ? p->warm_end : p->file_end;
+    int more = p->file && p->file_off < stop;
     while (p->cur < p->niov) {
         int k = p->niov - p->cur;
         struct msghdr m = {.msg_iov = p->iov + p->cur,
                            .msg_iovlen = (size_t)(k > IOV_MAX ? IOV_MAX : k)};
         ssize_t n = ssl ? tls_writev(ssl, m.msg_iov, (int)m.msg_iovlen)
-                        : sendmsg(fd, &m, MSG_NOSIGNAL | (p->file ? MSG_MORE : 0));
+                        : sendmsg(fd, &m, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
         if (n < 0 && !ssl)
             n = -errno;
         if (n < 0) {
@@ -115,11 +119,11 @@ int pending_write(struct pending *p, int fd, SSL *ssl, uint64_t *sent)
         *sent += (uint64_t)n;
         advance(p, (size_t)n);
     }
-    if (p->file && ssl)
-        return tls_sendfile(ssl, p->file->fd, &p->file_off, p->file_end, sent);
-    if (p->file)
-        return plan_sendfile(fd, p->file->fd, &p->file_off, p->file_end, sent);
-    return 0;
+    if (!more)
+        return 0;
+    if (ssl)
+        return tls_sendfile(ssl, p->file->fd, &p->file_off, stop, sent);
+    return plan_sendfile(fd, p->file->fd, &p->file_off, stop, sent);
 }
 
 void pending_free(struct pending *p)

@@ -22,6 +22,10 @@ struct pending {
     int nrefs;
     struct fc_entry *file;   /* then file[file_off, file_end) with sendfile */
     off_t file_off, file_end;
+    /* the file goes only up to here until its next window is known to be
+     * in the page cache (models/file_window.h); cold: one was not */
+    off_t warm_end;
+    unsigned char cold;
     /* iov, refs and the copied bytes follow in the same allocation */
 };
 
@@ -35,10 +39,18 @@ struct pending *pending_new(const struct iovec *iov, int niov, size_t done,
                             struct fc_entry *file, off_t file_off, off_t file_end);
 
 /* Writes what p owes to the non-blocking socket fd (through ssl when it
- * is not NULL: net/tls.h); *sent gets the bytes written. Returns 0 when everything is out, -EAGAIN when the socket is
- * full, another -errno on failure (-EIO: the file shrank under us). */
+ * is not NULL: net/tls.h), the file only up to warm_end (MSG_MORE on the
+ * bytes before it only when file bytes follow now); *sent gets the bytes
+ * written. Returns 0 when all of that is out (see pending_file_left),
+ * -EAGAIN when the socket is full, another -errno on failure (-EIO: the
+ * file shrank under us). */
 int pending_write(struct pending *p, int fd, SSL *ssl, uint64_t *sent);
 
+/* Whether file bytes are still owed. */
+static inline int pending_file_left(const struct pending *p)
+{
+    return p->file && p->file_off < p->file_end;
+}
 
 /* Releases the references and frees p. */
 void pending_free(struct pending *p);

@@ -399,7 +399,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     u->max_fds = sizing_fd_limit();
     u->max_conns = sizing_max_conns(cfg, u->max_fds, 1);
     u->conns = calloc((size_t)u->max_fds, sizeof *u->conns);
-    u->warm_sink = malloc(URING_WARM_WINDOW);
+    u->warm_sink = malloc(FILE_WINDOW);
     u->in_cap = sizing_in_cap(cfg);
     u->out_cap = 65536 + sizing_out_cap(cfg); /* heads of a pipelined batch */
     if (!u->conns || !u->warm_sink)

@@ -10,6 +10,7 @@
 #include "core/bufpool.h"
 #include "core/timerq.h"
 #include "http/handler.h"
+#include "models/file_window.h"
 #include "models/step.h"
 #include "models/uring_ring.h"
 #include "proc/accesslog.h"
@@ -26,9 +27,6 @@ enum uq { UQ_NONE, UQ_HEADER, UQ_KEEPALIVE, UQ_SEND, UQ_LINGER, UQ_BODY };
  * buffer and nothing is held. */
 #define URING_HELD_MAX 64
 #define URING_RECV_BOUND_REFUSED 2
-/* A file answer goes out by sendfile a window at a time; a window not all
- * in the page cache is read in through the ring first (uring_send.c). */
-#define URING_WARM_WINDOW (1 << 20)
 
 /* The receive buffers a connection holds, oldest first (a FIFO). */
 struct uheld {
@@ -55,7 +53,7 @@ struct uout {
     off_t off, end;
     off_t warm_end;             /* file[off, warm_end) is in the page cache, or was
                                  * read in for this answer: sendfile will not block */
-    int cold;                   /* a window of this answer was not cached */
+    unsigned char cold;         /* a window of this answer was not cached */
     char data[];                /* http_out.buf */
 };
 
@@ -100,7 +98,7 @@ struct uring_loop {
     size_t in_cap, out_cap;
     struct uout *orphans;
     uint32_t held, held_max;    /* receive buffers held by busy connections */
-    char *warm_sink;            /* URING_WARM_WINDOW bytes the reads that fill the page
+    char *warm_sink;            /* FILE_WINDOW bytes the reads that fill the page
                                  * cache land in, all at once: never read */
     struct http_ctx http;
     struct http_out out;        /* points into the current connection's uout */

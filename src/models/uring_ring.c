@@ -7,9 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Test-only: HERD_TEST_NO_URING=1 stands for a seccomp filter or sysctl
- * that refuses io_uring, which a test cannot set up unprivileged. */
-static int refused_for_test(void)
+int uring_refused_for_test(void)
 {
     const char *v = getenv("HERD_TEST_NO_URING");
     return v && !strcmp(v, "1");
@@ -30,7 +28,7 @@ static int sysctl_disabled(void)
 
 int uring_ring_init(struct io_uring *ring, unsigned entries)
 {
-    if (refused_for_test())
+    if (uring_refused_for_test())
         return -EPERM;
     struct io_uring_params p;
     memset(&p, 0, sizeof p);

@@ -14,6 +14,10 @@
  * environment variable HERD_TEST_NO_URING=1 makes it fail as EPERM. */
 int uring_probe(char *err, size_t errlen);
 
+/* Test-only: HERD_TEST_NO_URING=1 stands for a seccomp filter or sysctl
+ * that refuses io_uring, which a test cannot set up unprivileged. */
+int uring_refused_for_test(void);
+
 /* A ring of `entries` SQEs, single issuer with deferred task work where the
  * kernel has it. Returns 0 or -errno (HERD_TEST_NO_URING: -EPERM). */
 int uring_ring_init(struct io_uring *ring, unsigned entries);

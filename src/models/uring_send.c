@@ -13,10 +13,9 @@
 #include <poll.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/log.h"
-#include "core/pagecache.h"
 #include "http/filecache.h"
+#include "models/file_window.h"
 #include "models/plan_write.h"
 #include "models/uring_internal.h"
 
@@ -114,36 +113,16 @@ static enum uout_next output_finished(struct uring_loop *u, struct uconn *c)
 /* Where the file window that starts at o->off ends. */
 static off_t window_end(const struct uout *o)
 {
-    return o->end - o->off > URING_WARM_WINDOW ? o->off + URING_WARM_WINDOW : o->end;
-}
-
-/* Whether file[off, stop) is in the page cache (pagecache_resident). A
- * file of one window is asked about whole, and at most once a second
- * while it stays cached: a file served over and over costs no cachestat
- * per answer (bench/RESULTS.md section 24). */
-static int cached(struct fc_entry *f, off_t off, off_t stop)
-{
-    if (f->size > URING_WARM_WINDOW)
-        return pagecache_resident(f->fd, off, stop - off);
-    if (f->cached_checked == clock_cache.wall_sec)
-        return 1;
-    int r = pagecache_resident(f->fd, 0, f->size);
-    if (r == 1)
-        f->cached_checked = clock_cache.wall_sec;
-    return r;
+    return file_window_end(o->off, o->end);
 }
 
 /* Reads file[off, stop) into the sink, which brings it into the page
- * cache; 1 if it is on its way. Once a window of an answer was not
- * cached, every later one is read too: the readahead our read started
- * puts the next pages in the cache before their data is there, and a
- * sendfile of them would wait for the disk all the same. */
+ * cache; 1 if it is on its way (models/file_window.h). */
 static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
 {
     struct uout *o = c->out;
-    if (!o->cold && cached(o->file, o->off, stop))
+    if (file_window_ready(o->file, o->off, stop, &o->cold))
         return 0; /* cached, or no way to tell: sendfile at once as before */
-    o->cold = 1;
     log_debug("connection %d: reading %lld bytes of a file into the page cache",
               o->fd, (long long)(stop - o->off));
     struct io_uring_sqe *sqe = uring_sqe(&u->ring);

@@ -167,6 +167,24 @@ def test_keepalive_pipelining_and_range_over_tls(server, site, big_bytes, pki, m
         assert r.status == 206 and r.body == site.files["small.txt"][-5:]
 
 
+def test_a_file_not_in_the_page_cache_over_tls(server, site, pki):
+    """The event loop reads a cold file's windows in before TLS sends them
+    (test_cold_files.py has the plain-text cases): whole and right, and
+    the debug line says the read happened."""
+    if "reuseport" not in MODELS:
+        pytest.skip("the event loop's case; other models are their own runs")
+    srv = start(server, pki, "-v", "--workers", "1")
+    fd = os.open(site.root / "big.bin", os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    with tls_conn(srv, pki) as c:
+        c.send(build_request("GET", "/big.bin"))
+        h = hashlib.sha256()
+        r = c.read_response(sink=h.update)
+        assert r.status == 200 and h.hexdigest() == site.big_sha
+    assert "of a file into the page cache" in srv.stderr_text()
+
+
 def test_sni_picks_the_certificate(server, pki):
     srv = start(server, pki, "--tls-sni", f"other.test={pki.other_cert},{pki.other_key}")
     with tls_conn(srv, pki, name="other.test") as c:

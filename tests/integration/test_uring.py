@@ -3,12 +3,10 @@ it (HERD_ARGS='--model uring') does not show: many requests and connections
 in a row with the fds back to where they were, a pipelining client that
 does not read while it sends (input waits while answers are on their way),
 requests piling up behind a large answer, and a clear refusal where
-io_uring is not permitted."""
+io_uring is not permitted. Files not in the page cache: test_cold_files.py."""
 
 import hashlib
 import os
-import socket
-import struct
 import subprocess
 import threading
 
@@ -125,64 +123,3 @@ def test_requests_piling_up_behind_a_large_answer(server, site, variant):
         # before its cancel landed: sometimes nothing
     refused_note = "cannot bound a multishot receive" in srv.stderr_text()
     assert refused_note == (variant == "refused"), srv.stderr_text()
-
-
-def evict(path):
-    """Drops a file's pages from the page cache (written back first: dirty
-    pages stay)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
-def test_a_file_not_in_the_page_cache_is_read_in_through_the_ring(server, site):
-    """A sendfile of pages not in the page cache blocks the worker's whole
-    loop on the disk; uring reads such a window in through the ring first
-    (the debug line says so) and serves it whole, then sendfiles what is
-    cached with no read."""
-    srv = server("--model", "uring", "--workers", "1", "-v")
-    big = site.root / "big.bin"
-    reads = lambda: srv.stderr_text().count("of a file into the page cache")  # noqa: E731
-    evict(big)
-    with srv.connect(timeout=20) as c:
-        c.send(get_req("/big.bin"))
-        h = hashlib.sha256()
-        r = c.read_response(sink=h.update)
-        assert r.status == 200 and h.hexdigest() == site.big_sha
-        after_cold = reads()
-        assert after_cold >= 1
-        c.send(get_req("/big.bin"))  # cached now: no read
-        h = hashlib.sha256()
-        assert c.read_response(sink=h.update).status == 200 and h.hexdigest() == site.big_sha
-        assert reads() == after_cold
-        evict(big)                   # a range in the middle, cold again
-        c.send(get_req("/big.bin", headers=[("Range", "bytes=20000001-23000000")]))
-        r = c.read_response()
-        assert r.status == 206 and len(r.body) == 3_000_000
-        with open(big, "rb") as f:
-            f.seek(20_000_001)
-            assert r.body == f.read(3_000_000)
-        assert reads() > after_cold
-
-
-def test_clients_that_leave_while_a_file_is_read_in(server, site):
-    """A client that closes while its file is being read in: the read's
-    completion finds the connection gone (its output is kept till then),
-    and nothing leaks."""
-    srv = server("--model", "uring", "--workers", "1")
-    assert srv.get("/big.bin", method="HEAD").status == 200  # the file cache opens it
-    base = srv.tree_fd_count()
-    for i in range(10):
-        evict(site.root / "big.bin")
-        with srv.connect() as c:
-            c.send(get_req("/big.bin", headers=[("Range", f"bytes={i * 4_000_000}-")]))
-            if i % 2:
-                c.sock.recv(1000)  # the head and the first bytes, then gone
-            # else gone at once, most likely while the first window is read in
-            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    r = srv.get("/small.txt")
-    assert r.status == 200 and r.body == site.files["small.txt"]
-    wait_for(lambda: srv.tree_fd_count() <= base, timeout=5, what=f"server fds back to {base}")

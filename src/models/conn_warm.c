@@ -1,0 +1,75 @@
+/* Cold file windows on the event loop (models/file_window.h): a window
+ * whose pages are not all in the page cache is read into them through
+ * the loop's warm ring (models/warm_ring.h) before its sendfile, and the
+ * connection waits meanwhile as it waits for room in its socket, with
+ * its send timer running. The other connections of the loop go on. */
+#include <errno.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "models/evloop_internal.h"
+#include "models/file_window.h"
+
+/* The ring on first need, its eventfd in the loop's epoll; 0 or -1. */
+static int ring_started(struct evloop *ev)
+{
+    if (ev->warm.state == WARM_ON)
+        return 0;
+    if (ev->warm.state == WARM_OFF || warm_ring_start(&ev->warm) < 0)
+        return -1;
+    int rc = loop_add(&ev->loop, ev->warm.efd, LOOP_IN, TAG_WARM);
+    if (rc < 0) {
+        log_msg(LOG_WARN, "epoll_ctl of the page-cache reads' eventfd: %s", strerror(-rc));
+        warm_ring_close(&ev->warm);
+        return -1;
+    }
+    return 0;
+}
+
+int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t stop,
+                      unsigned char *cold)
+{
+    if (ev->warm.state == WARM_OFF || !warm_ring_has_room(&ev->warm))
+        return 1;
+    if (file_window_ready(f, off, stop, cold))
+        return 1;
+    return ring_started(ev) < 0;
+}
+
+int conn_warm_read(struct evloop *ev, struct conn *c)
+{
+    struct pending *p = c->out;
+    int fd = conn_fd(ev, c);
+    off_t stop = file_window_end(p->file_off, p->file_end);
+    if (warm_ring_read(&ev->warm, p->file->fd, p->file_off, (size_t)(stop - p->file_off),
+                       fd_tag(fd, c->gen)) < 0)
+        return -1;
+    log_debug("connection %d: reading %lld bytes of a file into the page cache", fd,
+              (long long)(stop - p->file_off));
+    c->warming = 1;
+    return 0;
+}
+
+/* A read completed: read in, or not (an error, evicted again), the window
+ * goes by sendfile now, which reports a file error itself. A connection
+ * that closed meanwhile let go of its file at once: the kernel held its
+ * own reference from the submission on. */
+static void window_read(void *arg, uint64_t tag, int res)
+{
+    (void)res;
+    struct evloop *ev = arg;
+    uint32_t fd = (uint32_t)tag;
+    if (fd >= (uint32_t)ev->max_fds)
+        return;
+    struct conn *c = &ev->conns[fd];
+    if (!c->open || c->gen != tag_gen(tag) || !c->warming || !c->out)
+        return;
+    c->warming = 0;
+    c->out->warm_end = file_window_end(c->out->file_off, c->out->file_end);
+    conn_writable(ev, c);
+}
+
+void conn_warm_reap(struct evloop *ev)
+{
+    warm_ring_reap(&ev->warm, window_read, ev);
+}

@@ -1,0 +1,124 @@
+"""Files not in the page cache (models/file_window.h): a sendfile of pages
+that are not cached waits for the disk inside the call, and the whole loop
+of the worker waits with it. Every model but iterative and coro sends a
+file a 1 MiB window at a time, and a window that is not cached is first
+read in off the loop (the uring model through its ring, the event-loop
+models through a small ring beside epoll), which the debug log says.
+What is checked: the answer is whole and right, cold or cached, whole or a
+range; a client that leaves while its window is read in costs nothing;
+where io_uring is refused the file is sent as before."""
+
+import hashlib
+import os
+import socket
+import struct
+
+import pytest
+
+from conftest import HERD_ARGS
+from herdtest import get_req, wait_for
+
+pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+
+# the event loop in each of its process layouts, and uring
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "uring"]
+READ_LINE = "of a file into the page cache"
+
+
+def evict(path):
+    """Drops a file's pages from the page cache (written back first: dirty
+    pages stay)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def fetch_whole(c, site):
+    c.send(get_req("/big.bin"))
+    h = hashlib.sha256()
+    r = c.read_response(sink=h.update)
+    assert r.status == 200 and h.hexdigest() == site.big_sha
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_file_not_in_the_page_cache_is_read_in_first(server, site, model):
+    """A cold file is read in a window at a time (the debug line says so)
+    and served whole; cached, it goes with no read; a range in the middle
+    of a cold file is read in from where it starts."""
+    srv = server("--model", model, "--workers", "1", "-v")
+    big = site.root / "big.bin"
+    reads = lambda: srv.stderr_text().count(READ_LINE)  # noqa: E731
+    evict(big)
+    with srv.connect(timeout=20) as c:
+        fetch_whole(c, site)
+        after_cold = reads()
+        assert after_cold >= 1
+        fetch_whole(c, site)  # cached now: no read
+        assert reads() == after_cold
+        evict(big)
+        c.send(get_req("/big.bin", headers=[("Range", "bytes=20000001-23000000")]))
+        r = c.read_response()
+        assert r.status == 206 and len(r.body) == 3_000_000
+        with open(big, "rb") as f:
+            f.seek(20_000_001)
+            assert r.body == f.read(3_000_000)
+        assert reads() > after_cold
+        c.send(get_req("/small.txt"))  # the connection serves on
+        assert c.read_response().body == site.files["small.txt"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_clients_that_leave_while_a_file_is_read_in(server, site, model):
+    """A client that resets while its window is read in: the read's
+    completion finds the connection gone, and no fd is left behind."""
+    srv = server("--model", model, "--workers", "1")
+    # one cold answer first: the file cache opens the file, and an event
+    # loop makes its ring (an io_uring fd and an eventfd it keeps)
+    evict(site.root / "big.bin")
+    with srv.connect(timeout=20) as c:
+        c.send(get_req("/big.bin", headers=[("Range", "bytes=0-99")]))
+        assert c.read_response().status == 206
+    base = srv.tree_fd_count()
+    for i in range(10):
+        evict(site.root / "big.bin")
+        with srv.connect() as c:
+            c.send(get_req("/big.bin", headers=[("Range", f"bytes={i * 4_000_000}-")]))
+            if i % 2:
+                c.sock.recv(1000)  # the head and the first bytes, then gone
+            # else gone at once, most likely while the first window is read in
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    r = srv.get("/small.txt")
+    assert r.status == 200 and r.body == site.files["small.txt"]
+    wait_for(lambda: srv.tree_fd_count() <= base, timeout=5, what=f"server fds back to {base}")
+
+
+def test_pipelined_answers_around_a_cold_file(server, site):
+    """Answers before and after a cold file in one pipelined send come in
+    order and whole while the file is read in between them."""
+    srv = server("--model", "reuseport", "--workers", "1", "-v")
+    evict(site.root / "big.bin")
+    with srv.connect(timeout=20) as c:
+        c.send(get_req("/small.txt") + get_req("/big.bin") + get_req("/small.txt"))
+        assert c.read_response().body == site.files["small.txt"]
+        h = hashlib.sha256()
+        assert c.read_response(sink=h.update).status == 200 and h.hexdigest() == site.big_sha
+        assert c.read_response().body == site.files["small.txt"]
+    assert READ_LINE in srv.stderr_text()
+
+
+def test_where_io_uring_is_refused_a_cold_file_is_sent_as_before(server, site):
+    """No ring (a seccomp filter or sysctl; HERD_TEST_NO_URING=1 stands
+    for it): the event loop says so once and sendfiles the cold file from
+    the loop, whole."""
+    srv = server("--model", "reuseport", "--workers", "1", "-v",
+                 env={"HERD_TEST_NO_URING": "1"})
+    for _ in range(2):
+        evict(site.root / "big.bin")
+        with srv.connect(timeout=20) as c:
+            fetch_whole(c, site)
+    err = srv.stderr_text()
+    assert err.count("sent by a sendfile that waits for the disk") == 1, err
+    assert READ_LINE not in err
