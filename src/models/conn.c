@@ -19,8 +19,9 @@
 #include "models/plan_write.h"
 
 /* IO_PROXY: a proxy exchange took the connection over. IO_COLD: the
- * next file window must be read into the page cache first. */
-enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_COLD = 3, IO_FATAL = -1 };
+ * next file window must be read into the page cache first. IO_YIELD: the
+ * connection's turn is over (conn_turn.c). */
+enum { IO_DONE = 0, IO_BLOCKED = 1, IO_PROXY = 2, IO_COLD = 3, IO_YIELD = 4, IO_FATAL = -1 };
 
 static struct timerq *queue_of(struct evloop *ev, enum conn_queue q)
 {
@@ -123,6 +124,7 @@ int conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
     if (!c)
         return 1;
     conn_start(ev, c, tcp, proxy, peer);
+    conn_turn_start(ev);
     uint32_t gen = c->gen;
     /* Not in epoll yet: this read is the first look, and a short read
      * drains the socket as the edge-triggered path expects. */
@@ -243,20 +245,25 @@ static int send_file_range(struct evloop *ev, struct conn *c, int fd, struct fc_
 }
 
 /* file[*off, end) a window at a time, each once it is in the page cache
- * (*warm_end: known cached up to there; models/file_window.h). Returns
- * IO_DONE, IO_BLOCKED, IO_FATAL, or IO_COLD: the window at *off must be
- * read in first, and nothing of it went. */
+ * (*warm_end: known cached up to there; models/file_window.h), while the
+ * connection's turn lasts. Returns IO_DONE, IO_BLOCKED, IO_FATAL, IO_YIELD
+ * or IO_COLD (the window at *off must be read in first); nothing of the
+ * window at *off went for the last two. */
 static int send_windows(struct evloop *ev, struct conn *c, int fd, struct fc_entry *f,
                         off_t *off, off_t end, off_t *warm_end, unsigned char *cold)
 {
     while (*off < end) {
         if (*warm_end <= *off) {
+            if (conn_turn_spent(ev))
+                return IO_YIELD;
             off_t stop = file_window_end(*off, end);
             if (!conn_window_ready(ev, f, *off, stop, cold))
                 return IO_COLD;
             *warm_end = stop;
         }
+        off_t from = *off;
         int rc = send_file_range(ev, c, fd, f, off, *warm_end);
+        ev->turn_bytes += *off - from;
         if (rc != IO_DONE)
             return rc;
     }
@@ -275,6 +282,15 @@ static int read_window_in(struct evloop *ev, struct conn *c)
     return write_owed(ev, c);
 }
 
+/* c's turn is over with c->out left: it goes on next round. */
+static int end_turn(struct evloop *ev, struct conn *c)
+{
+    if (conn_yield(ev, c) == 0)
+        return IO_BLOCKED;
+    ev->turn_bytes = -((off_t)1 << 62); /* out of memory: no turns for now */
+    return write_owed(ev, c);
+}
+
 /* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
  * keeps the head and the first file bytes in one segment, and the last
  * answer before a close in one segment with the FIN; not before a file
@@ -284,7 +300,8 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
     int fd = conn_fd(ev, c);
     off_t end = off + len, warm_end = off;
     unsigned char cold = 0;
-    if (file && conn_window_ready(ev, file, off, file_window_end(off, end), &cold))
+    if (file && !conn_turn_spent(ev) &&
+        conn_window_ready(ev, file, off, file_window_end(off, end), &cold))
         warm_end = file_window_end(off, end);
     size_t done = 0;
     int rc = IO_DONE;
@@ -330,13 +347,15 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         rc = block_with(ev, c, done, file, off, end, warm_end, cold);
     } else if (file) {
         rc = send_windows(ev, c, fd, file, &off, end, &warm_end, &cold);
-        if (rc == IO_BLOCKED || rc == IO_COLD) {
-            int must_read = rc == IO_COLD;
+        if (rc == IO_BLOCKED || rc == IO_COLD || rc == IO_YIELD) {
+            int why = rc;
             batch_reset(ev);
             batch_release(ev);
             rc = block_with(ev, c, 0, file, off, end, warm_end, cold);
-            if (rc == IO_BLOCKED && must_read)
+            if (rc == IO_BLOCKED && why == IO_COLD)
                 rc = read_window_in(ev, c);
+            else if (rc == IO_BLOCKED && why == IO_YIELD)
+                rc = end_turn(ev, c);
         } else {
             fc_release(file);
         }
@@ -352,23 +371,29 @@ static int write_owed(struct evloop *ev, struct conn *c)
 {
     struct pending *p = c->out;
     for (;;) {
-        int must_read = 0;
+        int next = IO_DONE; /* or what to do once what may go now went */
         if (pending_file_left(p) && p->warm_end <= p->file_off) {
             off_t stop = file_window_end(p->file_off, p->file_end);
-            if (conn_window_ready(ev, p->file, p->file_off, stop, &p->cold))
+            if (conn_turn_spent(ev))
+                next = IO_YIELD;
+            else if (conn_window_ready(ev, p->file, p->file_off, stop, &p->cold))
                 p->warm_end = stop;
             else
-                must_read = 1;
+                next = IO_COLD;
         }
         uint64_t sent;
+        off_t from = p->file_off;
         int rc = pending_write(p, conn_fd(ev, c), c->ssl, &sent);
         SB_ADD(ev->slot->bytes_out, sent);
+        ev->turn_bytes += p->file_off - from;
         if (rc < 0)
             return io_result(rc);
         if (!pending_file_left(p))
             break;
-        if (must_read)
+        if (next == IO_COLD)
             return read_window_in(ev, c);
+        if (next == IO_YIELD)
+            return end_turn(ev, c);
     }
     pending_free(c->out);
     c->out = NULL;
@@ -731,8 +756,10 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events)
         ev->hooks.proxy_client_event(ev, c, events);
         return;
     }
-    /* while a file window is read in, its completion writes (conn_warm.c) */
-    if (c->out && !c->warming && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+    conn_turn_start(ev);
+    /* while a file window is read in, its completion writes (conn_warm.c);
+     * after a turn, the loop's next round does (conn_turn.c) */
+    if (c->out && !c->warming && !c->yielding && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
         conn_writable(ev, c);
         if (!c->open || c->out)
             return;

@@ -66,6 +66,7 @@ static void window_read(void *arg, uint64_t tag, int res)
         return;
     c->warming = 0;
     c->out->warm_end = file_window_end(c->out->file_off, c->out->file_end);
+    conn_turn_start(ev);
     conn_writable(ev, c);
 }
 

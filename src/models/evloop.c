@@ -449,6 +449,7 @@ static void teardown(struct server *s)
             conn_close(ev, &ev->conns[fd]);
     proxy_destroy(ev);
     warm_ring_close(&ev->warm);
+    conn_yields_free(ev);
     for (int i = 0; i < s->nls; i++)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);
@@ -479,7 +480,9 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
     SB_SET(ev->slot->ready, 1); /* a binary upgrade waits for every worker's */
     struct epoll_event events[MAX_EVENTS];
     for (;;) {
-        int n = loop_wait(&ev->loop, events, MAX_EVENTS, next_timeout(s));
+        /* connections whose turn ended go on after this round: no sleep */
+        int yields_due = ev->nyields;
+        int n = loop_wait(&ev->loop, events, MAX_EVENTS, yields_due ? 0 : next_timeout(s));
         clock_update();
         if (n < 0 && n != -EINTR)
             log_fatal("epoll_wait: %s", strerror(-n));
@@ -507,6 +510,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
                     conn_event(ev, c, events[i].events);
             }
         }
+        conn_run_yields(ev, yields_due);
         expire(ev, &ev->q_header);
         expire(ev, &ev->q_keepalive);
         expire(ev, &ev->q_send);

@@ -14,6 +14,7 @@
 #include "models/body_clock.h"
 #include "models/evloop.h"
 #include "models/step.h"
+#include "models/file_window.h"
 #include "models/pending.h"
 #include "models/warm_ring.h"
 #include "net/accept.h"
@@ -51,6 +52,7 @@ struct conn {
     uint8_t drain;           /* a reload could not hand it over: DRAIN_* */
     uint8_t handshaking;     /* TLS: no request bytes before the handshake ends */
     uint8_t warming;         /* out's next file window is being read in (conn_warm.c) */
+    uint8_t yielding;        /* its turn ended with file left to send (conn_turn.c) */
 };
 
 enum { DRAIN_NO, DRAIN_RETRY /* the channel was full */, DRAIN_KEEP /* bounced */ };
@@ -127,6 +129,9 @@ struct evloop {
     uint8_t read_skip;       /* new connections to open unread (evloop.c accept_from) */
     int ho_fd;               /* handover channel (proc/handover.h), or -1 */
     struct warm_ring warm;   /* reads cold file windows in (conn_warm.c) */
+    struct ev_resume *yields; /* connections whose turn ended: go on next round */
+    int nyields, cap_yields;
+    off_t turn_bytes;        /* file bytes the connection now served sent this turn */
 };
 
 /* proxy: the connection must start with a PROXY protocol header; tls: it
@@ -171,6 +176,26 @@ int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t st
 int conn_warm_read(struct evloop *ev, struct conn *c);
 /* The eventfd of ev->warm is readable: windows read in go on. */
 void conn_warm_reap(struct evloop *ev);
+
+/* conn_turn.c: a connection sends at most TURN_BYTES of file a turn (one
+ * window), then the loop's other connections go first: nginx's
+ * sendfile_max_chunk. Without it a client that reads as fast as the loop
+ * sends (over loopback, or a fast LAN) holds the loop for its whole file:
+ * a cached 1 GiB download kept small files waiting 50-250 ms
+ * (bench/RESULTS.md section 26). */
+#define TURN_BYTES FILE_WINDOW
+/* A connection's turn starts: it has TURN_BYTES of file to send. */
+static inline void conn_turn_start(struct evloop *ev) { ev->turn_bytes = 0; }
+/* Whether the turn's file bytes are spent. */
+static inline int conn_turn_spent(const struct evloop *ev) { return ev->turn_bytes >= TURN_BYTES; }
+/* c's turn ended with output left: it goes on after the next round of
+ * events (a wait that does not sleep). 0, or -1 when it cannot be queued
+ * (out of memory: it sends on now). */
+int conn_yield(struct evloop *ev, struct conn *c);
+/* The first n queued connections (those whose turn ended before this
+ * round's wait) go on; those queued since wait for the next round. */
+void conn_run_yields(struct evloop *ev, int n);
+void conn_yields_free(struct evloop *ev);
 
 
 /* conn_handover.c (issue 13). Passes an idle connection to the master

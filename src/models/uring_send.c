@@ -134,14 +134,22 @@ static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
 }
 
 /* sendfile a window at a time until done, each window in the page cache
- * first (warm); a full socket waits for room through the ring. */
+ * first (warm), and one window a turn: then the worker's other
+ * completions go first (as the event loop's turns, conn_turn.c). A full
+ * socket, or a turn that ended, waits for room through the ring: the poll
+ * of a socket that has room completes in the next round. */
 static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
 {
     struct uout *o = c->out;
+    off_t turn_start = o->off;
     int rc = 0;
     while (o->off < o->end) {
         off_t stop = window_end(o);
         if (o->warm_end < stop) {
+            if (o->off - turn_start >= FILE_WINDOW) {
+                rc = -EAGAIN;
+                break;
+            }
             if (warm(u, c, stop))
                 return UOUT_WAIT;
             o->warm_end = stop;

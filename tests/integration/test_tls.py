@@ -169,7 +169,7 @@ def test_keepalive_pipelining_and_range_over_tls(server, site, big_bytes, pki, m
 
 def test_a_file_not_in_the_page_cache_over_tls(server, site, pki):
     """The event loop reads a cold file's windows in before TLS sends them
-    (test_cold_files.py has the plain-text cases): whole and right, and
+    (test_large_files.py has the plain-text cases): whole and right, and
     the debug line says the read happened."""
     if "reuseport" not in MODELS:
         pytest.skip("the event loop's case; other models are their own runs")

@@ -3,7 +3,7 @@ it (HERD_ARGS='--model uring') does not show: many requests and connections
 in a row with the fds back to where they were, a pipelining client that
 does not read while it sends (input waits while answers are on their way),
 requests piling up behind a large answer, and a clear refusal where
-io_uring is not permitted. Files not in the page cache: test_cold_files.py."""
+io_uring is not permitted. Files not in the page cache: test_large_files.py."""
 
 import hashlib
 import os
