@@ -5,6 +5,11 @@
 # a 6-byte file, both on CPU 1. A sendfile of pages that are not cached
 # waits for the disk inside the call, and the small files wait with it;
 # read in off the loop (models/file_window.h), they do not.
+# CACHED=1 leaves the file in the page cache: then what the small files
+# wait for is a client that reads as fast as the loop sends (turns).
+# ALONE=1: no wrk, the cached file downloaded 3 times by itself; prints the
+# download times and the worker's CPU ticks (what turns cost a lone client).
+# WRK_NICE=-15 runs wrk niced, so curl on the same CPU cannot starve it.
 # Usage: BINS="BEFORE AFTER" MODELS="reuseport uring" bench/cold_file.sh
 #        [ROUNDS] [DURATION]; prints one line a run, binaries alternating
 #        within each round. Every run is bounded by wrk's duration and a
@@ -26,6 +31,25 @@ evict() {
 os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$TMP/www/cold.bin"
 }
 
+worker_of() {  # the herd-w0 child of master $1
+    for p in $(cat /proc/"$1"/task/*/children); do
+        [ "$(cat /proc/"$p"/comm)" = herd-w0 ] && echo "$p" && return
+    done
+}
+
+alone() {  # bin model port master
+    local w t0 t1 times=""
+    w=$(worker_of "$4")
+    curl -s -o /dev/null --max-time 60 "http://127.0.0.1:$3/cold.bin"  # cached now
+    t0=$(awk '{print $14 + $15}' "/proc/$w/stat")
+    for _ in 1 2 3; do
+        times="$times $(taskset -c 1 curl -s -o /dev/null --max-time 60 -w '%{time_total}' \
+            "http://127.0.0.1:$3/cold.bin")"
+    done
+    t1=$(awk '{print $14 + $15}' "/proc/$w/stat")
+    echo "$1 $2 alone: downloads${times} s, worker CPU ticks $((t1 - t0))"
+}
+
 run() {  # bin model
     port=$(free_port)
     taskset -c 0 "$1" serve "$TMP/www" --model "$2" --workers 1 \
@@ -36,6 +60,12 @@ run() {  # bin model
         curl -s -o /dev/null "http://127.0.0.1:$port/small.txt" && break
         sleep 0.1
     done
+    if [ -n "${ALONE:-}" ]; then
+        alone "$1" "$2" "$port" "$master"
+        kill "$master"
+        wait "$master" 2>/dev/null || true
+        return
+    fi
     [ -n "${CACHED:-}" ] || evict
     taskset -c 1 curl -s -o /dev/null --max-time 60 -w '%{time_total}' \
         "http://127.0.0.1:$port/cold.bin" > "$TMP/dl" &

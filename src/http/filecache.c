@@ -1,6 +1,7 @@
 #include "http/filecache.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ struct filecache {
     struct filecache_limits lim;
     uint32_t count;
     size_t inline_total;
-    struct fc_entry lru; /* sentinel: lru.lnext is the most recently used */
+    struct fc_lru lru;   /* sentinel: lru.next is the most recently used */
     struct fc_entry *buckets[FC_BUCKETS];
 };
 
@@ -49,7 +50,7 @@ struct filecache *fc_create(const char *docroot, const struct filecache_limits *
     }
     fc->root_fd = fd;
     fc->lim = *lim;
-    fc->lru.lnext = fc->lru.lprev = &fc->lru;
+    fc->lru.next = fc->lru.prev = &fc->lru;
     return fc;
 }
 
@@ -69,18 +70,23 @@ void fc_release(struct fc_entry *e)
         entry_free(e);
 }
 
+static struct fc_entry *entry_of(struct fc_lru *l)
+{
+    return (struct fc_entry *)(void *)((char *)l - offsetof(struct fc_entry, lru));
+}
+
 static void lru_unlink(struct fc_entry *e)
 {
-    e->lprev->lnext = e->lnext;
-    e->lnext->lprev = e->lprev;
+    e->lru.prev->next = e->lru.next;
+    e->lru.next->prev = e->lru.prev;
 }
 
 static void lru_push_front(struct filecache *fc, struct fc_entry *e)
 {
-    e->lnext = fc->lru.lnext;
-    e->lprev = &fc->lru;
-    fc->lru.lnext->lprev = e;
-    fc->lru.lnext = e;
+    e->lru.next = fc->lru.next;
+    e->lru.prev = &fc->lru;
+    fc->lru.next->prev = &e->lru;
+    fc->lru.next = &e->lru;
 }
 
 static void table_remove(struct filecache *fc, struct fc_entry *e)
@@ -169,8 +175,8 @@ static int entry_from_fd(struct filecache *fc, int fd, const struct stat *st, co
 
 static void table_insert(struct filecache *fc, struct fc_entry *e)
 {
-    while (fc->count >= fc->lim.max_entries && fc->lru.lprev != &fc->lru)
-        table_remove(fc, fc->lru.lprev);
+    while (fc->count >= fc->lim.max_entries && fc->lru.prev != &fc->lru)
+        table_remove(fc, entry_of(fc->lru.prev));
     struct fc_entry **b = &fc->buckets[e->hash & (FC_BUCKETS - 1)];
     e->hnext = *b;
     *b = e;
@@ -259,7 +265,7 @@ static int lookup(struct filecache *fc, const char *a, size_t alen, const char *
     uint32_t h = fnv_more(fnv_more(FNV_SEED, a, alen), b, blen); /* a name in two pieces */
     struct fc_entry *e = find(fc, a, alen, b, blen, h);
     if (e && e->checked == now) {
-        if (fc->lru.lnext != e) {
+        if (fc->lru.next != &e->lru) {
             lru_unlink(e);
             lru_push_front(fc, e);
         }
@@ -320,8 +326,8 @@ int fc_is_dir(struct filecache *fc, const char *rel, size_t len)
 
 void fc_destroy(struct filecache *fc)
 {
-    while (fc->lru.lnext != &fc->lru)
-        table_remove(fc, fc->lru.lnext);
+    while (fc->lru.next != &fc->lru)
+        table_remove(fc, entry_of(fc->lru.next));
     close(fc->root_fd);
     free(fc);
 }

@@ -20,8 +20,13 @@ struct filecache;
 
 #define FC_PATH_MAX 4000 /* longest rel fc_lookup accepts */
 
+struct fc_lru {              /* a link of the LRU list (filecache.c) */
+    struct fc_lru *prev, *next;
+};
+
 struct fc_entry {
-    struct fc_entry *hnext, *lprev, *lnext; /* hash chain, LRU list */
+    struct fc_entry *hnext;  /* hash chain */
+    struct fc_lru lru;
     uint32_t hash;
     uint32_t refs;     /* one for the table, one per response in flight */
     int fd;            /* -1 when the body is in data */

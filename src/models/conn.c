@@ -282,13 +282,11 @@ static int read_window_in(struct evloop *ev, struct conn *c)
     return write_owed(ev, c);
 }
 
-/* c's turn is over with c->out left: it goes on next round. */
+/* c's turn is over with c->out left: it goes on next round (out of
+ * memory, it closes, as when its output cannot be kept). */
 static int end_turn(struct evloop *ev, struct conn *c)
 {
-    if (conn_yield(ev, c) == 0)
-        return IO_BLOCKED;
-    ev->turn_bytes = -((off_t)1 << 62); /* out of memory: no turns for now */
-    return write_owed(ev, c);
+    return conn_yield(ev, c) == 0 ? IO_BLOCKED : IO_FATAL;
 }
 
 /* Writes the batch, then file[off, off+len) when file is given (MSG_MORE
@@ -336,6 +334,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
         done += (size_t)n;
     }
     SB_ADD(ev->slot->bytes_out, done);
+    ev->turn_bytes += (off_t)done;
     if (rc == IO_FATAL) {
         if (file)
             fc_release(file);
@@ -424,7 +423,8 @@ static int batch_plan(struct evloop *ev, struct conn *c, struct http_plan *plan)
 
 /* Answers the requests in data[0..len) through the request step, batching
  * the answers for one writev; *consumed gets the bytes used. Stops at an
- * incomplete request, a blocked write, a close or a proxy exchange. */
+ * incomplete request, a blocked write, a close, a proxy exchange or the
+ * end of the connection's turn (IO_YIELD). */
 static int serve_input(struct evloop *ev, struct conn *c, const char *data, size_t len,
                        size_t *consumed, int *served)
 {
@@ -436,6 +436,14 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
      * (it moves on once idle), unless it cannot move. */
     ev->step.stopping = ev->stopping && (!ev->handing_over || c->drain);
     while (pos < len && !c->st.closing) {
+        if (conn_turn_spent(ev)) {
+            /* a pipelining client that reads fast: the rest of its input
+             * waits for its next turn (conn_turn.c) */
+            rc = flush(ev, c, NULL, 0, 0);
+            if (rc == IO_DONE)
+                rc = IO_YIELD;
+            break;
+        }
         if (ev->out.cap - ev->out.len <
                 HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + hc->max_header_size ||
             ev->niov > BATCH_IOV - 4 || ev->batch_bytes >= OUT_BUDGET) {
@@ -570,6 +578,13 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         conn_close(ev, c);
         return SETTLED_DONE;
     }
+    if (rc == IO_YIELD) {
+        if (conn_yield(ev, c) < 0) {
+            conn_close(ev, c);
+            return SETTLED_DONE;
+        }
+        rc = IO_BLOCKED;
+    }
     if (rc == IO_BLOCKED) {
         arm(ev, c, Q_SEND);
         return SETTLED_DONE;
@@ -618,7 +633,7 @@ static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
         drain_linger(ev, c);
         return 1;
     }
-    if (c->out || c->st.closing || c->xfer) {
+    if (c->out || c->st.closing || c->xfer || c->yielding) {
         c->want_read = 1; /* back-pressure: read again once the output drains */
         return 1;
     }
@@ -659,7 +674,8 @@ static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
 
 void conn_writable(struct evloop *ev, struct conn *c)
 {
-    int rc = write_owed(ev, c);
+    /* no output owed: a turn ended with requests left in c's input */
+    int rc = c->out ? write_owed(ev, c) : IO_DONE;
     if (rc == IO_FATAL) {
         conn_close(ev, c);
         return;

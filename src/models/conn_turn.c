@@ -1,8 +1,9 @@
 /* Turns (evloop_internal.h, TURN_BYTES): a connection whose turn ended
  * with file left to send waits for the next round of events, which is
- * fetched without sleeping, and then goes on where it stopped. An edge
- * triggered socket raises no new event while it has room, so the loop
- * keeps the list itself, as nginx keeps a 1 ms timer for it. */
+ * fetched without sleeping, and then goes on where it stopped (evloop.c
+ * runs the list). An edge-triggered socket raises no new event while it
+ * has room, so the loop keeps the list itself, as nginx keeps a 1 ms
+ * timer for it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,17 +24,19 @@ int conn_yield(struct evloop *ev, struct conn *c)
     return 0;
 }
 
-void conn_run_yields(struct evloop *ev, int n)
+struct conn *conn_yield_take(struct evloop *ev, int i)
 {
-    for (int i = 0; i < n; i++) {
-        struct ev_resume r = ev->yields[i];
-        struct conn *c = &ev->conns[r.fd];
-        if (!c->open || c->gen != r.gen || !c->yielding)
-            continue; /* closed meanwhile (a timeout, a reset) */
-        c->yielding = 0;
-        conn_turn_start(ev);
-        conn_writable(ev, c);
-    }
+    struct ev_resume r = ev->yields[i];
+    struct conn *c = &ev->conns[r.fd];
+    if (!c->open || c->gen != r.gen || !c->yielding)
+        return NULL; /* closed meanwhile (a timeout, a reset) */
+    c->yielding = 0;
+    conn_turn_start(ev);
+    return c;
+}
+
+void conn_yields_drop(struct evloop *ev, int n)
+{
     ev->nyields -= n;
     memmove(ev->yields, ev->yields + n, (size_t)ev->nyields * sizeof *ev->yields);
 }

@@ -50,27 +50,15 @@ int conn_warm_read(struct evloop *ev, struct conn *c)
     return 0;
 }
 
-/* A read completed: read in, or not (an error, evicted again), the window
- * goes by sendfile now, which reports a file error itself. A connection
- * that closed meanwhile let go of its file at once: the kernel held its
- * own reference from the submission on. */
-static void window_read(void *arg, uint64_t tag, int res)
+struct conn *conn_warm_done(struct evloop *ev, uint64_t tag)
 {
-    (void)res;
-    struct evloop *ev = arg;
     uint32_t fd = (uint32_t)tag;
     if (fd >= (uint32_t)ev->max_fds)
-        return;
+        return NULL;
     struct conn *c = &ev->conns[fd];
     if (!c->open || c->gen != tag_gen(tag) || !c->warming || !c->out)
-        return;
+        return NULL;
     c->warming = 0;
     c->out->warm_end = file_window_end(c->out->file_off, c->out->file_end);
-    conn_turn_start(ev);
-    conn_writable(ev, c);
-}
-
-void conn_warm_reap(struct evloop *ev)
-{
-    warm_ring_reap(&ev->warm, window_read, ev);
+    return c;
 }

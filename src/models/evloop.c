@@ -463,6 +463,30 @@ static void teardown(struct server *s)
     free(ev->out.buf);
 }
 
+/* A cold file window is in the page cache now (models/conn_warm.c). */
+static void window_read_in(void *arg, uint64_t tag, int res)
+{
+    (void)res;
+    struct evloop *ev = arg;
+    struct conn *c = conn_warm_done(ev, tag);
+    if (c) {
+        conn_turn_start(ev);
+        conn_writable(ev, c);
+    }
+}
+
+/* The first n connections whose turn ended (before this round's wait) go
+ * on; those that end a turn now wait for the next round (conn_turn.c). */
+static void run_yields(struct evloop *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct conn *c = conn_yield_take(ev, i);
+        if (c)
+            conn_writable(ev, c);
+    }
+    conn_yields_drop(ev, n);
+}
+
 int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
 {
     int sfd = env->signal_fd;
@@ -494,7 +518,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
             } else if (tag == TAG_HANDOVER) {
                 conn_handover_receive(ev);
             } else if (tag == TAG_WARM) {
-                conn_warm_reap(ev);
+                warm_ring_reap(&ev->warm, window_read_in, ev);
             } else if (tag & TAG_CHANNEL) {
                 receive_connections(s);
             } else if (tag & TAG_SIGNAL) {
@@ -510,7 +534,7 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
                     conn_event(ev, c, events[i].events);
             }
         }
-        conn_run_yields(ev, yields_due);
+        run_yields(ev, yields_due);
         expire(ev, &ev->q_header);
         expire(ev, &ev->q_keepalive);
         expire(ev, &ev->q_send);

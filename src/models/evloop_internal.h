@@ -131,7 +131,7 @@ struct evloop {
     struct warm_ring warm;   /* reads cold file windows in (conn_warm.c) */
     struct ev_resume *yields; /* connections whose turn ended: go on next round */
     int nyields, cap_yields;
-    off_t turn_bytes;        /* file bytes the connection now served sent this turn */
+    off_t turn_bytes;        /* bytes the connection now served sent this turn */
 };
 
 /* proxy: the connection must start with a PROXY protocol header; tls: it
@@ -174,27 +174,33 @@ int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t st
 /* Starts the read of c->out's next window; 0, or -1 when it cannot be
  * read in (send it as before). */
 int conn_warm_read(struct evloop *ev, struct conn *c);
-/* The eventfd of ev->warm is readable: windows read in go on. */
-void conn_warm_reap(struct evloop *ev);
+/* A read of ev->warm completed (tag: the connection's fd_tag): the
+ * connection to write again (conn_writable), its window now counted as
+ * cached whether the read worked or not (a sendfile reports a file error
+ * itself), or NULL when it closed meanwhile: it let go of its file at
+ * once, since the kernel held its own reference from the submission on. */
+struct conn *conn_warm_done(struct evloop *ev, uint64_t tag);
 
-/* conn_turn.c: a connection sends at most TURN_BYTES of file a turn (one
- * window), then the loop's other connections go first: nginx's
- * sendfile_max_chunk. Without it a client that reads as fast as the loop
- * sends (over loopback, or a fast LAN) holds the loop for its whole file:
- * a cached 1 GiB download kept small files waiting 50-250 ms
+/* conn_turn.c: a connection sends about TURN_BYTES a turn (a file window,
+ * or pipelined answers), then the loop's other connections go first:
+ * nginx's sendfile_max_chunk. Without it a client that reads as fast as
+ * the loop sends (over loopback, or a fast LAN) holds the loop for its
+ * whole file: a cached 1 GiB download kept small files waiting 50-250 ms
  * (bench/RESULTS.md section 26). */
 #define TURN_BYTES FILE_WINDOW
-/* A connection's turn starts: it has TURN_BYTES of file to send. */
+/* A connection's turn starts: it has TURN_BYTES to send. */
 static inline void conn_turn_start(struct evloop *ev) { ev->turn_bytes = 0; }
 /* Whether the turn's file bytes are spent. */
 static inline int conn_turn_spent(const struct evloop *ev) { return ev->turn_bytes >= TURN_BYTES; }
-/* c's turn ended with output left: it goes on after the next round of
- * events (a wait that does not sleep). 0, or -1 when it cannot be queued
- * (out of memory: it sends on now). */
+/* c's turn ended with output or requests left: it goes on after the next
+ * round of events (a wait that does not sleep). 0, or -1 when it cannot
+ * be queued (out of memory). */
 int conn_yield(struct evloop *ev, struct conn *c);
-/* The first n queued connections (those whose turn ended before this
- * round's wait) go on; those queued since wait for the next round. */
-void conn_run_yields(struct evloop *ev, int n);
+/* The connection at ev->yields[i] with a new turn, to write again
+ * (conn_writable), or NULL when it closed meanwhile. */
+struct conn *conn_yield_take(struct evloop *ev, int i);
+/* Drops the first n of ev->yields (those run this round). */
+void conn_yields_drop(struct evloop *ev, int n);
 void conn_yields_free(struct evloop *ev);
 
 
