@@ -534,7 +534,8 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
                     conn_event(ev, c, events[i].events);
             }
         }
-        run_yields(ev, yields_due);
+        if (yields_due)
+            run_yields(ev, yields_due);
         expire(ev, &ev->q_header);
         expire(ev, &ev->q_keepalive);
         expire(ev, &ev->q_send);
