@@ -47,6 +47,7 @@ int conn_warm_read(struct evloop *ev, struct conn *c)
     log_debug("connection %d: reading %lld bytes of a file into the page cache", fd,
               (long long)(stop - p->file_off));
     c->warming = 1;
+    SB_ADD(ev->slot->file_reads, 1);
     return 0;
 }
 

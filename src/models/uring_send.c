@@ -130,6 +130,7 @@ static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
                        (uint64_t)o->off);
     io_uring_sqe_set_data64(sqe, uring_tag(UK_WARM, c->gen, (uint32_t)o->fd));
     c->warming = 1;
+    SB_ADD(u->slot->file_reads, 1);
     return 1;
 }
 

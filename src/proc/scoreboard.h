@@ -50,6 +50,8 @@ struct sb_slot {
     uint64_t tls_handshakes;  /* TLS handshakes completed, */
     uint64_t tls_resumed;     /* ...of which resumed a session (ticket) */
     uint64_t tls_failed[4];   /* handshakes failed, by enum tls_fail (net/tls.h) */
+    uint64_t file_reads;      /* file windows read into the page cache off the loop
+                               * before their sendfile (models/file_window.h) */
     int64_t started;          /* unix seconds */
     int32_t pid;
     uint32_t generation;

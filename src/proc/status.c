@@ -10,6 +10,7 @@
 struct totals {
     uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
     uint64_t tls_handshakes, tls_resumed, tls_failed[4];
+    uint64_t file_reads;
     uint32_t workers;
     struct sb_latency lat;      /* merged over every slot, like the counters */
 };
@@ -33,6 +34,7 @@ static void snapshot(const struct sb_slot *s, struct sb_slot *o)
     o->tls_resumed = SB_GET(s->tls_resumed);
     for (int k = 0; k < 4; k++)
         o->tls_failed[k] = SB_GET(s->tls_failed[k]);
+    o->file_reads = SB_GET(s->file_reads);
     o->started = SB_GET(s->started);
     o->pid = SB_GET(s->pid);
     o->generation = SB_GET(s->generation);
@@ -61,6 +63,7 @@ static void sum(const struct scoreboard *sb, struct totals *t)
         t->tls_resumed += s.tls_resumed;
         for (int k = 0; k < 4; k++)
             t->tls_failed[k] += s.tls_failed[k];
+        t->file_reads += s.file_reads;
         if (s.state != SB_FREE) {
             t->active += s.active;
             t->idle += s.idle;
@@ -145,7 +148,7 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,"
         "\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu},"
         "\"accepted\":%llu,\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,"
-        "\"log_dropped\":%llu,",
+        "\"log_dropped\":%llu,\"file_reads\":%llu,",
         SB_GET(sb->master_pid), SB_GET(sb->logger_pid), sb->model, SB_GET(sb->generation),
         (long long)(now - sb->started), t.workers,
         (unsigned long long)SB_GET(sb->worker_restarts),
@@ -155,7 +158,7 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.status[3], (unsigned long long)t.status[4],
         (unsigned long long)t.status[5], (unsigned long long)t.accepted,
         (unsigned long long)t.active, (unsigned long long)t.idle, (unsigned long long)t.empty,
-        (unsigned long long)t.dropped);
+        (unsigned long long)t.dropped, (unsigned long long)t.file_reads);
     json_latency(w, &t.lat);
     bw_printf(w, "\"tls\":{\"handshakes\":%llu,\"resumed\":%llu,\"failed\":{",
               (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_resumed);
@@ -245,6 +248,8 @@ static void render_prometheus(const struct scoreboard *sb, struct bw *w)
     prom(w, "empty_accept_wakeups_total", "counter",
          "Wakeups of a listen socket that found no connection.", t.empty);
     prom(w, "access_log_dropped_total", "counter", "Access-log records dropped.", t.dropped);
+    prom(w, "file_reads_total", "counter",
+         "File windows read into the page cache before their sendfile.", t.file_reads);
     prom(w, "tls_handshakes_total", "counter", "TLS handshakes completed.", t.tls_handshakes);
     prom(w, "tls_resumed_total", "counter", "TLS handshakes that resumed a session.",
          t.tls_resumed);
@@ -278,10 +283,12 @@ static void render_table(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.status[3], (unsigned long long)t.status[4],
         (unsigned long long)t.status[5]);
     bw_printf(w, "connections: accepted %llu  open %llu  idle %llu  empty wakeups %llu  "
-           "log dropped %llu  worker restarts %llu\n\n",
+           "log dropped %llu  worker restarts %llu\n",
         (unsigned long long)t.accepted, (unsigned long long)t.active,
         (unsigned long long)t.idle, (unsigned long long)t.empty, (unsigned long long)t.dropped,
         (unsigned long long)SB_GET(sb->worker_restarts));
+    bw_printf(w, "files: windows read into the page cache %llu\n\n",
+        (unsigned long long)t.file_reads);
     if (t.tls_handshakes || t.tls_failed[0] || t.tls_failed[1] || t.tls_failed[2] ||
         t.tls_failed[3])
         bw_printf(w, "tls: handshakes %llu  resumed %llu  failed: plain http %llu  protocol %llu"

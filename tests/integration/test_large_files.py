@@ -17,6 +17,7 @@ range; a client that leaves while its window is read in costs nothing;
 where io_uring is refused the file is sent as before."""
 
 import hashlib
+import json
 import os
 import socket
 import struct
@@ -52,14 +53,22 @@ def fetch_whole(c, site):
     assert r.status == 200 and h.hexdigest() == site.big_sha
 
 
+def status_reads(srv):
+    r = srv.get("/herd-status")
+    assert r.status == 200, r
+    return json.loads(r.body)["file_reads"]
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_a_file_not_in_the_page_cache_is_read_in_first(server, site, model):
-    """A cold file is read in a window at a time (the debug line says so)
-    and served whole; cached, it goes with no read; a range in the middle
-    of a cold file is read in from where it starts."""
-    srv = server("--model", model, "--workers", "1", "-v")
+    """A cold file is read in a window at a time (the debug line says so,
+    and the status page counts the reads) and served whole; cached, it goes
+    with no read; a range in the middle of a cold file is read in from
+    where it starts."""
+    srv = server("--model", model, "--workers", "1", "-v", "--status-path", "/herd-status")
     big = site.root / "big.bin"
     reads = lambda: srv.stderr_text().count(READ_LINE)  # noqa: E731
+    assert status_reads(srv) == 0
     evict(big)
     with srv.connect(timeout=20) as c:
         fetch_whole(c, site)
@@ -77,6 +86,7 @@ def test_a_file_not_in_the_page_cache_is_read_in_first(server, site, model):
         assert reads() > after_cold
         c.send(get_req("/small.txt"))  # the connection serves on
         assert c.read_response().body == site.files["small.txt"]
+    assert status_reads(srv) == reads()
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -80,11 +80,11 @@ def test_json_shape(server):
     for key in ("master_pid", "logger_pid", "model", "generation", "workers",
                 "worker_restarts", "logger_restarts", "requests", "bytes_in",
                 "bytes_out", "responses", "accepted", "active", "idle",
-                "empty_accept_wakeups", "log_dropped", "slots"):
+                "empty_accept_wakeups", "log_dropped", "file_reads", "slots"):
         assert key in st, f"status JSON lacks {key!r}: {st}"
     for key in ("master_pid", "logger_pid", "generation", "workers", "worker_restarts",
                 "logger_restarts", "requests", "bytes_in", "bytes_out", "accepted",
-                "active", "idle", "empty_accept_wakeups", "log_dropped"):
+                "active", "idle", "empty_accept_wakeups", "log_dropped", "file_reads"):
         assert isinstance(st[key], int) and st[key] >= 0, (key, st[key])
     assert st["master_pid"] == srv.pid
     assert st["logger_pid"] == 0, "no access log, so no logger"
