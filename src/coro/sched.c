@@ -270,8 +270,10 @@ static void *thread_main(void *arg)
             co = steal(t);
         if (co) {
             run(t, co);
-            if (++t->ticks % POLL_EVERY == 0)
+            if (++t->ticks % POLL_EVERY == 0 || t->poll_now) {
+                t->poll_now = 0;
                 coro__poll(t, 0);
+            }
             continue;
         }
         if (!__atomic_load_n(&s->nlive, __ATOMIC_SEQ_CST))
@@ -507,6 +509,12 @@ void coro_yield(void)
         }
     }
 #endif
+    coro__park(yield_commit, NULL);
+}
+
+void coro_yield_polling(void)
+{
+    coro__self()->poll_now = 1;
     coro__park(yield_commit, NULL);
 }
 

@@ -55,6 +55,11 @@ struct coro *coro_spawn(struct sched *s, int thread, int joinable, coro_fn *fn, 
 void *coro_join(struct coro *co);
 
 void coro_yield(void);
+/* Yields, and the thread polls for I/O before it runs another coroutine:
+ * the coroutines that wait for I/O get a turn too. A plain yield polls
+ * only every POLL_EVERY switches, so a busy coroutine yielding that way
+ * would mostly run again at once. */
+void coro_yield_polling(void);
 /* Sleeps ms milliseconds: 0, or -ECANCELED when a stop interrupts. */
 int coro_sleep(int64_t ms);
 

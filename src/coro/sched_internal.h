@@ -76,6 +76,7 @@ struct kthread {
     int64_t load;
     int seen_stop;
     uint64_t ticks;
+    uint8_t poll_now;           /* coro_yield_polling: poll before the next run */
     void *asan_fake;
     const void *asan_lo;
     size_t asan_size;

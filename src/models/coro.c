@@ -126,6 +126,14 @@ static int wait_writable(void *arg, int fd)
     return wait_io(fd, EPOLLOUT, clock_now_ms() + M.cfg->send_timeout_ms, 0) < 0 ? -1 : 0;
 }
 
+/* After a file window: the thread's other coroutines go first, those
+ * that wait for I/O too (models/plan_write.h). */
+static void take_turn(void *arg)
+{
+    (void)arg;
+    coro_yield_polling();
+}
+
 /* After a response that closes with input maybe unread: closing now would
  * send RST and could destroy the response, so read until the peer closes
  * (or the linger time ends). A plain connection's side is shut already
@@ -284,7 +292,8 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             break;
         }
         uint64_t sent = 0;
-        int rc = plan_write(st->fd, st->ssl, &out, &r.plan, wait_writable, NULL, &sent);
+        int rc = plan_write(st->fd, st->ssl, &out, &r.plan, wait_writable, take_turn, NULL,
+                            &sent);
         SB_ADD(t->slot->bytes_out, sent);
         if (r.plan.file)
             fc_release(r.plan.file);

@@ -154,7 +154,7 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             if (a != STEP_ANSWER)
                 return; /* no upstream routes on iterative: only STEP_CLOSE */
             uint64_t sent = 0;
-            int rc = plan_write(fd, NULL, &out, &r.plan, wait_writable, it, &sent);
+            int rc = plan_write(fd, NULL, &out, &r.plan, wait_writable, NULL, it, &sent);
             if (r.plan.file)
                 fc_release(r.plan.file);
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 
 #include "http/filecache.h"
+#include "models/file_window.h"
 
 int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
 {
@@ -69,7 +70,7 @@ static int finished(int fd, SSL *ssl, const struct http_plan *plan)
 }
 
 int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
-               plan_wait_fn *wait, void *arg, uint64_t *sent)
+               plan_wait_fn *wait, plan_turn_fn *turn, void *arg, uint64_t *sent)
 {
     struct iovec iov[3];
     int niov = 0;
@@ -86,11 +87,14 @@ int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_p
         return finished(fd, ssl, plan);
     off_t off = plan->file_off, end = plan->file_off + plan->file_len;
     for (;;) {
-        int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, end, sent)
-                     : plan_sendfile(fd, plan->file->fd, &off, end, sent);
-        if (rc == 0)
+        off_t stop = turn ? file_window_end(off, end) : end;
+        int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, stop, sent)
+                     : plan_sendfile(fd, plan->file->fd, &off, stop, sent);
+        if (rc == 0 && off >= end)
             return finished(fd, ssl, plan);
-        if (rc != -EAGAIN || wait(arg, fd) < 0)
+        if (rc == 0)
+            turn(arg); /* a window went: the others go first */
+        else if (rc != -EAGAIN || wait(arg, fd) < 0)
             return -1;
     }
 }

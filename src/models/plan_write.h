@@ -21,6 +21,9 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
 /* How a driver waits for room in fd's send buffer: 0 when it may write
  * again, -1 to give up (send timeout, stop). */
 typedef int plan_wait_fn(void *arg, int fd);
+/* How a driver lets its other connections go first after a file window
+ * (turns: models/evloop_internal.h); NULL: it has none. */
+typedef void plan_turn_fn(void *arg);
 
 /* MSG_MORE before a close: the last answer of a connection is sent with
  * MSG_MORE, so its last segment waits in the socket until the
@@ -33,10 +36,11 @@ typedef int plan_wait_fn(void *arg, int fd);
  * corked. Every driver shuts down right after the last byte went (here
  * for plan_write's callers), so nothing stays corked.
  *
- * Writes all of plan, waiting through wait when the socket is full; through
- * ssl (net/tls.h) when it is not NULL. Returns 0, or -1 when the peer is
- * gone, the wait gave up or the file shrank. *sent adds the bytes written. */
+ * Writes all of plan, waiting through wait when the socket is full and
+ * taking a turn after each file window when turn is given; through ssl
+ * (net/tls.h) when it is not NULL. Returns 0, or -1 when the peer is gone,
+ * the wait gave up or the file shrank. *sent adds the bytes written. */
 int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
-               plan_wait_fn *wait, void *arg, uint64_t *sent);
+               plan_wait_fn *wait, plan_turn_fn *turn, void *arg, uint64_t *sent);
 
 #endif

@@ -1,16 +1,17 @@
 """Large files and the loop (models/file_window.h). Every model but
-iterative and coro sends a file a 1 MiB window at a time:
+iterative sends a file a 1 MiB window at a time:
 
 - a window not in the page cache is first read in off the loop (the
   uring model through its ring, the event-loop models through a small
-  ring beside epoll), which the debug log says: a sendfile of pages that
-  are not cached waits for the disk inside the call, and every other
-  connection of the worker waits with it;
+  ring beside epoll; not coro), which the debug log says: a sendfile of
+  pages that are not cached waits for the disk inside the call, and
+  every other connection of the worker waits with it;
 - a connection sends one window a turn, then the worker's other
-  connections go first (models/conn_turn.c): a client that reads as fast
-  as the loop sends no longer holds it for the whole file. How much that
-  saves is measured (bench/cold_file.sh), not asserted; here, that
-  answers stay whole and in order when turns interleave them.
+  connections go first (models/conn_turn.c; coro yields and polls): a
+  client that reads as fast as the loop sends no longer holds it for the
+  whole file. How much that saves is measured (bench/cold_file.sh), not
+  asserted; here, that answers stay whole and in order when turns
+  interleave them.
 
 What is checked: the answer is whole and right, cold or cached, whole or a
 range; a client that leaves while its window is read in costs nothing;
@@ -143,7 +144,7 @@ def test_where_io_uring_is_refused_a_cold_file_is_sent_as_before(server, site):
     assert READ_LINE not in err
 
 
-@pytest.mark.parametrize("model", ["reuseport", "threads", "uring"])
+@pytest.mark.parametrize("model", ["reuseport", "threads", "uring", "coro"])
 def test_downloads_at_once_take_turns_and_stay_whole(server, site, model):
     """Three clients download the 50 MiB file at once from one worker,
     each reading as fast as it can, while a fourth asks for small files
@@ -183,7 +184,7 @@ def test_downloads_at_once_take_turns_and_stay_whole(server, site, model):
     assert not any(t.is_alive() for t in threads)
 
 
-@pytest.mark.parametrize("model", ["reuseport", "threads", "uring"])
+@pytest.mark.parametrize("model", ["reuseport", "threads", "uring", "coro"])
 def test_a_long_pipeline_takes_turns_and_stays_in_order(server, tmp_path, model):
     """400 pipelined requests for 30 KB files (kept in memory) in one send
     are 12 MB of answers: the event loop serves about a window of them a
