@@ -10,30 +10,23 @@
 #include "models/evloop_internal.h"
 #include "models/file_window.h"
 
-/* The ring on first need, its eventfd in the loop's epoll; 0 or -1. */
-static int ring_started(struct evloop *ev)
+void conn_warm_setup(struct evloop *ev)
 {
-    if (ev->warm.state == WARM_ON)
-        return 0;
-    if (ev->warm.state == WARM_OFF || warm_ring_start(&ev->warm) < 0)
-        return -1;
+    if (warm_ring_start(&ev->warm) < 0)
+        return; /* said why; cold files are sent as before */
     int rc = loop_add(&ev->loop, ev->warm.efd, LOOP_IN, TAG_WARM);
     if (rc < 0) {
         log_msg(LOG_WARN, "epoll_ctl of the page-cache reads' eventfd: %s", strerror(-rc));
         warm_ring_close(&ev->warm);
-        return -1;
     }
-    return 0;
 }
 
 int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t stop,
                       unsigned char *cold)
 {
-    if (ev->warm.state == WARM_OFF || !warm_ring_has_room(&ev->warm))
+    if (ev->warm.state != WARM_ON || !warm_ring_has_room(&ev->warm))
         return 1;
-    if (file_window_ready(f, off, stop, cold))
-        return 1;
-    return ring_started(ev) < 0;
+    return file_window_ready(f, off, stop, cold);
 }
 
 int conn_warm_read(struct evloop *ev, struct conn *c)

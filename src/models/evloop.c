@@ -411,6 +411,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
 
     if (loop_init(&ev->loop) < 0)
         log_fatal("epoll_create1: %s", strerror(errno));
+    conn_warm_setup(ev);
     acceptor_init(&s->ac);
     for (int i = 0; env->listen_fds && i < cfg->nlisten && i < MAX_LISTENERS; i++) {
         s->ls[i].fd = env->listen_fds[i * (env->nthreads > 0 ? env->nthreads : 1)];

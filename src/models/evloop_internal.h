@@ -166,9 +166,15 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c);
 void conn_writable(struct evloop *ev, struct conn *c);
 
 /* conn_warm.c: cold file windows (models/file_window.h), read in through
- * ev->warm. Whether f[off, stop) may be sent now: 1 when it is cached,
- * or when it cannot be read in (no io_uring, too many reads at once):
- * then sendfile as before. */
+ * ev->warm. Made with the loop, not on first need: what a worker holds
+ * for its life it holds from its start, so its fd count is steady (a
+ * test that counts fds before and after abuse is not fooled by a ring
+ * that a cold file made meanwhile), and a refused io_uring is said at
+ * start. */
+void conn_warm_setup(struct evloop *ev);
+/* Whether f[off, stop) may be sent now: 1 when it is cached, or when it
+ * cannot be read in (no io_uring, too many reads at once): then sendfile
+ * as before. */
 int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t stop,
                       unsigned char *cold);
 /* Starts the read of c->out's next window; 0, or -1 when it cannot be

@@ -3,8 +3,7 @@
  * are signalled on an eventfd that the loop's epoll watches. The kernel
  * reads without the loop waiting (async buffered reads, or its worker
  * threads), so the ring is the helper that nginx's `aio threads` pool is,
- * with no thread or lock of ours. Made on first need: a worker that never
- * meets a cold file has no ring. Where io_uring is not permitted the
+ * with no thread or lock of ours. Where io_uring is not permitted the
  * caller sendfiles as before. */
 #ifndef HERD_MODELS_WARM_RING_H
 #define HERD_MODELS_WARM_RING_H
