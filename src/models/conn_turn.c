@@ -1,5 +1,5 @@
 /* Turns (evloop_internal.h, TURN_BYTES): a connection whose turn ended
- * with file left to send waits for the next round of events, which is
+ * with output or requests left waits for the next round of events, which is
  * fetched without sleeping, and then goes on where it stopped (evloop.c
  * runs the list). An edge-triggered socket raises no new event while it
  * has room, so the loop keeps the list itself, as nginx keeps a 1 ms

@@ -54,5 +54,6 @@ struct conn *conn_warm_done(struct evloop *ev, uint64_t tag)
         return NULL;
     c->warming = 0;
     c->out->warm_end = file_window_end(c->out->file_off, c->out->file_end);
+    conn_turn_start(ev);
     return c;
 }

@@ -470,10 +470,8 @@ static void window_read_in(void *arg, uint64_t tag, int res)
     (void)res;
     struct evloop *ev = arg;
     struct conn *c = conn_warm_done(ev, tag);
-    if (c) {
-        conn_turn_start(ev);
+    if (c)
         conn_writable(ev, c);
-    }
 }
 
 /* The first n connections whose turn ended (before this round's wait) go
