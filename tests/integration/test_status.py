@@ -52,6 +52,23 @@ def wire_len(resp):
     return len(resp.head) + 4 + len(resp.body)
 
 
+def settled_status(srv):
+    """A status page rendered once every answer before it was counted: two
+    status requests in a row whose counts differ by exactly the first one.
+    (A worker counts the bytes it wrote right after the write returns.)"""
+    prev = prev_resp = None
+    for _ in range(50):
+        r = srv.get(STATUS)
+        assert r.status == 200, r
+        st = json.loads(r.body)
+        if prev is not None and st["requests"] == prev["requests"] + 1 \
+                and st["bytes_out"] - prev["bytes_out"] == wire_len(prev_resp):
+            return st, r
+        prev, prev_resp = st, r
+        time.sleep(0.02)
+    raise AssertionError(f"status counters never settled: {prev}")
+
+
 # ------------------------------------------------------------ tests
 
 def test_status_off_by_default(server):
@@ -117,12 +134,9 @@ def test_counters_match_what_was_sent(model, server, site):
     srv = server("--model", model, "--workers", "2", "--status-path", STATUS)
     wait_workers(srv, 2)
     # A fresh server, but the wait above made status requests: take a baseline
-    # from a status request on its own, then send a known mix.
+    # once the counters have caught up with them, then send a known mix.
     base_req = get_req(STATUS)
-    with srv.connect() as c:
-        c.send(base_req)
-        base_resp = c.read_response()
-    base = json.loads(base_resp.body)
+    base, base_resp = settled_status(srv)
     sent_bytes = len(base_req)
     got_bytes = wire_len(base_resp)
     conns = 1
@@ -179,12 +193,24 @@ def test_counters_match_what_was_sent(model, server, site):
     n2 += 3
     n4 += 1
 
+    # A worker counts what it wrote right after its write returns, so the
+    # client can have the answer (and ask another worker for the status)
+    # a moment before the count moves. Ask again until bytes_out caught up;
+    # each status answer asked for meanwhile is counted as part of the mix.
     status_req = get_req(STATUS)
-    with srv.connect() as c:
-        conns += 1
-        c.send(status_req)
-        r = c.read_response()
-    st = json.loads(r.body)
+    for _ in range(50):
+        with srv.connect() as c:
+            conns += 1
+            c.send(status_req)
+            r = c.read_response()
+        st = json.loads(r.body)
+        if st["bytes_out"] - base["bytes_out"] == got_bytes:
+            break
+        time.sleep(0.05)
+        sent_bytes += len(status_req)
+        got_bytes += wire_len(r)
+        n_req += 1
+        n2 += 1
     # The status request is counted once it is answered: not in its own body.
     assert st["requests"] - base["requests"] == n_req, (base, st)
     assert sum(s["requests"] for s in st["slots"]) == st["requests"], st
