@@ -10,6 +10,7 @@
 # ALONE=1: no wrk, the cached file downloaded 3 times by itself; prints the
 # download times and the worker's CPU ticks (what turns cost a lone client).
 # WRK_NICE=-15 runs wrk niced, so curl on the same CPU cannot starve it.
+# SERVE_ARGS adds flags to herd serve (coro: SERVE_ARGS="--threads 1").
 # Usage: BINS="BEFORE AFTER" MODELS="reuseport uring" bench/cold_file.sh
 #        [ROUNDS] [DURATION]; prints one line a run, binaries alternating
 #        within each round. Every run is bounded by wrk's duration and a
@@ -53,7 +54,7 @@ alone() {  # bin model port master
 run() {  # bin model
     port=$(free_port)
     taskset -c 0 "$1" serve "$TMP/www" --model "$2" --workers 1 \
-        --listen 127.0.0.1:$port 2>/dev/null &
+        --listen 127.0.0.1:$port ${SERVE_ARGS:-} 2>/dev/null &
     local master=$!
     PIDS+=("$master")
     for _ in $(seq 50); do

@@ -56,6 +56,10 @@ static void fd_event(struct kthread *t, int fd, uint32_t events)
 static void unwait(struct kthread *t, struct coro *co, int result)
 {
     coro__heap_remove(t, co);
+    if (co->wake) {
+        co->wake->waiter = NULL;
+        co->wake = NULL;
+    }
     int fds[2] = {co->wait_fd, co->wait_fd2};
     for (int i = 0; i < 2; i++) {
         if (fds[i] < 0)
@@ -109,6 +113,10 @@ void coro__poll(struct kthread *t, int timeout)
             if (read(t->evfd, &v, sizeof v) < 0) {
                 /* already drained */
             }
+            continue;
+        }
+        if (ev[i].data.u64 == WATCH_TAG) {
+            t->watch_fn(t->watch_arg);
             continue;
         }
         fd_event(t, (int)ev[i].data.u64, ev[i].events);
@@ -330,4 +338,54 @@ int coro_sleep(int64_t ms)
     struct wait_arg w = {NULL, -1, 0, clock_now_ms() + ms, CORO_INTERRUPTIBLE};
     int r = coro__park(wait_commit, &w);
     return r == -ETIMEDOUT ? 0 : r;
+}
+
+struct wake_arg {
+    struct coro_wake *w;
+    int64_t deadline;
+    int flags;
+};
+
+static int wake_commit(struct coro *co, void *arg)
+{
+    struct wake_arg *a = arg;
+    if (a->w->fired) {
+        co->wait_result = a->w->result;
+        return 1;
+    }
+    co->wait_result = 0;
+    co->wait_fd = -1;
+    co->wait_fd2 = -1;
+    co->interruptible = (uint8_t)(a->flags & (CORO_INTERRUPTIBLE | CORO_DRAINING));
+    co->deadline = a->deadline < 0 ? INT64_MAX : a->deadline;
+    a->w->waiter = co;
+    co->wake = a->w;
+    /* in the heap even without a deadline: a stop finds it there */
+    if (coro__heap_insert(co->thread, co) < 0)
+        unwait(co->thread, co, -ENOMEM);
+    return 0;
+}
+
+int coro_wait_wake(struct coro_wake *w, int64_t deadline_ms, int flags)
+{
+    struct kthread *t = coro__self();
+    if (w->fired)
+        return w->result;
+    if (stop_applies(t->s, flags))
+        return -ECANCELED;
+    struct wake_arg a = {w, deadline_ms, flags};
+    return coro__park(wake_commit, &a);
+}
+
+void coro_wake_fire(struct coro_wake *w, int result)
+{
+    w->fired = 1;
+    w->result = result;
+    struct coro *co = w->waiter;
+    if (!co)
+        return;
+    w->waiter = NULL;
+    co->wake = NULL;
+    coro__heap_remove(co->thread, co);
+    coro__wake(co, result);
 }

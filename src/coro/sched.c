@@ -329,6 +329,17 @@ fail:
     return NULL;
 }
 
+int sched_watch(struct sched *s, int i, int fd, void (*fn)(void *arg), void *arg)
+{
+    struct kthread *t = &s->t[i];
+    struct epoll_event e = {.events = EPOLLIN | EPOLLET, .data.u64 = WATCH_TAG};
+    if (t->watch_fn || epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
+        return t->watch_fn ? -EBUSY : -errno;
+    t->watch_fn = fn;
+    t->watch_arg = arg;
+    return 0;
+}
+
 int sched_start(struct sched *s)
 {
     __atomic_store_n(&s->started, 1, __ATOMIC_SEQ_CST);

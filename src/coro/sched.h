@@ -91,6 +91,26 @@ struct coro *coro_spawn_on_ready(int fd, uint32_t events, int64_t deadline_ms, i
                                  coro_fn *fn, void *arg);
 int coro_start_result(void);
 
+/* A wait for news the coroutine's own kernel thread learns itself, such
+ * as a completion its watch (sched_watch) reaps: the coroutine parks
+ * until coro_wake_fire, its deadline (clock_now_ms(); -1: none) or a stop
+ * (flags as for coro_wait_fd). Returns the fired result, -ETIMEDOUT or
+ * -ECANCELED. The record must outlive the wait; a fire after a timeout
+ * finds no waiter and only marks it fired. Start it zeroed. */
+struct coro_wake {
+    struct coro *waiter;
+    int fired, result;
+};
+int coro_wait_wake(struct coro_wake *w, int64_t deadline_ms, int flags);
+/* On the thread the waiter parked on: from its watch, or a coroutine
+ * running there. */
+void coro_wake_fire(struct coro_wake *w, int result);
+
+/* Before sched_start: thread i's netpoll calls fn(arg) in the scheduler
+ * (not in a coroutine) whenever fd turns readable. Edge-triggered, so fn
+ * drains fd: an eventfd that signals completions. One per thread. */
+int sched_watch(struct sched *s, int i, int fd, void (*fn)(void *arg), void *arg);
+
 /* Call before closing an fd that was waited on. */
 void coro_fd_forget(int fd);
 /* For fds no coroutine waits on (a pool's idle connections): the input,

@@ -23,6 +23,7 @@
 #endif
 
 #define WAKE_TAG UINT64_MAX
+#define WATCH_TAG (UINT64_MAX - 1)  /* the fd of sched_watch */
 #define MAX_EVENTS 256
 #define POLL_EVERY 64      /* runs between non-blocking polls of a busy thread */
 #define MAX_SLEEP_MS 1000
@@ -45,6 +46,7 @@ struct coro {
     int wait_fd;                /* -1 unless parked on an fd */
     int wait_fd2;               /* -1 unless parked on a second fd too */
     int wait_result;
+    struct coro_wake *wake;     /* NULL unless parked in coro_wait_wake */
     uint8_t interruptible;      /* which stops end its wait: CORO_INTERRUPTIBLE, CORO_DRAINING */
     uint8_t pinned, joinable, exiting;
     uint32_t lock;              /* guards done and joiner */
@@ -77,6 +79,8 @@ struct kthread {
     int seen_stop;
     uint64_t ticks;
     uint8_t poll_now;           /* coro_yield_polling: poll before the next run */
+    void (*watch_fn)(void *);   /* sched_watch */
+    void *watch_arg;
     void *asan_fake;
     const void *asan_lo;
     size_t asan_size;

@@ -35,6 +35,7 @@
 #include "core/bufpool.h"
 #include "http/pp.h"
 #include "models/coro_proxy.h"
+#include "models/coro_warm.h"
 #include "models/linger.h"
 #include "models/models.h"
 #include "models/plan_write.h"
@@ -64,6 +65,7 @@ struct cthread {
     struct sb_slot *slot;
     struct proxy *proxy;     /* NULL without proxy routes */
     unsigned read_skip;      /* new connections to wait on before reading */
+    struct coro_warm warm;   /* cold file windows read in (models/coro_warm.h) */
 } __attribute__((aligned(64)));
 
 struct listener {
@@ -245,6 +247,17 @@ static int handshake(struct conn_state *st)
     return 0;
 }
 
+/* Before a file window: one not in the page cache is read in first, and
+ * the coroutine waits for it as it waits for room, its send timeout
+ * running (models/coro_warm.h). */
+static int warm_window(void *arg, struct fc_entry *f, off_t off, off_t stop, unsigned char *cold)
+{
+    const struct conn_state *st = arg;
+    struct cthread *t = here();
+    return coro_warm_window(&t->warm, t->slot, st->fd, f, off, stop, cold,
+                            clock_now_ms() + M.cfg->send_timeout_ms);
+}
+
 /* Answers every complete request in st->in through the request step:
  * GO_ON (read more), CLOSE, or LINGER (close after draining the peer). */
 static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
@@ -292,8 +305,9 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             break;
         }
         uint64_t sent = 0;
-        int rc = plan_write(st->fd, st->ssl, &out, &r.plan, wait_writable, take_turn, NULL,
-                            &sent);
+        const struct plan_waits waits = {.room = wait_writable, .turn = take_turn,
+                                          .warm = warm_window, .arg = st};
+        int rc = plan_write(st->fd, st->ssl, &out, &r.plan, &waits, &sent);
         SB_ADD(t->slot->bytes_out, sent);
         if (r.plan.file)
             fc_release(r.plan.file);
@@ -700,6 +714,8 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
     M.s = sched_create(&o);
     if (!M.s)
         return -1;
+    for (int i = 0; i < M.n; i++)
+        coro_warm_setup(&M.ct[i].warm, M.s, i);
     for (int l = 0; env->listen_fds && l < cfg->nlisten; l++) {
         struct listener *ls = &M.ls[M.nls++];
         ls->fd = env->listen_fds[l * env->nthreads];
@@ -725,6 +741,7 @@ static void teardown(void)
         bufpool_destroy(&M.ct[i].inbufs);
         bufpool_destroy(&M.ct[i].outbufs);
         coro_proxy_destroy(M.ct[i].proxy);
+        coro_warm_close(&M.ct[i].warm);
     }
     for (int l = 0; l < M.nls; l++)
         acceptor_close(&M.ls[l].ac);

@@ -138,6 +138,8 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
     /* From accept, not from now: a connection that waited in our queue
      * behind a slow one has used that time (docs/SPEC-serve.md). */
     int64_t head_deadline = pc->accepted_ms + cfg->header_timeout_ms;
+    /* One connection at a time: a file goes whole, cold or not. */
+    const struct plan_waits waits = {.room = wait_writable, .arg = it};
     for (;;) {
         size_t pos = 0;
         for (;;) {
@@ -154,7 +156,7 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
             if (a != STEP_ANSWER)
                 return; /* no upstream routes on iterative: only STEP_CLOSE */
             uint64_t sent = 0;
-            int rc = plan_write(fd, NULL, &out, &r.plan, wait_writable, NULL, it, &sent);
+            int rc = plan_write(fd, NULL, &out, &r.plan, &waits, &sent);
             if (r.plan.file)
                 fc_release(r.plan.file);
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;

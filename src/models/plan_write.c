@@ -27,7 +27,7 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
 
 /* Writes all of iov[0..niov), MSG_MORE when a file range or a close follows. */
 static int send_all(int fd, SSL *ssl, struct iovec *iov, int niov, int more,
-                    plan_wait_fn *wait, void *arg, uint64_t *sent)
+                    const struct plan_waits *w, uint64_t *sent)
 {
     while (niov) {
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
@@ -38,7 +38,7 @@ static int send_all(int fd, SSL *ssl, struct iovec *iov, int niov, int more,
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN) {
-            if (wait(arg, fd) < 0)
+            if (w->room(w->arg, fd) < 0)
                 return -1;
             continue;
         }
@@ -70,7 +70,7 @@ static int finished(int fd, SSL *ssl, const struct http_plan *plan)
 }
 
 int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
-               plan_wait_fn *wait, plan_turn_fn *turn, void *arg, uint64_t *sent)
+               const struct plan_waits *w, uint64_t *sent)
 {
     struct iovec iov[3];
     int niov = 0;
@@ -81,20 +81,26 @@ int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_p
         iov[niov++] = (struct iovec){(char *)plan->file->data + plan->file_off,
                                      (size_t)plan->file_len};
     int by_sendfile = plan->file && !plan->file->data;
-    if (send_all(fd, ssl, iov, niov, by_sendfile || plan->close, wait, arg, sent) < 0)
+    if (send_all(fd, ssl, iov, niov, by_sendfile || plan->close, w, sent) < 0)
         return -1;
     if (!by_sendfile)
         return finished(fd, ssl, plan);
     off_t off = plan->file_off, end = plan->file_off + plan->file_len;
+    off_t window = off; /* where the window being sent ends */
+    unsigned char cold = 0;
     for (;;) {
-        off_t stop = turn ? file_window_end(off, end) : end;
-        int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, stop, sent)
-                     : plan_sendfile(fd, plan->file->fd, &off, stop, sent);
+        if (off >= window) {
+            window = w->turn ? file_window_end(off, end) : end;
+            if (w->turn && w->warm && w->warm(w->arg, plan->file, off, window, &cold) < 0)
+                return -1;
+        }
+        int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, window, sent)
+                     : plan_sendfile(fd, plan->file->fd, &off, window, sent);
         if (rc == 0 && off >= end)
             return finished(fd, ssl, plan);
         if (rc == 0)
-            turn(arg); /* a window went: the others go first */
-        else if (rc != -EAGAIN || wait(arg, fd) < 0)
+            w->turn(w->arg); /* a window went: the others go first */
+        else if (rc != -EAGAIN || w->room(w->arg, fd) < 0)
             return -1;
     }
 }

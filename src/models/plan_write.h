@@ -18,12 +18,24 @@
  * advances past what went; *sent adds it. */
 int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
 
-/* How a driver waits for room in fd's send buffer: 0 when it may write
- * again, -1 to give up (send timeout, stop). */
-typedef int plan_wait_fn(void *arg, int fd);
-/* How a driver lets its other connections go first after a file window
- * (turns: models/evloop_internal.h); NULL: it has none. */
-typedef void plan_turn_fn(void *arg);
+/* How a driver waits, for plan_write's callers that wait in place (coro,
+ * iterative); the event loop keeps what must wait instead
+ * (models/pending.c). */
+struct plan_waits {
+    /* Room in fd's send buffer: 0 when it may write again, -1 to give up
+     * (send timeout, stop). */
+    int (*room)(void *arg, int fd);
+    /* Lets the driver's other connections go first after a file window
+     * (turns: models/evloop_internal.h); NULL: it has none, and the file
+     * goes in one sendfile. */
+    void (*turn)(void *arg);
+    /* Has f[off, stop) read into the page cache before its sendfile if it
+     * is not there (models/file_window.h): 0 once it is, or when it may
+     * go as it is; -1 to give up. NULL: windows go as they are. Called
+     * only with turn. */
+    int (*warm)(void *arg, struct fc_entry *f, off_t off, off_t stop, unsigned char *cold);
+    void *arg;
+};
 
 /* MSG_MORE before a close: the last answer of a connection is sent with
  * MSG_MORE, so its last segment waits in the socket until the
@@ -36,11 +48,11 @@ typedef void plan_turn_fn(void *arg);
  * corked. Every driver shuts down right after the last byte went (here
  * for plan_write's callers), so nothing stays corked.
  *
- * Writes all of plan, waiting through wait when the socket is full and
- * taking a turn after each file window when turn is given; through ssl
+ * Writes all of plan, waiting through w when the socket is full, a file
+ * window is not in the page cache, and after each window; through ssl
  * (net/tls.h) when it is not NULL. Returns 0, or -1 when the peer is gone,
- * the wait gave up or the file shrank. *sent adds the bytes written. */
+ * a wait gave up or the file shrank. *sent adds the bytes written. */
 int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_plan *plan,
-               plan_wait_fn *wait, plan_turn_fn *turn, void *arg, uint64_t *sent);
+               const struct plan_waits *w, uint64_t *sent);
 
 #endif

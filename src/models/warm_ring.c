@@ -10,11 +10,6 @@
 #include "models/file_window.h"
 #include "models/uring_ring.h"
 
-/* Reads in flight at most: a connection has one at a time, so this many
- * cold answers at once; beyond it a window is sent as before (the SQ and
- * the CQ, twice as big, can never overflow). */
-#define WARM_ENTRIES 64
-
 static void say_off(int err)
 {
     static int said; /* once a process, not once a loop */
@@ -28,7 +23,7 @@ int warm_ring_start(struct warm_ring *w)
     memset(w, 0, sizeof *w);
     w->efd = -1;
     w->state = WARM_OFF;
-    int rc = uring_refused_for_test() ? -EPERM : io_uring_queue_init(WARM_ENTRIES, &w->ring, 0);
+    int rc = uring_refused_for_test() ? -EPERM : io_uring_queue_init(WARM_RING_ENTRIES, &w->ring, 0);
     if (rc < 0) {
         say_off(-rc);
         return rc;
@@ -61,7 +56,7 @@ int warm_ring_start(struct warm_ring *w)
 
 int warm_ring_has_room(const struct warm_ring *w)
 {
-    return w->state != WARM_ON || w->inflight < WARM_ENTRIES;
+    return w->state != WARM_ON || w->inflight < WARM_RING_ENTRIES;
 }
 
 int warm_ring_read(struct warm_ring *w, int fd, off_t off, size_t len, uint64_t tag)

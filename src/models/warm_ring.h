@@ -13,6 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Reads in flight at most: a connection has one at a time, so this many
+ * cold answers at once; beyond it a window is sent as before (the SQ and
+ * the CQ, twice as big, can never overflow). */
+#define WARM_RING_ENTRIES 64
+
 enum warm_state { WARM_UNSTARTED, WARM_ON, WARM_OFF };
 
 struct warm_ring {

@@ -3,9 +3,10 @@ iterative sends a file a 1 MiB window at a time:
 
 - a window not in the page cache is first read in off the loop (the
   uring model through its ring, the event-loop models through a small
-  ring beside epoll; not coro), which the debug log says: a sendfile of
-  pages that are not cached waits for the disk inside the call, and
-  every other connection of the worker waits with it;
+  ring beside epoll, coro through a ring per kernel thread that its
+  netpoll watches), which the debug log says: a sendfile of pages that
+  are not cached waits for the disk inside the call, and every other
+  connection of the worker (or kernel thread) waits with it;
 - a connection sends one window a turn, then the worker's other
   connections go first (models/conn_turn.c; coro yields and polls): a
   client that reads as fast as the loop sends no longer holds it for the
@@ -31,8 +32,8 @@ from herdtest import get_req, wait_for
 
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 
-# the event loop in each of its process layouts, and uring
-MODELS = ["reuseport", "prefork", "dispatch", "threads", "uring"]
+# the event loop in each of its process layouts, uring and coro
+MODELS = ["reuseport", "prefork", "dispatch", "threads", "uring", "coro"]
 READ_LINE = "of a file into the page cache"
 
 
@@ -129,11 +130,12 @@ def test_pipelined_answers_around_a_cold_file(server, site):
     assert READ_LINE in srv.stderr_text()
 
 
-def test_where_io_uring_is_refused_a_cold_file_is_sent_as_before(server, site):
+@pytest.mark.parametrize("model", ["reuseport", "coro"])
+def test_where_io_uring_is_refused_a_cold_file_is_sent_as_before(server, site, model):
     """No ring (a seccomp filter or sysctl; HERD_TEST_NO_URING=1 stands
-    for it): the event loop says so once and sendfiles the cold file from
-    the loop, whole."""
-    srv = server("--model", "reuseport", "--workers", "1", "-v",
+    for it): the event loop, or coro with a ring per thread, says so once
+    and sendfiles the cold file as it goes, whole."""
+    srv = server("--model", model, "--workers", "1", "-v",
                  env={"HERD_TEST_NO_URING": "1"})
     for _ in range(2):
         evict(site.root / "big.bin")

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -566,4 +567,92 @@ TEST(spawn_on_ready_starts_on_data_or_deadline)
     close(lazy_fds[1]);
     close(lazy_empty[0]);
     close(lazy_empty[1]);
+}
+
+/* coro_wait_wake and sched_watch: a completion signalled on an eventfd
+ * that thread 0's netpoll watches wakes the coroutine parked on its
+ * record with the fired result; a wait whose deadline passes first ends
+ * with -ETIMEDOUT, and the late fire finds no waiter; a record fired
+ * before the wait returns at once; a stop ends an interruptible wait. */
+static int watch_efd;
+static struct coro_wake wk_woken, wk_late, wk_early, wk_stopped;
+static int wk_rc[4] = {1, 1, 1, 1};
+static int64_t wk_waited_ms;
+static int wk_watch_calls;
+
+static void wk_watch(void *arg)
+{
+    (void)arg;
+    uint64_t v;
+    if (read(watch_efd, &v, sizeof v) != sizeof v)
+        return;
+    wk_watch_calls++;
+    coro_wake_fire(&wk_woken, 7);
+    coro_wake_fire(&wk_late, 8); /* its waiter gave up already */
+}
+
+static void *wk_wait(void *arg)
+{
+    int64_t t0 = clock_now_ms();
+    wk_rc[0] = coro_wait_wake(&wk_woken, -1, 0);
+    wk_waited_ms = clock_now_ms() - t0;
+    (void)arg;
+    return NULL;
+}
+
+static void *wk_times_out(void *arg)
+{
+    (void)arg;
+    wk_rc[1] = coro_wait_wake(&wk_late, clock_now_ms() + 20, 0);
+    coro_wake_fire(&wk_early, 9);
+    wk_rc[2] = coro_wait_wake(&wk_early, -1, 0);
+    return NULL;
+}
+
+static void *wk_signal(void *arg)
+{
+    (void)arg;
+    coro_sleep(60);
+    uint64_t one = 1;
+    if (write(watch_efd, &one, sizeof one) != sizeof one)
+        wk_watch_calls = -100;
+    return NULL;
+}
+
+static void *wk_stop_waiter(void *arg)
+{
+    wk_rc[3] = coro_wait_wake(&wk_stopped, -1, CORO_INTERRUPTIBLE);
+    (void)arg;
+    return NULL;
+}
+
+TEST(wait_wake_fired_by_a_watched_eventfd)
+{
+    watch_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    CHECK(watch_efd >= 0);
+    struct sched *s = mk(2);
+    CHECK_EQ_INT(sched_watch(s, 0, watch_efd, wk_watch, NULL), 0);
+    CHECK_EQ_INT(sched_watch(s, 0, watch_efd, wk_watch, NULL), -EBUSY);
+    coro_spawn(s, 0, 0, wk_wait, NULL);
+    coro_spawn(s, 0, 0, wk_times_out, NULL);
+    coro_spawn(s, 1, 0, wk_signal, NULL);
+    finish(s);
+    CHECK_EQ_INT(wk_rc[0], 7);
+    CHECK(wk_waited_ms >= 40);
+    CHECK_EQ_INT(wk_rc[1], -ETIMEDOUT);
+    CHECK(wk_late.fired && !wk_late.waiter);
+    CHECK_EQ_INT(wk_rc[2], 9);
+    CHECK_EQ_INT(wk_watch_calls, 1);
+
+    s = mk(1);
+    coro_spawn(s, 0, 0, wk_stop_waiter, NULL);
+    CHECK_EQ_INT(sched_start(s), 0);
+    usleep(30 * 1000);
+    CHECK_EQ_INT(__atomic_load_n(&wk_rc[3], __ATOMIC_ACQUIRE), 1); /* still waiting */
+    sched_stop(s, 1);
+    struct pollfd p = {.fd = sched_done_fd(s), .events = POLLIN};
+    CHECK_EQ_INT(poll(&p, 1, 10000), 1);
+    sched_destroy(s);
+    CHECK_EQ_INT(wk_rc[3], -ECANCELED);
+    close(watch_efd);
 }
