@@ -1,7 +1,8 @@
 /* models/warm_ring.c: page-cache reads beside an event loop, against the
  * running kernel. A read of a file lands in the sink, its completion is
  * signalled on the eventfd (the event loop's epoll sees it) and reaped
- * with its tag and byte count; reads at the limit are refused, not lost;
+ * with its tag and byte count; a window already on its way in has its
+ * last page read, and the next one is read ahead; reads at the limit are refused, not lost;
  * where io_uring is refused the ring says so and stays off. Skipped where
  * io_uring is missing. */
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/pagecache.h"
 #include "models/file_window.h"
 #include "models/warm_ring.h"
 #include "unit.h"
@@ -64,8 +66,13 @@ TEST(a_read_lands_and_its_completion_is_signalled)
     int fd = temp_file(3 * 4096 + 100);
     if (!CHECK(fd >= 0))
         return;
+    (void)fsync(fd); /* out of the page cache: the read waits for the disk */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     int calls = 0;
-    CHECK_EQ_INT(warm_ring_read(&w, fd, 4096, FILE_WINDOW, 42), 0);
+    /* a window with pages missing, the answer's last: read whole */
+    CHECK_EQ_INT((long)warm_ring_read(&w, fd, 4096, 3 * 4096 + 100, 3 * 4096 + 100,
+                                      WINDOW_ABSENT, 42),
+                 2 * 4096 + 100);
     close(fd); /* the kernel holds the file from the submission on */
     int n = 0;
     while (n < 1) {
@@ -83,7 +90,44 @@ TEST(a_read_lands_and_its_completion_is_signalled)
     CHECK_EQ_INT(poll(&p, 1, 0), 0);
     warm_ring_close(&w);
     CHECK_EQ_INT(w.state, WARM_OFF);
-    CHECK_EQ_INT(warm_ring_read(&w, 0, 0, 1, 1), -1); /* closed: refused */
+    CHECK_EQ_INT(warm_ring_read(&w, 0, 0, 1, 1, WINDOW_ABSENT, 1), -1); /* closed: refused */
+}
+
+/* A window whose pages are all there but for their data (readahead in
+ * flight) has its last page read, not the whole window; and the next
+ * window of the answer is read ahead, so that it is all there when its
+ * turn comes. */
+TEST(a_present_window_reads_its_last_page_and_the_next_is_read_ahead)
+{
+    struct warm_ring w;
+    if (warm_ring_start(&w) < 0) {
+        printf("  skipped: no io_uring here\n");
+        return;
+    }
+    const off_t win = FILE_WINDOW, size = 3 * FILE_WINDOW;
+    int fd = temp_file((size_t)size);
+    if (!CHECK(fd >= 0))
+        return;
+    (void)fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    int calls = 0;
+    CHECK_EQ_INT((long)warm_ring_read(&w, fd, win, 2 * win, size, WINDOW_PRESENT, 9), 4096);
+    while (calls < 1)
+        if (!CHECK(wait_and_reap(&w, &calls) >= 0))
+            break;
+    CHECK_EQ_INT((long)last_tag, 9);
+    CHECK_EQ_INT(last_res, 4096);
+    CHECK_EQ_INT(w.inflight, 0);
+    /* the readahead runs in the kernel's worker thread: wait for it */
+    int r = 0;
+    for (int i = 0; i < 200 && (r = pagecache_resident(fd, 2 * win, win)) == 0; i++)
+        usleep(10 * 1000);
+    if (r >= 0)
+        CHECK_EQ_INT(r, 1);
+    warm_ring_reap(&w, done, &calls); /* its completion is skipped */
+    CHECK_EQ_INT(calls, 1);
+    close(fd);
+    warm_ring_close(&w);
 }
 
 TEST(reads_past_the_limit_are_refused_until_some_complete)
@@ -98,7 +142,7 @@ TEST(reads_past_the_limit_are_refused_until_some_complete)
         return;
     int queued = 0;
     while (warm_ring_has_room(&w) && queued < 1000) {
-        if (!CHECK(warm_ring_read(&w, fd, 0, 4096, (uint64_t)queued) == 0))
+        if (!CHECK(warm_ring_read(&w, fd, 0, 4096, 4096, WINDOW_ABSENT, (uint64_t)queued) == 4096))
             break;
         queued++;
     }
@@ -122,7 +166,7 @@ TEST(refused_io_uring_leaves_the_ring_off)
     CHECK_EQ_INT(warm_ring_start(&w), -EPERM);
     CHECK_EQ_INT(w.state, WARM_OFF);
     CHECK(warm_ring_has_room(&w)); /* off: the caller sends as before */
-    CHECK_EQ_INT(warm_ring_read(&w, 0, 0, 1, 1), -1);
+    CHECK_EQ_INT(warm_ring_read(&w, 0, 0, 1, 1, WINDOW_ABSENT, 1), -1);
     CHECK_EQ_INT(warm_ring_reap(&w, done, &reaped), 0);
     warm_ring_close(&w);
     unsetenv("HERD_TEST_NO_URING");
