@@ -14,9 +14,10 @@
 #include <sys/types.h>
 
 /* Reads in flight at most: a connection has one at a time, so this many
- * cold answers at once; beyond it a window is sent as before (the SQ and
- * the CQ, twice as big, can never overflow: a read posts two completions
- * at most, its own and the next window's readahead's). */
+ * cold answers at once; beyond it a window is sent as before. The CQ is
+ * twice as big: a read posts two completions at most, its own and the
+ * next window's readahead's (should readaheads that outlive their reads
+ * pile up past it, the kernel keeps the rest: IORING_FEAT_NODROP). */
 #define WARM_RING_ENTRIES 64
 
 enum warm_state { WARM_UNSTARTED, WARM_ON, WARM_OFF };
