@@ -34,12 +34,11 @@ int conn_warm_read(struct evloop *ev, struct conn *c)
     struct pending *p = c->out;
     int fd = conn_fd(ev, c);
     off_t stop = file_window_end(p->file_off, p->file_end);
-    off_t bytes = warm_ring_read(&ev->warm, p->file->fd, p->file_off, stop, p->file_end,
-                                 p->cold, fd_tag(fd, c->gen));
-    if (bytes < 0)
+    off_t from = file_window_read_start(p->file_off, stop, p->cold);
+    if (warm_ring_read(&ev->warm, p->file->fd, from, (size_t)(stop - from), fd_tag(fd, c->gen)) < 0)
         return -1;
     log_debug("connection %d: reading %lld bytes of a file into the page cache", fd,
-              (long long)bytes);
+              (long long)(stop - from));
     c->warming = 1;
     SB_ADD(ev->slot->file_reads, 1);
     return 0;

@@ -250,12 +250,11 @@ static int handshake(struct conn_state *st)
 /* Before a file window: one not in the page cache is read in first, and
  * the coroutine waits for it as it waits for room, its send timeout
  * running (models/coro_warm.h). */
-static int warm_window(void *arg, struct fc_entry *f, off_t off, off_t stop, off_t end,
-                       unsigned char *cold)
+static int warm_window(void *arg, struct fc_entry *f, off_t off, off_t stop, unsigned char *cold)
 {
     const struct conn_state *st = arg;
     struct cthread *t = here();
-    return coro_warm_window(&t->warm, t->slot, st->fd, f, off, stop, end, cold,
+    return coro_warm_window(&t->warm, t->slot, st->fd, f, off, stop, cold,
                             clock_now_ms() + M.cfg->send_timeout_ms);
 }
 

@@ -44,7 +44,7 @@ static struct coro_warm_read *free_record(struct coro_warm *w)
 }
 
 int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct fc_entry *f,
-                     off_t off, off_t stop, off_t end, unsigned char *cold, int64_t deadline)
+                     off_t off, off_t stop, unsigned char *cold, int64_t deadline)
 {
     if (w->ring.state != WARM_ON || !warm_ring_has_room(&w->ring) ||
         file_window_ready(f, off, stop, cold))
@@ -53,13 +53,12 @@ int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct f
     if (!r)
         return 0; /* cannot be: a record is busy only while its read is in flight */
     r->wake = (struct coro_wake){0};
-    off_t bytes =
-        warm_ring_read(&w->ring, f->fd, off, stop, end, *cold, (uint64_t)(r - w->reads));
-    if (bytes < 0)
+    off_t from = file_window_read_start(off, stop, *cold);
+    if (warm_ring_read(&w->ring, f->fd, from, (size_t)(stop - from), (uint64_t)(r - w->reads)) < 0)
         return 0; /* the ring is off now: sendfile as before */
     r->busy = 1;
     log_debug("connection %d: reading %lld bytes of a file into the page cache", fd,
-              (long long)bytes);
+              (long long)(stop - from));
     SB_ADD(slot->file_reads, 1);
     int rc = coro_wait_wake(&r->wake, deadline, 0);
     if (r->wake.fired)

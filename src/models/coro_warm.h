@@ -32,12 +32,11 @@ struct coro_warm {
 void coro_warm_setup(struct coro_warm *w, struct sched *s, int i);
 
 /* Inside a coroutine on the thread that owns w (pinned): reads f[off,
- * stop), a window of an answer that ends at end, in if it is not in the
- * page cache (*cold: file_window_ready) and waits for it until deadline.
- * 0 once the window may be sent, -1 when the wait gave up (send timeout,
- * stop). fd, the client's, is for the log. */
+ * stop) in if it is not in the page cache (*cold: file_window_ready) and
+ * waits for it until deadline. 0 once the window may be sent, -1 when the
+ * wait gave up (send timeout, stop). fd, the client's, is for the log. */
 int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct fc_entry *f,
-                     off_t off, off_t stop, off_t end, unsigned char *cold, int64_t deadline);
+                     off_t off, off_t stop, unsigned char *cold, int64_t deadline);
 
 /* After the threads ended. */
 void coro_warm_close(struct coro_warm *w);

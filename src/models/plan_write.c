@@ -91,7 +91,7 @@ int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_p
     for (;;) {
         if (off >= window) {
             window = w->turn ? file_window_end(off, end) : end;
-            if (w->turn && w->warm && w->warm(w->arg, plan->file, off, window, end, &cold) < 0)
+            if (w->turn && w->warm && w->warm(w->arg, plan->file, off, window, &cold) < 0)
                 return -1;
         }
         int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, window, sent)

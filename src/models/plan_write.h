@@ -29,12 +29,11 @@ struct plan_waits {
      * (turns: models/evloop_internal.h); NULL: it has none, and the file
      * goes in one sendfile. */
     void (*turn)(void *arg);
-    /* Has f[off, stop), a window of an answer that ends at end, read into
-     * the page cache before its sendfile if it is not there
-     * (models/file_window.h): 0 once it is, or when it may go as it is;
-     * -1 to give up. NULL: windows go as they are. Called only with turn. */
-    int (*warm)(void *arg, struct fc_entry *f, off_t off, off_t stop, off_t end,
-                unsigned char *cold);
+    /* Has f[off, stop) read into the page cache before its sendfile if it
+     * is not there (models/file_window.h): 0 once it is, or when it may
+     * go as it is; -1 to give up. NULL: windows go as they are. Called
+     * only with turn. */
+    int (*warm)(void *arg, struct fc_entry *f, off_t off, off_t stop, unsigned char *cold);
     void *arg;
 };
 

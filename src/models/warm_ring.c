@@ -31,8 +31,7 @@ int warm_ring_start(struct warm_ring *w)
     /* mmap, not malloc: a read may outlive the ring's close (its exit
      * waits in the kernel, not here), so the sink is never given back to
      * a heap that would hand it out again; see warm_ring_close */
-    void *sink = mmap(NULL, FILE_WINDOW, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *sink = mmap(NULL, FILE_WINDOW, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     int err = 0;
     if (sink == MAP_FAILED)
         err = errno;
@@ -60,20 +59,16 @@ int warm_ring_has_room(const struct warm_ring *w)
     return w->state != WARM_ON || w->inflight < WARM_RING_ENTRIES;
 }
 
-/* The next window's readahead's completion, skipped: its read's counts. */
-#define ADVISE_TAG UINT64_MAX
-
-off_t warm_ring_read(struct warm_ring *w, int fd, off_t off, off_t stop, off_t end,
-                     unsigned char cold, uint64_t tag)
+int warm_ring_read(struct warm_ring *w, int fd, off_t off, size_t len, uint64_t tag)
 {
-    /* every read is submitted at once, so the SQ is empty here */
-    if (w->state != WARM_ON)
+    struct io_uring_sqe *sqe = w->state == WARM_ON ? io_uring_get_sqe(&w->ring) : NULL;
+    if (!sqe)
         return -1;
-    unsigned sqes = stop < end ? 2 : 1;
-    off_t bytes =
-        file_window_prep_read(&w->ring, fd, off, stop, end, cold, w->sink, tag, ADVISE_TAG);
+    io_uring_prep_read(sqe, fd, w->sink, (unsigned)(len < FILE_WINDOW ? len : FILE_WINDOW),
+                       (uint64_t)off);
+    io_uring_sqe_set_data64(sqe, tag);
     int rc = io_uring_submit(&w->ring);
-    if (rc != (int)sqes) {
+    if (rc != 1) {
         /* not taken (the SQE stays queued and is dropped with the ring) */
         log_msg(LOG_WARN, "io_uring_submit of a page-cache read: %s",
                 strerror(rc < 0 ? -rc : EAGAIN));
@@ -81,7 +76,7 @@ off_t warm_ring_read(struct warm_ring *w, int fd, off_t off, off_t stop, off_t e
         return -1;
     }
     w->inflight++;
-    return bytes;
+    return 0;
 }
 
 int warm_ring_reap(struct warm_ring *w, warm_done_fn *done, void *arg)
@@ -98,8 +93,6 @@ int warm_ring_reap(struct warm_ring *w, warm_done_fn *done, void *arg)
         uint64_t tag = cqe->user_data;
         int res = cqe->res;
         io_uring_cqe_seen(&w->ring, cqe);
-        if (tag == ADVISE_TAG)
-            continue;
         w->inflight--;
         n++;
         done(arg, tag, res);

@@ -14,10 +14,8 @@
 #include <sys/types.h>
 
 /* Reads in flight at most: a connection has one at a time, so this many
- * cold answers at once; beyond it a window is sent as before. The CQ is
- * twice as big: a read posts two completions at most, its own and the
- * next window's readahead's (should readaheads that outlive their reads
- * pile up past it, the kernel keeps the rest: IORING_FEAT_NODROP). */
+ * cold answers at once; beyond it a window is sent as before (the SQ and
+ * the CQ, twice as big, can never overflow). */
 #define WARM_RING_ENTRIES 64
 
 enum warm_state { WARM_UNSTARTED, WARM_ON, WARM_OFF };
@@ -37,14 +35,11 @@ int warm_ring_start(struct warm_ring *w);
 /* Whether another read may be submitted now. */
 int warm_ring_has_room(const struct warm_ring *w);
 
-/* Brings the file window fd[off, stop) of an answer that ends at end into
- * the page cache (file_window_prep_read: cold as file_window_ready left
- * it), submitted at once: once this returns the kernel holds the file, so
- * the caller may close its fd. tag comes back with the completion. The
- * bytes it reads, or -1 (the ring is then WARM_OFF: the caller sendfiles
- * as before). */
-off_t warm_ring_read(struct warm_ring *w, int fd, off_t off, off_t stop, off_t end,
-                     unsigned char cold, uint64_t tag);
+/* Reads fd[off, off + len) into the sink, submitted at once: once this
+ * returns the kernel holds the file, so the caller may close its fd.
+ * tag comes back with the completion. 0, or -1 (the ring is then
+ * WARM_OFF: the caller sendfiles as before). */
+int warm_ring_read(struct warm_ring *w, int fd, off_t off, size_t len, uint64_t tag);
 
 /* Calls done for every completed read (res: bytes read or -errno; a
  * completion may submit the next read). Returns how many. */
