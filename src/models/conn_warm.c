@@ -34,11 +34,11 @@ int conn_warm_read(struct evloop *ev, struct conn *c)
     struct pending *p = c->out;
     int fd = conn_fd(ev, c);
     off_t stop = file_window_end(p->file_off, p->file_end);
-    off_t from = file_window_read_start(p->file_off, stop, p->cold);
-    if (warm_ring_read(&ev->warm, p->file->fd, from, (size_t)(stop - from), fd_tag(fd, c->gen)) < 0)
+    if (warm_ring_read(&ev->warm, p->file->fd, p->file_off, (size_t)(stop - p->file_off),
+                       fd_tag(fd, c->gen)) < 0)
         return -1;
     log_debug("connection %d: reading %lld bytes of a file into the page cache", fd,
-              (long long)(stop - from));
+              (long long)(stop - p->file_off));
     c->warming = 1;
     SB_ADD(ev->slot->file_reads, 1);
     return 0;

@@ -53,12 +53,11 @@ int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct f
     if (!r)
         return 0; /* cannot be: a record is busy only while its read is in flight */
     r->wake = (struct coro_wake){0};
-    off_t from = file_window_read_start(off, stop, *cold);
-    if (warm_ring_read(&w->ring, f->fd, from, (size_t)(stop - from), (uint64_t)(r - w->reads)) < 0)
+    if (warm_ring_read(&w->ring, f->fd, off, (size_t)(stop - off), (uint64_t)(r - w->reads)) < 0)
         return 0; /* the ring is off now: sendfile as before */
     r->busy = 1;
     log_debug("connection %d: reading %lld bytes of a file into the page cache", fd,
-              (long long)(stop - from));
+              (long long)(stop - off));
     SB_ADD(slot->file_reads, 1);
     int rc = coro_wait_wake(&r->wake, deadline, 0);
     if (r->wake.fired)

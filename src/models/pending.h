@@ -23,8 +23,7 @@ struct pending {
     struct fc_entry *file;   /* then file[file_off, file_end) with sendfile */
     off_t file_off, file_end;
     /* the file goes only up to here until its next window is known to be
-     * in the page cache (models/file_window.h); cold: WINDOW_*, what the
-     * last check of a window found */
+     * in the page cache (models/file_window.h); cold: one was not */
     off_t warm_end;
     unsigned char cold;
     /* iov, refs and the copied bytes follow in the same allocation */

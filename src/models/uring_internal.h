@@ -53,7 +53,7 @@ struct uout {
     off_t off, end;
     off_t warm_end;             /* file[off, warm_end) is in the page cache, or was
                                  * read in for this answer: sendfile will not block */
-    unsigned char cold;         /* WINDOW_*: what its last window check found */
+    unsigned char cold;         /* a window of this answer was not cached */
     char data[];                /* http_out.buf */
 };
 

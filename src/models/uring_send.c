@@ -116,19 +116,18 @@ static off_t window_end(const struct uout *o)
     return file_window_end(o->off, o->end);
 }
 
-/* Reads the file window [o->off, stop) into the sink, which brings it
- * into the page cache (as much of it as models/file_window.h says); 1 if
- * it is on its way. */
+/* Reads file[off, stop) into the sink, which brings it into the page
+ * cache; 1 if it is on its way (models/file_window.h). */
 static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
 {
     struct uout *o = c->out;
     if (file_window_ready(o->file, o->off, stop, &o->cold))
         return 0; /* cached, or no way to tell: sendfile at once as before */
-    off_t from = file_window_read_start(o->off, stop, o->cold);
     log_debug("connection %d: reading %lld bytes of a file into the page cache",
-              o->fd, (long long)(stop - from));
+              o->fd, (long long)(stop - o->off));
     struct io_uring_sqe *sqe = uring_sqe(&u->ring);
-    io_uring_prep_read(sqe, o->file->fd, u->warm_sink, (unsigned)(stop - from), (uint64_t)from);
+    io_uring_prep_read(sqe, o->file->fd, u->warm_sink, (unsigned)(stop - o->off),
+                       (uint64_t)o->off);
     io_uring_sqe_set_data64(sqe, uring_tag(UK_WARM, c->gen, (uint32_t)o->fd));
     c->warming = 1;
     SB_ADD(u->slot->file_reads, 1);

@@ -1,18 +1,15 @@
 /* models/warm_ring.c: page-cache reads beside an event loop, against the
  * running kernel. A read of a file lands in the sink, its completion is
  * signalled on the eventfd (the event loop's epoll sees it) and reaped
- * with its tag and byte count; later windows of a cold answer are read
- * whole or by their last page; reads at the limit are refused, not lost;
+ * with its tag and byte count; reads at the limit are refused, not lost;
  * where io_uring is refused the ring says so and stays off. Skipped where
  * io_uring is missing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "core/pagecache.h"
 #include "models/file_window.h"
 #include "models/warm_ring.h"
 #include "unit.h"
@@ -87,45 +84,6 @@ TEST(a_read_lands_and_its_completion_is_signalled)
     warm_ring_close(&w);
     CHECK_EQ_INT(w.state, WARM_OFF);
     CHECK_EQ_INT(warm_ring_read(&w, 0, 0, 1, 1), -1); /* closed: refused */
-}
-
-/* The window policy the readers share (models/file_window.h): the first
- * cold window of an answer is read whole; after it, a window with pages
- * missing is read whole again, and one whose pages are all there has only
- * its last page read. */
-TEST(later_windows_of_a_cold_answer_read_whole_or_their_last_page)
-{
-    const off_t W = FILE_WINDOW;
-    CHECK_EQ_INT((long)file_window_read_start(0, W, WINDOW_ABSENT), 0);
-    CHECK_EQ_INT((long)file_window_read_start(W, 2 * W, WINDOW_PRESENT), (long)(2 * W - 4096));
-    CHECK_EQ_INT((long)file_window_read_start(5000, 10000, WINDOW_PRESENT), 8192);
-    CHECK_EQ_INT((long)file_window_read_start(100, 200, WINDOW_PRESENT), 100);
-
-    int fd = temp_file((size_t)(3 * W));
-    if (!CHECK(fd >= 0))
-        return;
-    (void)fsync(fd);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    if (pagecache_resident(fd, 0, W) != 0) {
-        printf("  skipped: no cachestat here\n");
-        close(fd);
-        return;
-    }
-    struct fc_entry f;
-    memset(&f, 0, sizeof f);
-    f.fd = fd;
-    f.size = 3 * W;
-    unsigned char cold = WINDOW_WARM;
-    CHECK_EQ_INT(file_window_ready(&f, 0, W, &cold), 0);
-    CHECK_EQ_INT(cold, WINDOW_ABSENT);
-    char *buf = malloc((size_t)W);
-    CHECK(buf && pread(fd, buf, (size_t)W, W) == W); /* the second window in */
-    free(buf);
-    CHECK_EQ_INT(file_window_ready(&f, W, 2 * W, &cold), 0); /* cold once: a read still */
-    CHECK_EQ_INT(cold, WINDOW_PRESENT);
-    CHECK_EQ_INT(file_window_ready(&f, 2 * W, 3 * W, &cold), 0);
-    CHECK_EQ_INT(cold, WINDOW_ABSENT);
-    close(fd);
 }
 
 TEST(reads_past_the_limit_are_refused_until_some_complete)
