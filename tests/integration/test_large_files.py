@@ -21,6 +21,7 @@ where io_uring is refused the file is sent as before."""
 import hashlib
 import json
 import os
+import signal
 import socket
 import struct
 import threading
@@ -114,6 +115,28 @@ def test_clients_that_leave_while_a_file_is_read_in(server, site, model):
     r = srv.get("/small.txt")
     assert r.status == 200 and r.body == site.files["small.txt"]
     wait_for(lambda: srv.tree_fd_count() <= base, timeout=5, what=f"server fds back to {base}")
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT])
+def test_a_stop_while_windows_are_read_in(server, site, model, sig):
+    """Eight clients ask for the cold file and read slowly, and the server
+    is stopped at once: gracefully (the answers go on; the shutdown timeout
+    then ends the waits, reads still in flight on coro's wake records and
+    the rings), or by SIGQUIT. It exits, and no process crashes (the
+    fixture looks for sanitizer reports and crashes on stderr)."""
+    srv = server("--model", model, "--workers", "1", "--shutdown-timeout", "1s")
+    evict(site.root / "big.bin")
+    conns = []
+    for i in range(8):
+        c = srv.connect(timeout=10)
+        c.send(get_req("/big.bin", headers=[("Range", f"bytes={i * 5_000_000}-")]))
+        conns.append(c)
+    conns[0].sock.recv(100)  # one answer has started
+    srv.send_signal(sig)
+    assert srv.wait(10) is not None, "the server did not stop"
+    for c in conns:
+        c.close()
 
 
 def test_pipelined_answers_around_a_cold_file(server, site):
