@@ -257,7 +257,7 @@ static int send_windows(struct evloop *ev, struct conn *c, int fd, struct fc_ent
             if (conn_turn_spent(ev))
                 return IO_YIELD;
             off_t stop = file_window_end(*off, end);
-            if (!conn_window_ready(ev, f, *off, stop, cold))
+            if (!warm_ring_window_ready(&ev->warm, f, *off, stop, cold))
                 return IO_COLD;
             *warm_end = stop;
         }
@@ -299,7 +299,7 @@ static int flush(struct evloop *ev, struct conn *c, struct fc_entry *file, off_t
     off_t end = off + len, warm_end = off;
     unsigned char cold = 0;
     if (file && !conn_turn_spent(ev) &&
-        conn_window_ready(ev, file, off, file_window_end(off, end), &cold))
+        warm_ring_window_ready(&ev->warm, file, off, file_window_end(off, end), &cold))
         warm_end = file_window_end(off, end);
     size_t done = 0;
     int rc = IO_DONE;
@@ -375,7 +375,7 @@ static int write_owed(struct evloop *ev, struct conn *c)
             off_t stop = file_window_end(p->file_off, p->file_end);
             if (conn_turn_spent(ev))
                 next = IO_YIELD;
-            else if (conn_window_ready(ev, p->file, p->file_off, stop, &p->cold))
+            else if (warm_ring_window_ready(&ev->warm, p->file, p->file_off, stop, &p->cold))
                 p->warm_end = stop;
             else
                 next = IO_COLD;

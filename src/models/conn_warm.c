@@ -21,14 +21,6 @@ void conn_warm_setup(struct evloop *ev)
     }
 }
 
-int conn_window_ready(struct evloop *ev, struct fc_entry *f, off_t off, off_t stop,
-                      unsigned char *cold)
-{
-    if (ev->warm.state != WARM_ON || !warm_ring_has_room(&ev->warm))
-        return 1;
-    return file_window_ready(f, off, stop, cold);
-}
-
 int conn_warm_read(struct evloop *ev, struct conn *c)
 {
     struct pending *p = c->out;

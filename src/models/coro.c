@@ -272,6 +272,8 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
     /* While handing over on a reload, answers keep the connection alive
      * (it moves on once idle), unless it cannot move. */
     t->step.stopping = (uint8_t)(coro_stopping() && (!handing_over() || st->drain));
+    const struct plan_waits waits = {.room = wait_writable, .turn = take_turn,
+                                      .warm = warm_window, .arg = st};
     while (pos < st->len && ret == GO_ON) {
         if (!outbuf && !(outbuf = bufpool_get(&t->outbufs))) {
             ret = CLOSE;
@@ -305,8 +307,6 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
             break;
         }
         uint64_t sent = 0;
-        const struct plan_waits waits = {.room = wait_writable, .turn = take_turn,
-                                          .warm = warm_window, .arg = st};
         int rc = plan_write(st->fd, st->ssl, &out, &r.plan, &waits, &sent);
         SB_ADD(t->slot->bytes_out, sent);
         if (r.plan.file)

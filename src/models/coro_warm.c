@@ -4,16 +4,14 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "models/file_window.h"
 
 /* In thread i's scheduler, when the eventfd says reads completed. */
 static void read_done(void *arg, uint64_t tag, int res)
 {
     struct coro_warm_read *r = &((struct coro_warm *)arg)->reads[tag];
-    if (r->wake.waiter)
-        coro_wake_fire(&r->wake, res); /* the coroutine frees the record */
-    else
-        r->busy = 0; /* its coroutine gave up waiting */
+    if (r->wake.waiter) /* else its coroutine gave up waiting */
+        coro_wake_fire(&r->wake, res); /* the result goes with the wake */
+    r->busy = 0;
 }
 
 static void reap(void *arg)
@@ -46,12 +44,11 @@ static struct coro_warm_read *free_record(struct coro_warm *w)
 int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct fc_entry *f,
                      off_t off, off_t stop, unsigned char *cold, int64_t deadline)
 {
-    if (w->ring.state != WARM_ON || !warm_ring_has_room(&w->ring) ||
-        file_window_ready(f, off, stop, cold))
+    if (warm_ring_window_ready(&w->ring, f, off, stop, cold))
         return 0;
     struct coro_warm_read *r = free_record(w);
     if (!r)
-        return 0; /* cannot be: a record is busy only while its read is in flight */
+        return 0; /* cannot be: a record is busy exactly while its read is in flight */
     r->wake = (struct coro_wake){0};
     if (warm_ring_read(&w->ring, f->fd, off, (size_t)(stop - off), (uint64_t)(r - w->reads)) < 0)
         return 0; /* the ring is off now: sendfile as before */
@@ -60,9 +57,7 @@ int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct f
               (long long)(stop - off));
     SB_ADD(slot->file_reads, 1);
     int rc = coro_wait_wake(&r->wake, deadline, 0);
-    if (r->wake.fired)
-        r->busy = 0;
-    /* Read in, or not (an error): either way the window goes by
+    /* r may belong to another read by now: its completion freed it. Read in, or not (an error): either way the window goes by
      * sendfile now, which reports a file error itself. */
     return rc == -ETIMEDOUT || rc == -ECANCELED ? -1 : 0;
 }

@@ -19,8 +19,8 @@
 
 struct coro_warm {
     struct warm_ring ring;
-    /* One per read in flight, the ring's tag its index. A read whose
-     * coroutine gave up stays busy until its completion comes. */
+    /* One per read in flight, the ring's tag its index: busy from the
+     * submission to the completion, even when its coroutine gave up. */
     struct coro_warm_read {
         struct coro_wake wake;
         uint8_t busy;

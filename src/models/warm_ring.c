@@ -59,6 +59,14 @@ int warm_ring_has_room(const struct warm_ring *w)
     return w->state != WARM_ON || w->inflight < WARM_RING_ENTRIES;
 }
 
+int warm_ring_window_ready(const struct warm_ring *w, struct fc_entry *f, off_t off, off_t stop,
+                           unsigned char *cold)
+{
+    if (w->state != WARM_ON || !warm_ring_has_room(w))
+        return 1;
+    return file_window_ready(f, off, stop, cold);
+}
+
 int warm_ring_read(struct warm_ring *w, int fd, off_t off, size_t len, uint64_t tag)
 {
     struct io_uring_sqe *sqe = w->state == WARM_ON ? io_uring_get_sqe(&w->ring) : NULL;

@@ -35,6 +35,13 @@ int warm_ring_start(struct warm_ring *w);
 /* Whether another read may be submitted now. */
 int warm_ring_has_room(const struct warm_ring *w);
 
+/* Whether the file window f[off, stop) may be sent now: 1 when it is
+ * cached (file_window_ready, which keeps *cold), or when it cannot be
+ * read in (no ring, too many reads at once): then sendfile as before. */
+struct fc_entry;
+int warm_ring_window_ready(const struct warm_ring *w, struct fc_entry *f, off_t off, off_t stop,
+                           unsigned char *cold);
+
 /* Reads fd[off, off + len) into the sink, submitted at once: once this
  * returns the kernel holds the file, so the caller may close its fd.
  * tag comes back with the completion. 0, or -1 (the ring is then
