@@ -101,8 +101,7 @@ struct xfer {
     int client_fd;
     SSL *client_ssl;         /* the client's TLS transport, or NULL */
     uint8_t client_timer;        /* UT_* */
-    char *loghead;               /* a copy of the request head, for the access log */
-    uint32_t loghead_len;
+    uint32_t loghead_len;        /* bytes of loghead in use; 0: no copy */
     int group, server, up_fd;
     int tries;                   /* fresh connections that failed */
     uint16_t status;
@@ -129,6 +128,11 @@ struct xfer {
     char tag[128];               /* FastCGI: the script, for STDERR log lines */
     size_t ulen, uoff, dlen, doff, hlen, hoff;
     char *ubuf;                  /* ucap bytes, and REFRAME_SLACK for herd's chunk heads */
+    /* A copy of the request head, for the access log. Like ubuf it stays
+     * with the exchange when the cache keeps it, so a warm proxied request
+     * allocates nothing; it grows to the largest head it held. */
+    char *loghead;
+    uint32_t loghead_cap;
     char dbuf[DBUF_SIZE];
     char hbuf[HBUF_SIZE];
     /* Chunk framing herd wrote beyond a full dbuf; it moves into dbuf once
@@ -136,6 +140,9 @@ struct xfer {
      * as for a Content-Length body. */
     char dspill[REFRAME_SLACK];
 };
+
+/* Frees an exchange and the buffers it keeps (models/upstream_pump.c). */
+void xfer_free(struct xfer *x);
 
 /* ---- the pool and server choice (models/upstream_pool.c) ---- */
 

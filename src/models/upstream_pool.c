@@ -138,10 +138,8 @@ void upstream_destroy(struct proxy *px)
         }
         free(px->groups[g].servers);
     }
-    for (int i = 0; i < px->ncache; i++) {
-        free(px->cache[i]->ubuf);
-        free(px->cache[i]);
-    }
+    for (int i = 0; i < px->ncache; i++)
+        xfer_free(px->cache[i]);
     upstream_fcgi_destroy(px);
     free(px->path);
     free(px->spath);

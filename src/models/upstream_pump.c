@@ -39,19 +39,41 @@ static struct xfer *xfer_get(struct proxy *px)
         free(x);
         return NULL;
     }
+    x->loghead = NULL;
+    x->loghead_cap = 0;
     return x;
+}
+
+void xfer_free(struct xfer *x)
+{
+    free(x->loghead);
+    free(x->ubuf);
+    free(x);
 }
 
 static void xfer_put(struct proxy *px, struct xfer *x)
 {
-    free(x->loghead);
-    x->loghead = NULL;
     if (px->ncache < XFER_CACHE) {
         px->cache[px->ncache++] = x;
         return;
     }
-    free(x->ubuf);
-    free(x);
+    xfer_free(x);
+}
+
+/* Keeps a copy of the request head for the log line; without room (no
+ * memory) the line goes without the request's fields, as before. */
+static void keep_loghead(struct xfer *x, const char *head, size_t head_len)
+{
+    if (head_len > x->loghead_cap) {
+        size_t cap = head_len < 1024 ? 1024 : head_len;
+        char *p = realloc(x->loghead, cap);
+        if (!p)
+            return;
+        x->loghead = p;
+        x->loghead_cap = (uint32_t)cap;
+    }
+    memcpy(x->loghead, head, head_len);
+    x->loghead_len = (uint32_t)head_len;
 }
 
 /* Counters and the access log, once, like a static request. */
@@ -59,7 +81,7 @@ static void account(struct proxy *px, struct xfer *x)
 {
     unsigned status = x->status ? x->status : 502;
     struct http_request req;
-    int ok = x->loghead &&
+    int ok = x->loghead_len &&
              http_parse_request(x->loghead, x->loghead_len, x->loghead_len, &req) > 0;
     step_account(px->step, x->st, ok ? &req : NULL, status, x->body_sent);
 }
@@ -611,10 +633,8 @@ long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct ste
     x->head_request = req->method == HTTP_HEAD;
     x->client_keepalive = http_wants_keepalive(req) && !*px->stopping &&
                           st->nreq < px->cfg->http.keepalive_requests;
-    if (alog_on(px->step->alog) && (x->loghead = malloc(head_len)) != NULL) {
-        memcpy(x->loghead, head, head_len);
-        x->loghead_len = (uint32_t)head_len;
-    }
+    if (alog_on(px->step->alog))
+        keep_loghead(x, head, head_len);
     char addr[64];
     client_addr(st, addr, sizeof addr);
     struct http_str path;

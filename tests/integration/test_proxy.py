@@ -894,6 +894,32 @@ def test_counters_count_each_proxied_request_once(server, backends, tmp_path):
     assert st["responses"]["5xx"] - base["responses"]["5xx"] == 1, st["responses"]
 
 
+def test_log_lines_of_reused_exchanges_name_their_own_request(server, backends, tmp_path):
+    """An exchange is reused with the copy of the request head it keeps for
+    the log line: a short head, a long one that makes the copy grow, then
+    short ones again, on one connection. Each line names its own request,
+    whole, and nothing of the one before."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log)
+    agents = ["short-1", "L" * 3000, "short-2", "M" * 1500, "s3"]
+    with srv.connect() as c:
+        for i, ua in enumerate(agents):
+            c.send(build_request("GET", f"/api/r{i}", headers=[("User-Agent", ua)]))
+            assert echo(c.read_response())["target"] == f"/api/r{i}"
+
+    def lines():
+        text = log.read_text() if log.exists() else ""
+        got = [l for l in text.splitlines() if "/api/" in l]
+        return got if len(got) == len(agents) else None
+
+    got = wait_for(lines, what="a log line per request")
+    for i, (line, ua) in enumerate(zip(got, agents)):
+        assert f'"GET /api/r{i} HTTP/1.1" 200 ' in line, line
+        assert line.endswith(f'"{ua}"'), (i, line[-80:])
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--proxy", "/x=nope"], "unknown upstream 'nope'"),
     (["--upstream", "b=nohostport"], "bad address 'nohostport'"),
