@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/timerq.h"
 #include "http/body.h"
@@ -141,8 +142,14 @@ struct xfer {
     char dspill[REFRAME_SLACK];
 };
 
-/* Frees an exchange and the buffers it keeps (models/upstream_pump.c). */
-void xfer_free(struct xfer *x);
+/* Frees an exchange and the buffers it keeps (the pump's cache and the
+ * pool's teardown both do). */
+static inline void xfer_free(struct xfer *x)
+{
+    free(x->loghead);
+    free(x->ubuf);
+    free(x);
+}
 
 /* ---- the pool and server choice (models/upstream_pool.c) ---- */
 

@@ -44,13 +44,6 @@ static struct xfer *xfer_get(struct proxy *px)
     return x;
 }
 
-void xfer_free(struct xfer *x)
-{
-    free(x->loghead);
-    free(x->ubuf);
-    free(x);
-}
-
 static void xfer_put(struct proxy *px, struct xfer *x)
 {
     if (px->ncache < XFER_CACHE) {
