@@ -178,6 +178,7 @@ asan-test: build-asan/herd $(ASAN_UNIT)
 	HERD_BIN=build-asan/herd $(ASAN_LOG) timeout 1200 $(PYTEST) $(PART1)
 	HERD_BIN=build-asan/herd HERD_ARGS="--model threads" $(ASAN_LOG) timeout 1200 $(PYTEST) $(PART1)
 	HERD_BIN=build-asan/herd HERD_ARGS="--model coro --threads 2" $(ASAN_LOG) timeout 1200 $(PYTEST) $(PART1)
+	HERD_BIN=build-asan/herd HERD_ARGS="--model uring" $(ASAN_LOG) timeout 1200 $(PYTEST) $(PART1)
 
 # libFuzzer targets, built with clang, run for FUZZ_SECONDS each on a copy
 # of the committed corpus (new inputs do not dirty the tree).
