@@ -44,8 +44,18 @@ static struct xfer *xfer_get(struct proxy *px)
     return x;
 }
 
+/* A log copy past this is not kept with a cached exchange: with a large
+ * --max-header-size a burst of big heads would otherwise leave up to
+ * XFER_CACHE such copies behind for good. */
+#define LOGHEAD_KEEP 16384
+
 static void xfer_put(struct proxy *px, struct xfer *x)
 {
+    if (x->loghead_cap > LOGHEAD_KEEP) {
+        free(x->loghead);
+        x->loghead = NULL;
+        x->loghead_cap = 0;
+    }
     if (px->ncache < XFER_CACHE) {
         px->cache[px->ncache++] = x;
         return;
