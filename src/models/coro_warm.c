@@ -57,8 +57,9 @@ int coro_warm_window(struct coro_warm *w, struct sb_slot *slot, int fd, struct f
               (long long)(stop - off));
     SB_ADD(slot->file_reads, 1);
     int rc = coro_wait_wake(&r->wake, deadline, 0);
-    /* r may belong to another read by now: its completion freed it. Read in, or not (an error): either way the window goes by
-     * sendfile now, which reports a file error itself. */
+    /* r may belong to another read by now: its completion freed it. Read
+     * in, or not (an error): either way the window goes by sendfile now,
+     * which reports a file error itself. */
     return rc == -ETIMEDOUT || rc == -ECANCELED ? -1 : 0;
 }
 

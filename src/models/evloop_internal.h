@@ -172,7 +172,6 @@ void conn_writable(struct evloop *ev, struct conn *c);
  * that a cold file made meanwhile), and a refused io_uring is said at
  * start. */
 void conn_warm_setup(struct evloop *ev);
-/* Whether a window may be sent now: warm_ring_window_ready(&ev->warm). */
 /* Starts the read of c->out's next window; 0, or -1 when it cannot be
  * read in (send it as before). */
 int conn_warm_read(struct evloop *ev, struct conn *c);

@@ -62,8 +62,8 @@ int warm_ring_has_room(const struct warm_ring *w)
 int warm_ring_window_ready(const struct warm_ring *w, struct fc_entry *f, off_t off, off_t stop,
                            unsigned char *cold)
 {
-    if (w->state != WARM_ON || !warm_ring_has_room(w))
-        return 1;
+    if (w->state != WARM_ON || w->inflight >= WARM_RING_ENTRIES)
+        return 1; /* no ring, or no room in it */
     return file_window_ready(f, off, stop, cold);
 }
 
