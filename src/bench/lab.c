@@ -353,6 +353,15 @@ int lab_wait_quiet(const struct lab *lab)
     }
 }
 
+/* How much a counter grew from one sample to the next; 0, never a
+ * wrapped difference, where it went down. A sum over a process tree goes
+ * down when a process exits, and such a run is failed before its figures
+ * are taken (measure_once); this is the guard behind that. */
+static uint64_t grown(uint64_t before, uint64_t after)
+{
+    return after > before ? after - before : 0;
+}
+
 /* A good run's server and load figures: the differences of the samples
  * around it, and herd load's own CPU time. */
 static void fill_point(struct lab_point *p, const struct sample *a, const struct sample *b,
@@ -360,15 +369,15 @@ static void fill_point(struct lab_point *p, const struct sample *a, const struct
 {
     double hz = (double)lproc_hz();
     p->wall_s = b->t - a->t;
-    p->user_s = (double)(b->u.utime - a->u.utime) / hz;
-    p->sys_s = (double)(b->u.stime - a->u.stime) / hz;
-    p->vcsw = b->u.vcsw >= a->u.vcsw ? b->u.vcsw - a->u.vcsw : 0;
-    p->ivcsw = b->u.ivcsw >= a->u.ivcsw ? b->u.ivcsw - a->u.ivcsw : 0;
+    p->user_s = (double)grown(a->u.utime, b->u.utime) / hz;
+    p->sys_s = (double)grown(a->u.stime, b->u.stime) / hz;
+    p->vcsw = grown(a->u.vcsw, b->u.vcsw);
+    p->ivcsw = grown(a->u.ivcsw, b->u.ivcsw);
     p->nproc = b->u.nproc;
     p->nthreads = b->u.nthreads;
     if (a->have_net && b->have_net) {
-        p->overflows = b->overflows - a->overflows;
-        p->drops = b->drops - a->drops;
+        p->overflows = grown(a->overflows, b->overflows);
+        p->drops = grown(a->drops, b->drops);
     }
     p->empty_wakeups = a->have_status && b->have_status ? b->wakeups - a->wakeups : -1;
     p->srv_requests = a->have_status && b->have_status ? b->requests - a->requests : -1;
@@ -420,12 +429,19 @@ static int measure_once(struct lab *lab, struct lab_server *s, pid_t pid, int ka
     p->done = 1;
     p->ok = 0;
     int exited;
+    struct lproc_id gone;
     if (rc != 0) {
         snprintf(p->reason, sizeof p->reason, "%s", err);
     } else if (lproc_exited(pid, &exited)) {
         char how[64];
         lab_describe_exit(exited, how, sizeof how);
         snprintf(p->reason, sizeof p->reason, "the server exited during the run (%s)", how);
+    } else if (a.have_u && b.have_u && lproc_usage_lost(&a.u, &b.u, &gone)) {
+        /* a worker that died (and was respawned): the server's CPU time
+         * went with it, and its figures would be too low or wrap */
+        snprintf(p->reason, sizeof p->reason,
+                 "a server process (pid %d) exited during the run, taking its CPU time with it",
+                 (int)gone.pid);
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char how[64], tail[200];
         lab_describe_exit(status, how, sizeof how);

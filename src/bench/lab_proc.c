@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/readfile.h"
+
 static int sig_fd = -1;
 static int stop_signals;
 
@@ -290,7 +292,7 @@ int lproc_tree(pid_t root, struct lproc_id *out, int max)
     return count;
 }
 
-#define STOP_MAX 512
+#define STOP_MAX LPROC_TREE_MAX
 
 int lproc_stop(pid_t root, int64_t grace_ms)
 {
@@ -371,7 +373,7 @@ int lproc_usage_tree(pid_t root, struct lproc_usage *u)
             continue;
         u->utime += (uint64_t)f[11];
         u->stime += (uint64_t)f[12];
-        u->nproc++;
+        u->procs[u->nproc++] = ids[i];
         /* Context switches in /proc/PID/status are the main thread's only:
          * sum the threads. */
         char path[96];
@@ -402,42 +404,28 @@ int lproc_usage_tree(pid_t root, struct lproc_usage *u)
     return 0;
 }
 
-static char *slurp(const char *path, size_t *len)
+static int has_process(const struct lproc_usage *u, const struct lproc_id *id)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 16384, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *t = realloc(buf, cap * 2);
-            if (!t) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = t;
-            cap *= 2;
+    for (int i = 0; i < u->nproc; i++)
+        if (u->procs[i].pid == id->pid && u->procs[i].start == id->start)
+            return 1;
+    return 0;
+}
+
+int lproc_usage_lost(const struct lproc_usage *a, const struct lproc_usage *b,
+                     struct lproc_id *gone)
+{
+    for (int i = 0; i < a->nproc; i++)
+        if (!has_process(b, &a->procs[i])) {
+            *gone = a->procs[i];
+            return 1;
         }
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    if (buf)
-        buf[n] = 0;
-    if (len)
-        *len = n;
-    return buf;
+    return 0;
 }
 
 int lproc_netstat(uint64_t *overflows, uint64_t *drops)
 {
-    char *buf = slurp("/proc/net/netstat", NULL);
+    char *buf = read_file_whole("/proc/net/netstat", NULL);
     if (!buf)
         return -errno;
     int rc = -ENOENT;
@@ -469,7 +457,7 @@ int lproc_netstat(uint64_t *overflows, uint64_t *drops)
 
 int lproc_core_ticks(int cpu, uint64_t *task, uint64_t *total)
 {
-    char *buf = slurp("/proc/stat", NULL);
+    char *buf = read_file_whole("/proc/stat", NULL);
     if (!buf)
         return -errno;
     char key[32];
@@ -508,7 +496,7 @@ static int add_inode(unsigned long **v, size_t *n, size_t *cap, unsigned long in
 static int scan_tcp(const char *path, int v6, const unsigned long *inodes, size_t ninodes,
                     struct lproc_listener *out, int count, int max)
 {
-    char *buf = slurp(path, NULL);
+    char *buf = read_file_whole(path, NULL);
     if (!buf)
         return count;
     char *save, *line = strtok_r(buf, "\n", &save);

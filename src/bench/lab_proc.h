@@ -61,13 +61,24 @@ int lproc_tree(pid_t root, struct lproc_id *out, int max);
  * Returns how many processes needed SIGKILL. */
 int lproc_stop(pid_t root, int64_t grace_ms);
 
-/* Counters summed over a process tree and all its threads. */
+/* Counters summed over a process tree and all its threads, and the
+ * processes they were summed over. A process that exits takes its counts
+ * with it, so the sums of two samples compare only when the second still
+ * has every process of the first (lproc_usage_lost). */
+#define LPROC_TREE_MAX 512
 struct lproc_usage {
     uint64_t utime, stime;      /* clock ticks */
     uint64_t vcsw, ivcsw;       /* voluntary and involuntary context switches */
     int nproc, nthreads;
+    struct lproc_id procs[LPROC_TREE_MAX]; /* the nproc processes summed */
 };
 int lproc_usage_tree(pid_t root, struct lproc_usage *u);
+
+/* 1 with *gone set to the first process summed in sample a that sample b
+ * lacks (it exited, or left the tree, in between: b's sums are missing
+ * its time), else 0. A process new in b takes nothing from the sums. */
+int lproc_usage_lost(const struct lproc_usage *a, const struct lproc_usage *b,
+                     struct lproc_id *gone);
 
 /* Clock ticks per second (for utime and stime). */
 long lproc_hz(void);

@@ -124,15 +124,37 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* One round trip: out[0..size) sent while in[0..size) is read back.
- * Small messages take one send and a blocking recv; a message too big for
- * the socket buffers is sent and received in turns, so neither side waits
- * on a full buffer. Returns 0, or -1 with err set. */
+/* Waits until fd can make progress or the round's deadline passes.
+ * Returns 1 when it may, 0 once the deadline has passed. */
+static int wait_until(int fd, int want_out, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - now_ns();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN | (want_out ? POLLOUT : 0)};
+        /* rounded up: a poll that wakes a little early would only wait again */
+        int r = poll(&p, 1, (int)((left + 999999) / 1000000));
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return 1; /* the recv or send that follows reports the error */
+    }
+}
+
+/* One round trip: out[0..size) sent while in[0..size) is read back, all
+ * within timeout_ms from the first send (a server that drips the echo
+ * cannot stretch a round). Small messages take one send and a blocking
+ * recv, which SO_RCVTIMEO bounds to the whole timeout; anything more waits
+ * in poll for the time left. A message too big for the socket buffers is
+ * sent and received in turns, so neither side waits on a full buffer.
+ * Returns 0, or -1 with err set. */
 static int round_trip(int fd, const char *out, char *in, size_t size, int timeout_ms,
                       char *err, size_t errlen)
 {
+    int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
     size_t sent = 0, got = 0;
-    while (got < size) {
+    for (int first = 1; got < size; first = 0) {
         if (sent < size) {
             ssize_t n = send(fd, out + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n > 0)
@@ -143,8 +165,8 @@ static int round_trip(int fd, const char *out, char *in, size_t size, int timeou
                 return -1;
             }
         }
-        int flags = sent < size ? MSG_DONTWAIT : 0;
-        ssize_t n = recv(fd, in + got, size - got, flags);
+        int block = first && sent == size;
+        ssize_t n = recv(fd, in + got, size - got, block ? 0 : MSG_DONTWAIT);
         if (n > 0) {
             got += (size_t)n;
             continue;
@@ -154,23 +176,13 @@ static int round_trip(int fd, const char *out, char *in, size_t size, int timeou
                      got, size);
             return -1;
         }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN) {
+        if (errno != EAGAIN && errno != EINTR) {
             snprintf(err, errlen, "recv failed after %zu of %zu bytes: %s", got, size,
                      strerror(errno));
             return -1;
         }
-        if (!flags) {
-            /* SO_RCVTIMEO ran out. */
-            snprintf(err, errlen, "no reply within %d ms (got %zu of %zu bytes back)", timeout_ms,
-                     got, size);
-            return -1;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLIN | POLLOUT};
-        int r = poll(&p, 1, timeout_ms);
-        if (r == 0) {
-            snprintf(err, errlen, "no progress within %d ms (sent %zu, got %zu of %zu bytes)",
+        if ((block && errno == EAGAIN) || !wait_until(fd, sent < size, deadline)) {
+            snprintf(err, errlen, "no reply within %d ms (sent %zu, got %zu of %zu bytes back)",
                      timeout_ms, sent, got, size);
             return -1;
         }

@@ -27,7 +27,8 @@ void lat_echo(int fd);
 int lat_serve(int lfd, int sfd);
 
 /* warmup then rounds round trips of size bytes on the connected socket fd,
- * each recorded in h in nanoseconds (warm-up rounds are not). Returns 0, or
+ * each recorded in h in nanoseconds (warm-up rounds are not), each done
+ * within timeout_ms of its first send or failed. Returns 0, or
  * -1 with the reason in err (the round, the bytes that came back). */
 int lat_rounds(int fd, size_t size, uint64_t warmup, uint64_t rounds, int timeout_ms,
                struct hdr *h, char *err, size_t errlen);

@@ -290,16 +290,23 @@ static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
         restart(t, c, now, 0);
         return 0;
     }
-    if (c->outstanding) {
-        c->deadline_ns = now + t->timeout_ns;
-    } else {
-        c->deadline_ns = 0;
-        uint32_t gen = c->gen;
-        pump(t, c, now);
-        if (gen != c->gen)
-            return 0;
-    }
+    /* With nothing outstanding, the next request waits until the socket
+     * is drained (on_read): bytes already received must not pass for its
+     * answer. */
+    c->deadline_ns = c->outstanding ? now + t->timeout_ns : 0;
     return 1;
+}
+
+/* Bytes that answer no request: a server that sends more responses than
+ * it was asked for, or anything after a final response. Counting them as
+ * answers would report a faster server than there is, so the connection
+ * is dropped as broken. `counted` of them were already added to the
+ * bytes read; they are taken back, as they are no transfer of answers. */
+static void reject_unsolicited(struct load_thread *t, struct lconn *c, size_t counted)
+{
+    if (t->measuring)
+        t->st.bytes -= counted < t->st.bytes ? counted : t->st.bytes;
+    lconn_fail(t, c, LERR_BAD_RESPONSE, 0, "bytes after the last response");
 }
 
 /* Frames data[0..len) (the thread buffer, or the stash with new bytes
@@ -310,7 +317,7 @@ static int feed(struct load_thread *t, struct lconn *c, const char *data, size_t
     size_t off = 0;
     while (off < len) {
         if (!c->outstanding) {
-            lconn_fail(t, c, LERR_BAD_RESPONSE, 0, "bytes after the last response");
+            reject_unsolicited(t, c, len - off);
             return -1;
         }
         long n = load_resp_parse(&c->rp, data + off, len - off);
@@ -320,9 +327,11 @@ static int feed(struct load_thread *t, struct lconn *c, const char *data, size_t
         }
         off += (size_t)n;
         if (c->rp.state == RESP_DONE) {
-            if (!response_done(t, c, now))
-                return -1;
-            continue;
+            if (response_done(t, c, now))
+                continue;
+            if (c->state == LC_CLOSING && off < len)
+                reject_unsolicited(t, c, len - off);
+            return -1;
         }
         if (c->rp.state == RESP_HEAD && off < len && n == 0)
             break;
@@ -403,6 +412,7 @@ static void set_lowat(struct lconn *c)
 static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
 {
     int drain = !!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
+    uint64_t answered_before = t->all_requests;
     for (;;) {
         size_t cap;
         ssize_t n;
@@ -420,15 +430,16 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
             cap = c->stash ? RESP_MAX_HEAD - c->stash_len : t->rbuf_size;
             n = c->ssl ? load_tls_recv(c->ssl, buf, cap) : recv(c->fd, buf, cap, 0);
             if (n > 0) {
+                if (c->state == LC_CLOSING) {
+                    reject_unsolicited(t, c, 0); /* nothing may follow a final response */
+                    return;
+                }
                 if (t->measuring)
                     t->st.bytes += (uint64_t)n;
-                /* In LC_CLOSING, bytes after the final response are ignored. */
-                if (c->state == LC_OPEN) {
-                    int rc = c->stash ? feed(t, c, c->stash, c->stash_len + (size_t)n, load_now_ns())
-                                      : feed(t, c, buf, (size_t)n, load_now_ns());
-                    if (rc < 0 && c->state != LC_CLOSING)
-                        return;
-                }
+                int rc = c->stash ? feed(t, c, c->stash, c->stash_len + (size_t)n, load_now_ns())
+                                  : feed(t, c, buf, (size_t)n, load_now_ns());
+                if (rc < 0 && c->state != LC_CLOSING)
+                    return;
             }
         }
         if (n > 0) {
@@ -459,8 +470,14 @@ static void on_read(struct load_thread *t, struct lconn *c, uint32_t events)
         }
         return;
     }
-    if (c->state == LC_OPEN && !c->ssl)
+    if (c->state != LC_OPEN)
+        return;
+    if (!c->ssl)
         set_lowat(c);
+    /* The socket is drained and every request answered: only now is the
+     * next one sent, so the bytes just read could not answer it. */
+    if (!c->outstanding && t->all_requests != answered_before)
+        pump(t, c, load_now_ns());
 }
 
 void lconn_init(struct load_thread *t, struct lconn *c, uint32_t index, uint32_t global_index)

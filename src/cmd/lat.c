@@ -326,7 +326,8 @@ static int run_client(struct lat_flags *f)
                 f->spawn ? "" : " (is `herd lat -s` running there?)");
         goto out;
     }
-    /* lat_rounds wants a blocking socket: its recv waits with SO_RCVTIMEO. */
+    /* lat_rounds wants a blocking socket: the first recv of a round waits
+     * with SO_RCVTIMEO. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (!h) {
         fprintf(stderr, "herd lat: out of memory\n");

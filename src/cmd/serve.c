@@ -249,7 +249,7 @@ static int serve_single(struct serve_config *cfg)
         return 1;
     }
     if (pidfile_write(cfg->pid_file, err, sizeof err) < 0 ||
-        drop_privileges(cfg->user, cfg->group, err, sizeof err) < 0) {
+        drop_privileges(cfg->user, cfg->group, cfg->uid, cfg->gid, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 1;
     }
@@ -309,6 +309,15 @@ int cmd_serve(int argc, char **argv)
             fprintf(stderr, "%s: %s\n", check, err);
             return 2;
         }
+        /* and the TLS files, as nginx -t loads them: an unreadable or
+         * mismatched certificate and key, or ciphers OpenSSL does not know */
+        struct tls_setup tls = {0};
+        int tls_rc = tls_setup_load(&tls, &cfg, err, sizeof err);
+        tls_setup_free(&tls);
+        if (tls_rc < 0) {
+            fprintf(stderr, "%s: %s\n", check, err);
+            return 2;
+        }
         printf("%s: ok\n", check);
         return 0;
     }
@@ -319,6 +328,10 @@ int cmd_serve(int argc, char **argv)
         return 2;
     if (cfg.verbose)
         log_max_level = LOG_DEBUG;
+    if (privileges_droppable(cfg.user, cfg.group, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 2;
+    }
 
     struct stat st;
     if (stat(cfg.docroot, &st) < 0) {

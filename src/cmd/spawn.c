@@ -32,12 +32,14 @@ static const char spawn_usage[] =
     "Signals: TERM and INT stop the children gracefully (TERM is passed on), QUIT\n"
     "is passed on as QUIT; HUP, USR1 and USR2 are passed on to every child.\n"
     "Each child leads its own process group: what it forks gets TERM once the\n"
-    "child is gone (KILL after the stop timeout), and herd spawn waits for it.\n"
+    "child is gone (KILL after the stop timeout), and herd spawn waits for it;\n"
+    "so does a process that left the group (setsid) once its parent is gone\n"
+    "(herd spawn is their subreaper). herd spawn exits when none is left.\n"
     "The socket is blocking and the children's signal mask is clean.\n"
     "\n"
     "Exit status: 0 after a stop signal, or when every child exited 0 (without\n"
-    "--respawn); 1 when ADDR cannot be bound, COMMAND cannot be run, or children\n"
-    "die at start; 2 for bad usage.\n";
+    "--respawn); 1 when ADDR cannot be bound, COMMAND cannot be run, children\n"
+    "die at start, or processes outlive SIGKILL by 5 s; 2 for bad usage.\n";
 
 enum opt { O_LISTEN, O_CHILDREN, O_FD_STYLE, O_RESPAWN, O_BACKLOG, O_STOP_TIMEOUT, O_VERBOSE,
            O_HELP };

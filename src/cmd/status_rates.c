@@ -1,11 +1,14 @@
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cmd/status_rates.h"
 
-/* The number after "key": in json, looked up after from (the first
- * occurrence is the total, before the per-slot array). */
+/* The number after "key": in json (the first occurrence is the total,
+ * before the per-slot array): digits only, as herd writes its counters,
+ * ending the value. A sign, a value past 64 bits, a string or a missing
+ * key is -1, never a wrapped or zero count. */
 static int number(const char *json, const char *key, unsigned long long *v)
 {
     char pat[48];
@@ -13,25 +16,44 @@ static int number(const char *json, const char *key, unsigned long long *v)
     const char *p = strstr(json, pat);
     if (!p)
         return -1;
+    p += strlen(pat);
+    if (*p < '0' || *p > '9')
+        return -1;
     char *end;
-    *v = strtoull(p + strlen(pat), &end, 10);
-    return end == p + strlen(pat) ? -1 : 0;
+    errno = 0;
+    *v = strtoull(p, &end, 10);
+    if (errno == ERANGE || (*end != ',' && *end != '}'))
+        return -1;
+    return 0;
 }
 
-int status_sample_parse(const char *json, double t, struct status_sample *s)
+int status_sample_parse(const char *json, double t, struct status_sample *s, const char **bad)
 {
     memset(s, 0, sizeof *s);
     s->t = t;
-    const char *resp = strstr(json, "\"responses\":{");
-    if (number(json, "requests", &s->requests) < 0 || number(json, "bytes_in", &s->bytes_in) < 0 ||
-        number(json, "bytes_out", &s->bytes_out) < 0 || !resp)
-        return -1;
-    for (int k = 1; k <= 5; k++) {
-        char key[16];
-        snprintf(key, sizeof key, "%dxx", k);
-        if (number(resp, key, &s->cls[k]) < 0)
+    const struct { const char *key; unsigned long long *v; } totals[] = {
+        {"requests", &s->requests}, {"bytes_in", &s->bytes_in}, {"bytes_out", &s->bytes_out},
+    }, classes[] = {
+        {"1xx", &s->cls[1]}, {"2xx", &s->cls[2]}, {"3xx", &s->cls[3]},
+        {"4xx", &s->cls[4]}, {"5xx", &s->cls[5]},
+    };
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++) {
+        *bad = totals[i].key;
+        if (number(json, *bad, totals[i].v) < 0)
             return -1;
     }
+    /* the classes are looked up inside the responses object only */
+    const char *resp = strstr(json, "\"responses\":{");
+    if (!resp) {
+        *bad = "responses";
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+        *bad = classes[i].key;
+        if (number(resp, *bad, classes[i].v) < 0)
+            return -1;
+    }
+    *bad = NULL;
     return 0;
 }
 

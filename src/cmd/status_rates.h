@@ -10,9 +10,10 @@ struct status_sample {
     unsigned long long requests, bytes_in, bytes_out, cls[6]; /* cls[2] = 2xx ... */
 };
 
-/* Reads the totals from the status JSON; returns 0 or -1 when a key is
- * missing (not herd's status JSON). */
-int status_sample_parse(const char *json, double t, struct status_sample *s);
+/* Reads the totals from the status JSON; returns 0, or -1 with *bad naming
+ * the first key that is missing or not an unsigned 64-bit count (not
+ * herd's status JSON). */
+int status_sample_parse(const char *json, double t, struct status_sample *s, const char **bad);
 
 /* One line: totals, then per-second rates since prev (none when prev is
  * NULL). */

@@ -29,6 +29,12 @@
 /* Negative returns of body_decode and body_skip. */
 enum { BODY_ERROR = -1, BODY_TOO_LARGE = -2 };
 
+/* The answer to a body that failed with rc: 413 past a limit, else 400. */
+static inline unsigned body_error_status(long rc)
+{
+    return rc == BODY_TOO_LARGE ? 413 : 400;
+}
+
 /* 24 bytes: it lives in every connection and every proxy exchange. */
 struct body_skip {
     uint64_t left;        /* data bytes still to come: of the body, or of this chunk */

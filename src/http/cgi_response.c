@@ -64,6 +64,43 @@ static int header_line(const char *p, const char *eol, struct upstream_response 
     return 0;
 }
 
+/* The reason for a status a script gave without one, or that a Location
+ * alone implies (302): RFC 9110's, so the status line is never
+ * "HTTP/1.1 302 " with nothing after it. herd's own table (http/response.c)
+ * has only what herd answers itself. NULL: none known, it stays empty. */
+static const char *standard_reason(unsigned status)
+{
+    if (resp_status_known(status))
+        return resp_reason(status);
+    switch (status) {
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
+    case 204: return "No Content";
+    case 205: return "Reset Content";
+    case 300: return "Multiple Choices";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 407: return "Proxy Authentication Required";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 412: return "Precondition Failed";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 451: return "Unavailable For Legal Reasons";
+    default: return NULL;
+    }
+}
+
 int cgi_parse_response(const char *buf, size_t len, size_t max_head,
                        struct upstream_response *r)
 {
@@ -87,8 +124,8 @@ int cgi_parse_response(const char *buf, size_t len, size_t max_head,
     }
     if (!r->status)
         r->status = has_location ? 302 : 200;
-    if (!r->reason.len && resp_status_known(r->status)) {
-        const char *reason = resp_reason(r->status);
+    const char *reason = r->reason.len ? NULL : standard_reason(r->status);
+    if (reason) {
         r->reason.p = reason;
         r->reason.len = (uint32_t)strcspn(reason, "\r\n");
     }

@@ -67,12 +67,19 @@ void http_error(struct http_ctx *ctx, const struct http_request *req, unsigned s
                 int keepalive, const char *extra, size_t extra_len, struct http_out *out,
                 struct http_plan *plan)
 {
-    int head_only = req->method == HTTP_HEAD;
+    http_error_page(ctx, status, req->minor, keepalive, req->method == HTTP_HEAD, extra,
+                    extra_len, out, plan);
+}
+
+void http_error_page(struct http_ctx *ctx, unsigned status, int minor, int keepalive,
+                     int head_only, const char *extra, size_t extra_len, struct http_out *out,
+                     struct http_plan *plan)
+{
     size_t len;
     const char *rel = error_page_for(&ctx->cfg->error_pages, status, &len);
     struct fc_entry *e;
     if (!rel || fc_lookup(ctx->fc, rel, len, clock_wall(), &e) < 0)
-        return resp_error_with(out, plan, status, req->minor, keepalive, head_only, extra,
+        return resp_error_with(out, plan, status, minor, keepalive, head_only, extra,
                                extra_len);
     plan->head_off = (uint32_t)out->len;
     resp_status(out, status);
@@ -81,7 +88,7 @@ void http_error(struct http_ctx *ctx, const struct http_request *req, unsigned s
     if (extra_len)
         resp_header_raw(out, extra, extra_len);
     resp_content_length(out, (uint64_t)e->size);
-    resp_finish(out, req->minor, keepalive);
+    resp_finish(out, minor, keepalive);
     plan->head_len = (uint32_t)(out->len - plan->head_off);
     plan->status = (uint16_t)status;
     plan->close = !keepalive;

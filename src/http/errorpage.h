@@ -41,4 +41,10 @@ void http_error(struct http_ctx *ctx, const struct http_request *req, unsigned s
                 int keepalive, const char *extra, size_t extra_len, struct http_out *out,
                 struct http_plan *plan);
 
+/* The same for an answer herd makes without a parsed request (the proxy's
+ * 502, 503 and 504): HTTP/1.minor, head_only for a HEAD. */
+void http_error_page(struct http_ctx *ctx, unsigned status, int minor, int keepalive,
+                     int head_only, const char *extra, size_t extra_len, struct http_out *out,
+                     struct http_plan *plan);
+
 #endif

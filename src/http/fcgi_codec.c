@@ -13,6 +13,7 @@
 #include "core/bwriter.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/ratelimit.h"
 #include "http/cgi_response.h"
 #include "http/fcgi.h"
 #include "http/proxy.h"
@@ -23,8 +24,6 @@ enum { FK_LENGTH = 1, FK_CHUNKED, FK_CLOSE, FK_DISCARD };
 /* What fcgi_rx_next found. */
 enum { RX_NONE, RX_STDOUT, RX_STDERR, RX_END };
 
-/* A CGI head that spans STDOUT records is gathered into this much stack. */
-#define HEAD_GATHER 4096
 /* STDERR lines logged per second and process; the rest are counted. */
 #define STDERR_PER_SEC 20
 
@@ -144,19 +143,13 @@ static long fcgi_rx_next(struct fcgi_rx *s, const char *src, size_t n, int *what
  * script a client runs can write as much as it likes. */
 static void log_stderr_line(const struct upstream_framing *b, const char *p, size_t len)
 {
-    static int64_t second;
-    static unsigned lines, dropped;
-    int64_t now = clock_now_ms() / 1000;
-    if (now != second) {
-        if (dropped)
-            log_msg(LOG_WARN, "FastCGI stderr: %u more lines not logged", dropped);
-        second = now;
-        lines = dropped = 0;
-    }
-    if (lines++ >= STDERR_PER_SEC) {
-        dropped++;
+    static struct ratelimit limit;
+    unsigned held;
+    int pass = ratelimit_take(&limit, clock_now_ms(), 1000, STDERR_PER_SEC, &held);
+    if (held)
+        log_msg(LOG_WARN, "FastCGI stderr: %u more lines not logged", held);
+    if (!pass)
         return;
-    }
     /* The script's bytes (and its path) escaped as in the access log: no
      * control byte or escape sequence reaches the log or a terminal, no NUL
      * cuts the line short; bounded by the buffer whatever the line's size. */
@@ -234,17 +227,33 @@ static int client_head(const struct upstream_response *r, int head_request, int 
     return 0;
 }
 
+/* STDOUT's next run p[0..pl) joins the head's bytes so far, buf[*at..
+ * *at + *glen): those move up to sit just before it, over the framing and
+ * STDERR between them, so the head is one run of bytes whatever records
+ * it came in. */
+static void gather_head(char *buf, size_t *at, size_t *glen, const char *p, size_t pl)
+{
+    size_t to = (size_t)(p - buf) - *glen;
+    memmove(buf + to, buf + *at, *glen);
+    *at = to;
+    *glen += pl;
+}
+
 /* Records from buf[0..len) until the CGI head in their STDOUT is whole.
- * Returns where the body starts in buf (inside the STDOUT record that
- * ends the head; b->fcgi then holds that record's rest). STDERR before
- * the head is logged once (b->fcgi.body_left remembers how far). */
-static int response_head(const char *buf, size_t len, size_t max_head, int head_request,
+ * The head is gathered in place: between calls b->fcgi holds the record
+ * reader's state and, in body_left, how many bytes at buf's start are the
+ * head so far. What is no longer needed (framing, and STDERR, logged as it
+ * comes) is handed back to be dropped as if it were an interim answer
+ * (h->status 0), so only the head's own bytes count toward max_head: a
+ * script may log as much as it likes before it writes, and split its head
+ * over as many records as it likes. Returns where the body starts in buf
+ * once the head is whole (b->fcgi then reads the rest of its record). */
+static int response_head(char *buf, size_t len, size_t max_head, int head_request,
                          int client_minor, struct upstream_head *h, struct upstream_framing *b,
                          char *out, size_t cap)
 {
-    struct fcgi_rx rx = {0};
-    char gather[HEAD_GATHER];
-    size_t glen = 0, off = 0;
+    struct fcgi_rx rx = b->fcgi;
+    size_t glen = (size_t)rx.body_left, at = 0, off = glen;
     h->err = NULL;
     for (;;) {
         int what;
@@ -257,53 +266,38 @@ static int response_head(const char *buf, size_t len, size_t max_head, int head_
         }
         off += (size_t)k;
         if (what == RX_NONE)
-            return len >= max_head ? HTTP_PARSE_ERROR : HTTP_PARSE_INCOMPLETE;
+            break;
         if (what == RX_END) {
             h->err = "FastCGI request ended before a CGI head";
             return HTTP_PARSE_ERROR;
         }
         if (what == RX_STDERR) {
-            /* whole records only: a partial one comes again, longer */
-            if (!rx.left && off > b->fcgi.body_left) {
-                log_stderr(b, p, pl);
-                b->fcgi.body_left = off;
-            }
+            log_stderr(b, p, pl);
             continue;
         }
-        const char *src = p;
-        if (glen) {
-            if (pl > sizeof gather - glen) {
-                h->err = "CGI head too large";
-                return HTTP_PARSE_ERROR;
-            }
-            memcpy(gather + glen, p, pl);
-            src = gather;
-        }
+        gather_head(buf, &at, &glen, p, pl);
         struct upstream_response r;
-        int n = cgi_parse_response(src, glen + pl, max_head, &r);
-        if (n == HTTP_PARSE_ERROR || (n > 0 && r.status < 200)) {
-            h->err = "malformed CGI response head";
+        int n = cgi_parse_response(buf + at, glen, max_head, &r);
+        if (n == HTTP_PARSE_INCOMPLETE)
+            continue;
+        if (n == HTTP_PARSE_ERROR || r.status < 200) {
+            h->err = glen >= max_head ? "CGI head too large" : "malformed CGI response head";
             return HTTP_PARSE_ERROR;
         }
-        if (n == HTTP_PARSE_INCOMPLETE) {
-            if (!glen) {
-                if (pl > sizeof gather) {
-                    h->err = "CGI head too large";
-                    return HTTP_PARSE_ERROR;
-                }
-                memcpy(gather, p, pl);
-            }
-            glen += pl;
-            continue;
-        }
-        size_t in_piece = (size_t)n - glen; /* the head's bytes in this run */
         if (client_head(&r, head_request, client_minor, h, b, out, cap) < 0)
             return HTTP_PARSE_ERROR;
-        rx.left += (uint32_t)(pl - in_piece);
+        rx.left += (uint32_t)(glen - (size_t)n); /* the body's bytes in this run */
         rx.body_left = b->fcgi.body_left;
         b->fcgi = rx;
-        return (int)(p + in_piece - buf);
+        return (int)(at + (size_t)n);
     }
+    /* All of buf is read and the head is not whole: keep only its bytes,
+     * at the end, and hand back the rest to be dropped. */
+    memmove(buf + len - glen, buf + at, glen);
+    rx.body_left = glen;
+    b->fcgi = rx;
+    h->status = 0;
+    return len > glen ? (int)(len - glen) : HTTP_PARSE_INCOMPLETE;
 }
 
 static void emit_chunk(struct reframe_out *out, const char *p, size_t n)

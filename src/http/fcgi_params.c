@@ -72,14 +72,32 @@ static void pair(struct pw *w, const char *name, size_t nlen, const char *v, siz
         put(w, v, vlen);
 }
 
+/* Does --fastcgi-param set this parameter of herd's own? */
+static int overridden(const struct pw *w, const char *name, size_t nlen)
+{
+    for (int i = 0; i < w->env->nextra; i++)
+        if (!strncmp(w->env->extra[i], name, nlen) && w->env->extra[i][nlen] == '=')
+            return 1;
+    return 0;
+}
+
 /* A parameter of herd's own, unless --fastcgi-param sets it. */
 static void std(struct pw *w, const char *name, const char *v, size_t vlen)
 {
     size_t nlen = strlen(name);
-    for (int i = 0; i < w->env->nextra; i++)
-        if (!strncmp(w->env->extra[i], name, nlen) && w->env->extra[i][nlen] == '=')
-            return;
-    pair(w, name, nlen, v, vlen);
+    if (!overridden(w, name, nlen))
+        pair(w, name, nlen, v, vlen);
+}
+
+/* A file name under the docroot: written in two pieces, so no path is
+ * cut short by a buffer of its own (the record's bound still holds). */
+static void std_file(struct pw *w, const char *name, const char *rel, size_t rlen)
+{
+    size_t nlen = strlen(name), dlen = strlen(w->env->docroot);
+    if (!overridden(w, name, nlen) && pair_begin(w, name, nlen, dlen + rlen)) {
+        put(w, w->env->docroot, dlen);
+        put(w, rel, rlen);
+    }
 }
 
 static void std_s(struct pw *w, const char *name, const char *v) { std(w, name, v, strlen(v)); }
@@ -171,16 +189,11 @@ static void server_name(struct pw *w, const struct http_request *req)
 static void cgi_params(struct pw *w, const struct http_request *req)
 {
     const struct fcgi_env *e = w->env;
-    char file[4096];
-    int fl = snprintf(file, sizeof file, "%s%.*s", e->docroot, (int)e->script_len, e->script);
-    std(w, "SCRIPT_FILENAME", file, fl < (int)sizeof file ? (size_t)fl : sizeof file - 1);
+    std_file(w, "SCRIPT_FILENAME", e->script, e->script_len);
     std(w, "SCRIPT_NAME", e->script, e->script_len);
     std(w, "PATH_INFO", e->path_info, e->path_info_len);
-    if (e->path_info_len) {
-        fl = snprintf(file, sizeof file, "%s%.*s", e->docroot, (int)e->path_info_len,
-                      e->path_info);
-        std(w, "PATH_TRANSLATED", file, fl < (int)sizeof file ? (size_t)fl : sizeof file - 1);
-    }
+    if (e->path_info_len)
+        std_file(w, "PATH_TRANSLATED", e->path_info, e->path_info_len);
     std(w, "QUERY_STRING", req->query.p, req->query.len);
     std(w, "REQUEST_METHOD", req->method_str.p, req->method_str.len);
     for (int i = 0; i < req->nheaders; i++)

@@ -273,8 +273,14 @@ static int parse_request_line(const char *p, const char *eol, struct http_reques
     if (p[5] != '1' || p[7] > '1')
         return fail(req, 505);
     req->minor = (uint8_t)(p[7] - '0');
-    if (split_target(req, authority) < 0)
-        return fail(req, 400);
+    if (split_target(req, authority) < 0) {
+        /* CONNECT host:port (authority-form, RFC 9112 3.2.3) is valid:
+         * what herd does not do is the method, so 405, as CONNECT with a
+         * path gets; but the connection closes (a tunnel's bytes follow) */
+        int connect = req->method == HTTP_CONNECT &&
+                      authority_valid(req->target.p, req->target.len);
+        return fail(req, connect ? 405 : 400);
+    }
     return 0;
 }
 
@@ -287,6 +293,17 @@ static int same_as_first(const struct http_request *req, const struct http_heade
                       strncasecmp(f->name.p, h->name.p, h->name.len) == 0))
         f++;
     return f->value.len == h->value.len && memcmp(f->value.p, h->value.p, h->value.len) == 0;
+}
+
+/* Keeps the first line of a field the static handler acts on; a second
+ * one is noted in req->repeated (drop_invalid_repeats and cond.c act on it). */
+static inline void capture(struct http_request *req, struct http_str *field,
+                           const struct http_header *h, uint8_t repeat_bit)
+{
+    if (field->p)
+        req->repeated |= repeat_bit;
+    else
+        *field = h->value;
 }
 
 /* Records a header the server acts on; rejects conflicting framing. */
@@ -304,11 +321,13 @@ static int note_header(struct http_request *req, const struct http_header *h,
         break;
     case 5:
         if (name_is(n, "range", 5))
-            req->range = h->value;
+            capture(req, &req->range, h, HTTP_REPEAT_RANGE);
         break;
     case 8:
         if (name_is(n, "if-range", 8))
-            req->if_range = h->value;
+            capture(req, &req->if_range, h, HTTP_REPEAT_IF_RANGE);
+        else if (name_is(n, "if-match", 8))
+            capture(req, &req->if_match, h, HTTP_REPEAT_IF_MATCH);
         break;
     case 10:
         if (name_is(n, "connection", 10)) {
@@ -320,7 +339,7 @@ static int note_header(struct http_request *req, const struct http_header *h,
         break;
     case 13:
         if (name_is(n, "if-none-match", 13))
-            req->if_none_match = h->value;
+            capture(req, &req->if_none_match, h, HTTP_REPEAT_IF_NONE_MATCH);
         break;
     case 14:
         if (name_is(n, "content-length", 14)) {
@@ -341,11 +360,32 @@ static int note_header(struct http_request *req, const struct http_header *h,
                 return -1;
             req->chunked = 1;
         } else if (name_is(n, "if-modified-since", 17)) {
-            req->if_modified_since = h->value;
+            capture(req, &req->if_modified_since, h, HTTP_REPEAT_IF_MODIFIED_SINCE);
         }
+        break;
+    case 19:
+        if (name_is(n, "if-unmodified-since", 19))
+            capture(req, &req->if_unmodified_since, h, HTTP_REPEAT_IF_UNMODIFIED_SINCE);
         break;
     }
     return 0;
+}
+
+/* Two lines of a singleton are one invalid field (RFC 9110 5.3: joined,
+ * "bytes=0-1, bytes=5-9" is no ranges-specifier and two dates are no
+ * HTTP-date), which the recipient ignores (13.1.3, 13.1.4, 14.2). An
+ * If-Range that cannot be valid never matches, so its Range is ignored
+ * too (13.1.5). The lists (If-Match, If-None-Match) are left to cond.c,
+ * which reads every line. */
+static void drop_invalid_repeats(struct http_request *req)
+{
+    static const struct http_str absent = {NULL, 0};
+    if (req->repeated & (HTTP_REPEAT_RANGE | HTTP_REPEAT_IF_RANGE))
+        req->range = req->if_range = absent;
+    if (req->repeated & HTTP_REPEAT_IF_MODIFIED_SINCE)
+        req->if_modified_since = absent;
+    if (req->repeated & HTTP_REPEAT_IF_UNMODIFIED_SINCE)
+        req->if_unmodified_since = absent;
 }
 
 /* An absolute-form target's authority is the request's host (RFC 9112
@@ -392,11 +432,13 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
 
     req->error = 0;
     req->nheaders = 0;
-    req->chunked = req->conn_close = req->conn_keepalive = 0;
+    req->chunked = req->conn_close = req->conn_keepalive = req->repeated = 0;
     req->content_length = -1;
     req->host.len = req->if_none_match.len = req->if_modified_since.len = 0;
+    req->if_match.len = req->if_unmodified_since.len = 0;
     req->range.len = req->if_range.len = 0;
     req->host.p = req->if_none_match.p = req->if_modified_since.p = NULL;
+    req->if_match.p = req->if_unmodified_since.p = NULL;
     req->range.p = req->if_range.p = NULL;
 
     const char *p = start, *end = start + head;
@@ -456,6 +498,8 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
         return fail(req, 400);
     if (req->minor == 1 && !host_seen)
         return fail(req, 400);
+    if (req->repeated)
+        drop_invalid_repeats(req);
     if (authority.p)
         use_authority(req, authority);
     return (int)(skip + head);

@@ -35,10 +35,31 @@ struct http_request {
     uint8_t conn_keepalive; /* Connection: keep-alive */
     uint16_t error;         /* the status to answer when the parse fails */
     uint16_t nheaders;
+    uint8_t repeated;       /* HTTP_REPEAT_*: captured fields sent on several lines */
     int64_t content_length; /* -1 when absent */
     struct http_str method_str, target, path, query; /* path: before '?', still encoded */
-    struct http_str host, if_none_match, if_modified_since, range, if_range;
+    struct http_str host;
+    /* The fields the static handler acts on, .p NULL when absent. Range,
+     * If-Range, If-Modified-Since and If-Unmodified-Since are singletons:
+     * sent on two lines, one is invalid and reads as absent, since a
+     * recipient ignores it (RFC 9110 13.1.3, 13.1.4, 14.2), and so does a
+     * Range whose If-Range is repeated (an invalid If-Range never matches,
+     * 13.1.5). If-Match and If-None-Match are lists: these hold the first
+     * line, and a repeat bit in `repeated` says to read the others from
+     * headers[] (cond.c does). */
+    struct http_str if_match, if_none_match, if_modified_since, if_unmodified_since;
+    struct http_str range, if_range;
     struct http_header headers[HTTP_MAX_HEADERS];
+};
+
+/* Bits of http_request.repeated. */
+enum {
+    HTTP_REPEAT_IF_MATCH = 1 << 0,
+    HTTP_REPEAT_IF_NONE_MATCH = 1 << 1,
+    HTTP_REPEAT_IF_MODIFIED_SINCE = 1 << 2,
+    HTTP_REPEAT_IF_UNMODIFIED_SINCE = 1 << 3,
+    HTTP_REPEAT_RANGE = 1 << 4,
+    HTTP_REPEAT_IF_RANGE = 1 << 5,
 };
 
 #define HTTP_PARSE_INCOMPLETE (-2)

@@ -154,7 +154,6 @@ long proxy_build_request(const struct http_request *req, const struct http_str *
     else
         bw_puts(&w, default_host);
     bw_puts(&w, "\r\n");
-    const struct http_str *xff = NULL;
     for (int i = 0; i < n; i++) {
         const struct http_str *name = &hs[i].name;
         /* Expect is answered by us (we read the body), never forwarded */
@@ -162,19 +161,22 @@ long proxy_build_request(const struct http_request *req, const struct http_str *
             is(name, "content-length") || is(name, "expect") ||
             (!pass_underscores && memchr(name->p, '_', name->len)))
             continue;
-        if (is(name, "x-forwarded-for")) {
-            xff = &hs[i].value; /* the last one; folded into ours below */
-            continue;
-        }
+        if (is(name, "x-forwarded-for"))
+            continue; /* every one is folded into ours below */
         bw_put(&w, name->p, name->len);
         bw_put(&w, ": ", 2);
         bw_put(&w, hs[i].value.p, hs[i].value.len);
         bw_put(&w, "\r\n", 2);
     }
+    /* Several X-Forwarded-For lines are one list (RFC 9110 5.3), in
+     * order, as nginx joins them: dropping all but the last would hide
+     * the first hops from the upstream. */
     bw_puts(&w, "X-Forwarded-For: ");
-    if (xff && xff->len) {
-        bw_put(&w, xff->p, xff->len);
-        bw_put(&w, ", ", 2);
+    for (int i = 0; i < n; i++) {
+        if (is(&hs[i].name, "x-forwarded-for") && hs[i].value.len) {
+            bw_put(&w, hs[i].value.p, hs[i].value.len);
+            bw_put(&w, ", ", 2);
+        }
     }
     bw_puts(&w, client_addr);
     bw_puts(&w, https ? "\r\nX-Forwarded-Proto: https\r\n"
@@ -249,8 +251,8 @@ int upstream_parse_response(const char *buf, size_t len, size_t max_head,
     r->reason.p = eol - p > 12 ? p + 13 : eol;
     r->reason.len = (uint32_t)(eol - r->reason.p);
     for (const char *q = r->reason.p; q < eol; q++)
-        if ((unsigned char)*q < 0x20 && *q != '\t')
-            return HTTP_PARSE_ERROR;
+        if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
+            return HTTP_PARSE_ERROR; /* as in a header value: the client gets 502 */
     r->conn_close = r->minor == 0;
     int te_seen = 0;
     const struct http_str *cl_first = NULL;

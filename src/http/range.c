@@ -3,15 +3,17 @@
 #include <stdint.h>
 #include <strings.h>
 
-/* Reads digits at *p; returns -1 when there are none or they overflow. */
+/* Reads digits at *p; returns -1 when there are none. A position is of
+ * any length (RFC 9110 14.1.1): one past 64 bits reads as INT64_MAX, past
+ * the end of any file, so "0-<huge>" is the whole file and "<huge>-" is
+ * unsatisfiable, as they would be with big integers. */
 static int64_t digits(const char **p, const char *end)
 {
     const char *s = *p;
     int64_t v = 0;
     while (*p < end && **p >= '0' && **p <= '9') {
-        if (v > (INT64_MAX - 9) / 10)
-            return -1;
-        v = v * 10 + (**p - '0');
+        int d = **p - '0';
+        v = v > (INT64_MAX - d) / 10 ? INT64_MAX : v * 10 + d;
         (*p)++;
     }
     return *p == s ? -1 : v;

@@ -43,6 +43,7 @@ static const struct status_text statuses[] = {
     S(406, "Not Acceptable"),
     S(408, "Request Timeout"),
     S(411, "Length Required"),
+    S(412, "Precondition Failed"),
     S(413, "Content Too Large"),
     S(414, "URI Too Long"),
     S(416, "Range Not Satisfiable"),

@@ -165,8 +165,25 @@ static void put_content_range(struct http_out *out, off_t start, off_t len, off_
     PUT_LIT(out, "\r\n");
 }
 
-/* Answers 304 or 416 when the request calls for one and returns 1; else
- * returns 0 with the byte range to send and its status (200 or 206). */
+static void not_modified(struct job *j)
+{
+    begin(j, 304);
+    /* 304 repeats the validators but has no body and no Content-Type. */
+    put_validators(j->out, &j->r);
+    put_policy(j);
+    finish(j, 304);
+}
+
+/* 412 is an error answer (the page, keep-alive as asked), with Vary for a
+ * file that has variants: another Accept-Encoding selects another ETag. */
+static void precondition_failed(struct job *j)
+{
+    http_error(j->ctx, j->req, 412, j->keepalive, j->r.vary ? VARY_LINE : NULL,
+               j->r.vary ? sizeof VARY_LINE - 1 : 0, j->out, j->plan);
+}
+
+/* Answers 304, 412 or 416 when the request calls for one and returns 1;
+ * else returns 0 with the byte range to send and its status (200 or 206). */
 static int short_answer(struct job *j, off_t *start, off_t *len, unsigned *status)
 {
     const struct http_request *req = j->req;
@@ -175,13 +192,15 @@ static int short_answer(struct job *j, off_t *start, off_t *len, unsigned *statu
     *start = 0;
     *len = b->size;
     *status = 200;
-    if (cond_not_modified(req, r->etag, r->etag_len, b->mtime)) {
-        begin(j, 304);
-        /* 304 repeats the validators but has no body and no Content-Type. */
-        put_validators(j->out, r);
-        put_policy(j);
-        finish(j, 304);
+    switch (cond_evaluate(req, r->etag, r->etag_len, b->mtime)) {
+    case COND_NOT_MODIFIED:
+        not_modified(j);
         return 1;
+    case COND_FAILED:
+        precondition_failed(j);
+        return 1;
+    case COND_PROCEED:
+        break;
     }
     if (!req->range.p ||
         !cond_if_range_ok(req, r->etag, r->etag_len, b->last_modified, b->lm_len))

@@ -81,8 +81,11 @@ struct upstream_codec {
      * took, HTTP_PARSE_INCOMPLETE, or HTTP_PARSE_ERROR (h->err says why,
      * or NULL for a head that does not fit out). An interim answer
      * (h->status < 200) writes nothing: drop its bytes and parse again.
-     * Starts the response body b. */
-    int (*response_head)(const char *buf, size_t len, size_t max_head, int head_request,
+     * FastCGI hands back its framing and STDERR the same way, and may
+     * rewrite buf to do so (its head's bytes kept, moved together). b keeps
+     * the codec's state between calls (zeroed before the first); the head
+     * done, it is the response body. */
+    int (*response_head)(char *buf, size_t len, size_t max_head, int head_request,
                          int client_minor, struct upstream_head *h, struct upstream_framing *b,
                          char *out, size_t cap);
     /* Upstream body bytes src[0..n) framed for the client into out. When

@@ -39,7 +39,7 @@ static long request_body(struct upstream_framing *b, const char *src, size_t n, 
     return k;
 }
 
-static int response_head(const char *buf, size_t len, size_t max_head, int head_request,
+static int response_head(char *buf, size_t len, size_t max_head, int head_request,
                          int client_minor, struct upstream_head *h, struct upstream_framing *b,
                          char *out, size_t cap)
 {

@@ -1,8 +1,9 @@
 /* The connection driver: moves bytes between a socket and the sans-I/O HTTP
- * code. A warm keep-alive request costs one read and one writev: requests
- * are parsed in place from a shared read buffer, responses of a pipelined
- * batch leave in one writev, and a connection gets buffers of its own only
- * when input is left over or a write blocks. */
+ * code. A warm keep-alive request costs one read and one send (a sendmsg
+ * when a body is too big to copy behind its head): requests are parsed in
+ * place from a shared read buffer, responses of a pipelined batch leave in
+ * one write, and a connection gets buffers of its own only when input is
+ * left over or a write blocks. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,12 +219,14 @@ static int block_with(struct evloop *ev, struct conn *c, size_t done, struct fc_
     return IO_BLOCKED;
 }
 
-/* sendmsg, or the TLS transport: bytes or -errno. */
+/* send (one buffer) or sendmsg, or the TLS transport: bytes or -errno. */
 static ssize_t conn_send(struct conn *c, int fd, const struct msghdr *m, int more)
 {
     if (c->ssl)
         return tls_writev(c->ssl, m->msg_iov, (int)m->msg_iovlen);
-    ssize_t n = sendmsg(fd, m, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+    int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+    ssize_t n = m->msg_iovlen == 1 ? send(fd, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len, flags)
+                                   : sendmsg(fd, m, flags);
     return n < 0 ? -errno : n;
 }
 
@@ -410,6 +413,8 @@ void conn_log(struct evloop *ev, const struct conn *c, const struct http_request
 /* Adds an answer's plan to the batch; a file to sendfile flushes it. */
 static int batch_plan(struct evloop *ev, struct conn *c, struct http_plan *plan)
 {
+    if (!c->ssl)
+        plan_inline_body(&ev->out, plan); /* TLS copies into records anyway */
     batch_add(ev, ev->out.buf + plan->head_off, plan->head_len);
     batch_add(ev, plan->body, plan->body_len);
     if (plan->file && plan->file->data) {
@@ -434,7 +439,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
     batch_reset(ev);
     /* While handing over on a reload, answers keep the connection alive
      * (it moves on once idle), unless it cannot move. */
-    ev->step.stopping = ev->stopping && (!ev->handing_over || c->drain);
+    ev->step.stopping = (uint8_t)conn_answers_close(ev, c);
     while (pos < len && !c->st.closing) {
         if (conn_turn_spent(ev)) {
             /* a pipelining client that reads fast: the rest of its input
@@ -470,7 +475,7 @@ static int serve_input(struct evloop *ev, struct conn *c, const char *data, size
              * owns the connection until it ends. */
             rc = flush(ev, c, NULL, 0, 0);
             if (rc != IO_DONE) {
-                c->st.nreq--; /* parsed again once the output drains */
+                step_put_back(&c->st); /* parsed again once the output drains */
                 break;
             }
             long took = ev->hooks.proxy_start(ev, c, r.route, &ev->req, data + pos, r.head_len,
@@ -591,6 +596,12 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
     }
     if (rc == IO_PROXY) {
         ev->hooks.proxy_kick(ev, c);
+        /* An edge read before the exchange began (an EOF behind the
+         * request, or bytes a full read left) raises no new event: look now,
+         * as the event would have, so a half-close counts as it does when
+         * it comes later (SPEC-serve.md), whatever the packet timing. */
+        if (c->xfer && c->want_read)
+            ev->hooks.proxy_client_event(ev, c, EPOLLIN | EPOLLRDHUP);
         return SETTLED_DONE;
     }
     if (c->st.closing) {
@@ -633,8 +644,14 @@ static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
         drain_linger(ev, c);
         return 1;
     }
-    if (c->out || c->st.closing || c->xfer || c->yielding) {
-        c->want_read = 1; /* back-pressure: read again once the output drains */
+    /* Back-pressure: read again once the output drains. A connection whose
+     * exchange just ended holds its next requests for the resume: an EOF
+     * read before them would drop them (a half-close after a pipelined
+     * request). */
+    if (c->out || c->st.closing || c->xfer || c->yielding || c->resuming) {
+        if (c->out || c->yielding)
+            c->st.next_pipelined = 1; /* input came before an answer ended */
+        c->want_read = 1;
         return 1;
     }
     for (int reads = 0;; reads++) {

@@ -120,14 +120,6 @@ static int wait_io(int fd, uint32_t events, int64_t deadline, int flags)
     return r < 0 ? -1 : 0;
 }
 
-/* Room in the send buffer, through the netpoll: the send timeout counts
- * from the last progress. */
-static int wait_writable(void *arg, int fd)
-{
-    (void)arg;
-    return wait_io(fd, EPOLLOUT, clock_now_ms() + M.cfg->send_timeout_ms, 0) < 0 ? -1 : 0;
-}
-
 /* After a file window: the thread's other coroutines go first, those
  * that wait for I/O too (models/plan_write.h). */
 static void take_turn(void *arg)
@@ -138,14 +130,14 @@ static void take_turn(void *arg)
 
 /* After a response that closes with input maybe unread: closing now would
  * send RST and could destroy the response, so read until the peer closes
- * (or the linger time ends). A plain connection's side is shut already
- * (plan_write, coro_proxy_run); TLS says close_notify first. */
+ * (or the linger time ends). Our side is shut first (after an answer
+ * that said close, plan_write or coro_proxy_run shut it already; not after
+ * a broken body); TLS says close_notify before. */
 static void linger_close(int fd, SSL *ssl)
 {
-    if (ssl) {
+    if (ssl)
         tls_close_notify(ssl);
-        shutdown(fd, SHUT_WR);
-    }
+    shutdown(fd, SHUT_WR);
     char buf[4096];
     int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
     for (int i = 0; i < LINGER_READS_MAX * 16; i++) {
@@ -170,11 +162,25 @@ struct conn_state {
     uint32_t len;
     uint8_t idle;      /* counted in M.nidle */
     uint8_t drain;     /* a reload could not hand it over: answer with close */
-    uint8_t tls_unread; /* a proxy exchange ended: TLS may hold decrypted bytes */
+    uint8_t read_first; /* a proxy exchange ended, or an answer waited to be
+                         * sent: its waits may have taken the socket's edge,
+                         * TLS may hold decrypted bytes, and what is there
+                         * came before the answer ended (pipelined) */
     char *in;          /* only while a request is in progress (thread pools) */
     SSL *ssl;          /* TLS listener: the transport (net/tls.h), else NULL */
     struct step_conn sc; /* the request step's state */
 };
+
+/* Room in the send buffer, through the netpoll: the send timeout counts
+ * from the last progress. */
+static int wait_writable(void *arg, int fd)
+{
+    struct conn_state *st = arg;
+    /* what the client sends meanwhile came before this answer ended: read
+     * it before waiting, and it counts as pipelined (serve) */
+    st->read_first = 1;
+    return wait_io(fd, EPOLLOUT, clock_now_ms() + M.cfg->send_timeout_ms, 0) < 0 ? -1 : 0;
+}
 
 static void set_idle(struct conn_state *st, int idle)
 {
@@ -269,12 +275,14 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
     coro_pin(1);
     struct cthread *t = here();
     char *outbuf = NULL;
-    /* While handing over on a reload, answers keep the connection alive
-     * (it moves on once idle), unless it cannot move. */
-    t->step.stopping = (uint8_t)(coro_stopping() && (!handing_over() || st->drain));
     const struct plan_waits waits = {.room = wait_writable, .turn = take_turn,
                                       .warm = warm_window, .arg = st};
     while (pos < st->len && ret == GO_ON) {
+        /* While handing over on a reload, answers keep the connection alive
+         * (it moves on once idle), unless it cannot move. Asked per request:
+         * a stop may begin during a proxy exchange, and the request held
+         * behind it is then answered with close. */
+        t->step.stopping = (uint8_t)(coro_stopping() && (!handing_over() || st->drain));
         if (!outbuf && !(outbuf = bufpool_get(&t->outbufs))) {
             ret = CLOSE;
             break;
@@ -296,17 +304,21 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
                                                    &req, st->in, pos, r.head_len, st->len,
                                                    &left);
             ret = e == CP_KEEP ? GO_ON : e == CP_LINGER ? LINGER : CLOSE;
-            st->tls_unread = st->ssl != NULL;
+            st->read_first = 1;
             pos = 0;
             st->len = (uint32_t)left;
             *head_deadline = clock_now_ms() + M.cfg->header_timeout_ms;
             continue;
         }
         if (a != STEP_ANSWER) {
-            ret = CLOSE;
+            /* a broken body drains first (the step set linger); a bad
+             * PROXY header closes at once */
+            ret = st->sc.linger ? LINGER : CLOSE;
             break;
         }
         uint64_t sent = 0;
+        if (!st->ssl)
+            plan_inline_body(&out, &r.plan); /* one buffer: a send (plan_write.h) */
         int rc = plan_write(st->fd, st->ssl, &out, &r.plan, &waits, &sent);
         SB_ADD(t->slot->bytes_out, sent);
         if (r.plan.file)
@@ -348,12 +360,15 @@ static int serve(struct conn_state *st, int fresh)
         probe = !drained;
     }
     for (;;) {
+        int after_answer = 0;
         if (st->len) {
             int r = answer_buffered(st, &head_deadline);
             if (r != GO_ON)
                 return r;
-            if (st->tls_unread) /* no edge will say so: read before waiting */
-                drained = st->tls_unread = 0;
+            if (st->read_first) { /* no edge will say so: read before waiting */
+                drained = st->read_first = 0;
+                after_answer = 1;
+            }
         }
         int between = !st->len && !step_in_body(&st->sc) && st->sc.nreq > 0;
         if (!st->len && st->in) {
@@ -390,8 +405,12 @@ static int serve(struct conn_state *st, int fresh)
             }
             if (n <= 0)
                 return CLOSE;
-            /* TLS gives a record at a time: only -EAGAIN says drained. */
-            drained = !st->ssl && (size_t)n < M.in_cap - st->len;
+            if (after_answer)
+                step_saw_next(&st->sc, st->in + st->len, (size_t)n);
+            /* TLS gives a record at a time: only -EAGAIN says drained.
+             * After an answer, the exchange's or the write's waits may have
+             * taken the edge of an EOF behind these bytes: read on. */
+            drained = !st->ssl && !after_answer && (size_t)n < M.in_cap - st->len;
             if (between)
                 head_deadline = clock_now_ms() + cfg->header_timeout_ms;
             st->len += (size_t)n;
@@ -444,7 +463,10 @@ static void *conn_main(void *arg)
     int r = GO_ON;
     if (resumed) {
         set_idle(st, 0);
-        if (coro_start_result() == -ECANCELED && handing_over())
+        /* A stop that ends the wait of one already left to drain (a TERM
+         * after the HUP, or the shutdown timeout) closes it: handed again,
+         * it would wait once more and keep the worker alive for good. */
+        if (coro_start_result() == -ECANCELED && handing_over() && !st->drain)
             r = HANDED;
         else if (coro_start_result() < 0)
             r = CLOSE;

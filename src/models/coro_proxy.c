@@ -87,8 +87,17 @@ static void forget(void *arg, int fd)
         coro_fd_forget(fd);
 }
 
+static int client_pending(void *arg, void *client)
+{
+    (void)arg;
+    const struct cx *cx = client;
+    return cx->left > 0;
+}
+
 static const struct up_driver coro_driver = {
-    client_timer, client_close, client_leftover, client_done, watch, forget,
+    .client_timer = client_timer, .client_close = client_close,
+    .client_leftover = client_leftover, .client_done = client_done, .watch = watch,
+    .forget = forget, .client_pending = client_pending,
 };
 
 struct proxy *coro_proxy_create(const struct serve_config *cfg, struct step_ctx *step,

@@ -449,6 +449,7 @@ static void teardown(struct server *s)
         if (ev->conns[fd].open)
             conn_close(ev, &ev->conns[fd]);
     proxy_destroy(ev);
+    alog_flush(&s->alog); /* the lines of exchanges those closes ended */
     warm_ring_close(&ev->warm);
     conn_yields_free(ev);
     for (int i = 0; i < s->nls; i++)
@@ -568,7 +569,6 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
         }
     }
 out:
-    alog_flush(&s->alog);
     teardown(s);
     free(s);
     return status;

@@ -53,6 +53,7 @@ struct conn {
     uint8_t handshaking;     /* TLS: no request bytes before the handshake ends */
     uint8_t warming;         /* out's next file window is being read in (conn_warm.c) */
     uint8_t yielding;        /* its turn ended with file left to send (conn_turn.c) */
+    uint8_t resuming;        /* its proxy exchange ended; input waits for the resume */
 };
 
 enum { DRAIN_NO, DRAIN_RETRY /* the channel was full */, DRAIN_KEEP /* bounced */ };
@@ -133,6 +134,14 @@ struct evloop {
     int nyields, cap_yields;
     off_t turn_bytes;        /* bytes the connection now served sent this turn */
 };
+
+/* A stopping worker answers c with close, unless it is reloading and c
+ * can move on to the new generation once idle: the rule for static and
+ * proxied answers alike. */
+static inline int conn_answers_close(const struct evloop *ev, const struct conn *c)
+{
+    return ev->stopping && (!ev->handing_over || c->drain);
+}
 
 /* proxy: the connection must start with a PROXY protocol header; tls: it
  * speaks TLS (through ev->tls_ctx). Returns 0, or -1 when fd was closed

@@ -14,7 +14,15 @@
  * Each wakeup accepts until EAGAIN into a FIFO (bounded) and then serves
  * those connections one by one: accepting one per wakeup would leave the
  * kernel's backlog full during a burst, and SYNs dropped there come back
- * only after TCP's retransmission backoff (1 s, 3 s, 7 s...). */
+ * only after TCP's retransmission backoff (1 s, 3 s, 7 s...).
+ *
+ * A graceful stop (TERM, and so a reload or an upgrade) accepts no more
+ * but drains: every connection already in the FIFO is served (its clients
+ * have sent their requests, and a close would reset them), each answer
+ * with Connection: close. A connection found idle between requests when
+ * the stop comes goes to the back of the FIFO, so it does not hold up
+ * those behind it, and gets its next request answered when its turn comes
+ * again (until --shutdown-timeout, when the master ends the worker). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -46,7 +54,13 @@ struct pending_conn {
     int listener;
     int64_t accepted_ms;
     struct sockaddr_storage peer;
+    uint8_t parked;         /* idle when the stop came: sc holds its state */
+    uint8_t was_parked;     /* ...once: its next turn waits for its request */
+    struct step_conn sc;
 };
+
+/* What serve_connection left of a connection. */
+enum served { SERVED_DONE, SERVED_PARKED };
 
 struct iter {
     const struct serve_config *cfg;
@@ -59,6 +73,7 @@ struct iter {
     char *in, *out;
     struct http_request req;
     int stop;          /* 1 graceful, 2 at once */
+    int others_queued; /* connections wait in the FIFO behind this one */
 };
 
 static void check_signals(struct iter *it)
@@ -70,14 +85,20 @@ static void check_signals(struct iter *it)
         else if ((sig == SIGTERM || sig == SIGINT) && !it->stop)
             it->stop = 1;
     }
+    it->step.stopping = (uint8_t)(it->stop != 0); /* answers from now on close */
 }
 
 /* Waits until fd has any of events or the clock reaches deadline_ms;
  * signals are taken meanwhile. 1 ready, 0 deadline or stop at once, -1
- * error. A deadline already past still reports what is ready now. */
-static int wait_fd(struct iter *it, int fd, short events, int64_t deadline_ms)
+ * error, 2 (may_park: an idle connection with others queued) a graceful
+ * stop: the connection waits at the back instead. A deadline already past
+ * still reports what is ready now. */
+static int wait_fd_or_park(struct iter *it, int fd, short events, int64_t deadline_ms,
+                           int may_park)
 {
     for (;;) {
+        if (may_park && it->stop)
+            return 2;
         struct pollfd p[2] = {{.fd = fd, .events = events},
                               {.fd = it->env->signal_fd, .events = POLLIN}};
         int64_t left = deadline_ms - clock_now_ms();
@@ -98,6 +119,11 @@ static int wait_fd(struct iter *it, int fd, short events, int64_t deadline_ms)
     }
 }
 
+static int wait_fd(struct iter *it, int fd, short events, int64_t deadline_ms)
+{
+    return wait_fd_or_park(it, fd, events, deadline_ms, 0);
+}
+
 /* Waits for room in the socket's send buffer: the send timeout counts
  * from the last progress, whether one call or many made it. */
 static int wait_writable(void *arg, int fd)
@@ -112,6 +138,7 @@ static int wait_writable(void *arg, int fd)
  * This connection holds the worker meanwhile, as a slow one does. */
 static void linger(struct iter *it, int fd)
 {
+    shutdown(fd, SHUT_WR); /* done already after an answer that said close */
     int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
     for (int i = 0; i < LINGER_READS_MAX * 16; i++) {
         ssize_t n = recv(fd, it->in, it->cap, MSG_DONTWAIT);
@@ -126,13 +153,16 @@ static void linger(struct iter *it, int fd)
 /* Serves one connection to its end through the request step, writing
  * each answer before the next request is parsed (so a pipelining client
  * that does not read holds no more than one response). pp: a PROXY
- * protocol header comes first. */
-static void serve_connection(struct iter *it, const struct pending_conn *pc, int pp)
+ * protocol header comes first. SERVED_PARKED: idle at a graceful stop
+ * with others queued; pc keeps its state for a later turn. */
+static enum served serve_connection(struct iter *it, struct pending_conn *pc, int pp)
 {
     const struct serve_config *cfg = it->cfg;
     int fd = pc->fd;
-    struct step_conn sc;
-    step_conn_init(&sc, &it->step, pc->tcp ? &pc->peer : NULL, !pc->tcp, pp);
+    struct step_conn *scp = &pc->sc;
+    if (!pc->parked)
+        step_conn_init(scp, &it->step, pc->tcp ? &pc->peer : NULL, !pc->tcp, pp);
+    pc->parked = 0;
     it->step.stopping = (uint8_t)(it->stop != 0);
     size_t len = 0;
     /* From accept, not from now: a connection that waited in our queue
@@ -145,31 +175,37 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
         for (;;) {
             struct http_out out = {it->out, 0, it->out_cap};
             struct step_result r;
-            int in_body = step_in_body(&sc);
-            enum step_action a = step_next(&it->step, &sc, it->in + pos, len - pos, &it->req,
+            int in_body = step_in_body(scp);
+            enum step_action a = step_next(&it->step, scp, it->in + pos, len - pos, &it->req,
                                            &out, &r);
             pos += r.used;
-            if (in_body && !step_in_body(&sc)) /* the next head's time starts now */
+            if (in_body && !step_in_body(scp)) /* the next head's time starts now */
                 head_deadline = clock_now_ms() + cfg->header_timeout_ms;
             if (a == STEP_MORE)
                 break;
-            if (a != STEP_ANSWER)
-                return; /* no upstream routes on iterative: only STEP_CLOSE */
+            if (a != STEP_ANSWER) {
+                /* no upstream routes on iterative: only STEP_CLOSE; after a
+                 * broken body, drain first (the step set linger) */
+                if (scp->linger)
+                    linger(it, fd);
+                return SERVED_DONE;
+            }
             uint64_t sent = 0;
+            plan_inline_body(&out, &r.plan); /* one buffer: a send (plan_write.h) */
             int rc = plan_write(fd, NULL, &out, &r.plan, &waits, &sent);
             if (r.plan.file)
                 fc_release(r.plan.file);
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;
             if (r.body_started) /* its clock starts once its head is answered */
-                body_clock_start(&sc.body, clock_now_ms());
+                body_clock_start(&scp->body, clock_now_ms());
             alog_flush(it->alog);
             if (rc < 0)
-                return;
+                return SERVED_DONE;
             SB_ADD(it->slot->bytes_out, sent);
             if (r.plan.close && r.plan.linger)
                 linger(it, fd);
             if (r.plan.close)
-                return;
+                return SERVED_DONE;
         }
         memmove(it->in, it->in + pos, len - pos);
         len -= pos;
@@ -177,24 +213,27 @@ static void serve_connection(struct iter *it, const struct pending_conn *pc, int
          * header timeout (the first head is due a header timeout after
          * accept); inside a body: the body clock. */
         int64_t now = clock_now_ms();
-        int idle = !len && !step_in_body(&sc) && sc.nreq > 0;
+        int idle = !len && !step_in_body(scp) && scp->nreq > 0;
         int64_t until = idle ? now + cfg->keepalive_timeout_ms
-                        : step_in_body(&sc)
-                            ? body_clock_deadline(&sc.body, cfg->body_timeout_ms,
+                        : step_in_body(scp)
+                            ? body_clock_deadline(&scp->body, cfg->body_timeout_ms,
                                                   cfg->body_min_rate)
                             : head_deadline;
-        if (idle) {
-            if (it->stop)
-                return;
+        if (idle)
             head_deadline = until + cfg->header_timeout_ms;
+        int may_park = idle && it->others_queued && !pc->was_parked;
+        int w = wait_fd_or_park(it, fd, POLLIN, until, may_park);
+        if (w == 2) {
+            pc->parked = pc->was_parked = 1; /* its next request waits for its next turn */
+            return SERVED_PARKED;
         }
-        if (wait_fd(it, fd, POLLIN, until) <= 0)
-            return;
+        if (w <= 0)
+            return SERVED_DONE;
         ssize_t n = recv(fd, it->in + len, it->cap - len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
         if (n <= 0)
-            return;
+            return SERVED_DONE;
         if (idle)
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;
         len += (size_t)n;
@@ -262,6 +301,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 queue[nq].tcp = tcp;
                 queue[nq].listener = l;
                 queue[nq].accepted_ms = clock_now_ms();
+                queue[nq].parked = queue[nq].was_parked = 0;
                 nq++;
                 got++;
                 SB_ADD(it.slot->accepted, 1);
@@ -269,14 +309,23 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
             if (!got)
                 SB_ADD(it.slot->empty_wakeups, 1);
         }
+        /* Each connection accepted is served, also after a graceful stop
+         * (its client has sent; a close would reset it). One idle at a
+         * stop goes to the back: nq grows, by at most one per connection. */
         for (int i = 0; i < nq; i++) {
-            int fd = queue[i].fd;
-            if (!it.stop) {
+            struct pending_conn *pc = &queue[i];
+            if (it.stop != 2) {
                 SB_SET(it.slot->active, (uint64_t)(nq - i));
                 clock_update();
-                serve_connection(&it, &queue[i], cfg->listen_proxy[queue[i].listener]);
+                it.others_queued = i + 1 < nq;
+                if (serve_connection(&it, pc, cfg->listen_proxy[pc->listener]) ==
+                        SERVED_PARKED &&
+                    nq < ITER_QUEUE) {
+                    queue[nq++] = *pc;
+                    continue;
+                }
             }
-            close(fd);
+            close(pc->fd);
         }
         SB_SET(it.slot->active, 0);
     }

@@ -1,6 +1,7 @@
 #include "models/plan_write.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -25,14 +26,41 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
     return 0;
 }
 
+int plan_inline_body(struct http_out *out, struct http_plan *plan)
+{
+    const char *p = plan->body;
+    size_t len = plan->body_len;
+    if (plan->file) {
+        if (len || !plan->file->data)
+            return 0;
+        p = plan->file->data + plan->file_off;
+        len = (size_t)plan->file_len;
+    }
+    if (!p || len > PLAN_INLINE_MAX || plan->head_off + plan->head_len != out->len ||
+        out->cap - out->len < len)
+        return 0;
+    memcpy(out->buf + out->len, p, len);
+    out->len += len;
+    plan->head_len += (uint32_t)len;
+    plan->body = NULL;
+    plan->body_len = 0;
+    if (plan->file)
+        fc_release(plan->file);
+    plan->file = NULL;
+    plan->file_off = plan->file_len = 0;
+    return 1;
+}
+
 /* Writes all of iov[0..niov), MSG_MORE when a file range or a close follows. */
 static int send_all(int fd, SSL *ssl, struct iovec *iov, int niov, int more,
                     const struct plan_waits *w, uint64_t *sent)
 {
     while (niov) {
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-        ssize_t n = ssl ? tls_writev(ssl, iov, niov)
-                        : sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0);
+        ssize_t n = ssl         ? tls_writev(ssl, iov, niov)
+                    : niov == 1 ? send(fd, iov->iov_base, iov->iov_len, flags)
+                                : sendmsg(fd, &m, flags);
         if (n < 0 && ssl)
             errno = (int)-n;
         if (n < 0 && errno == EINTR)

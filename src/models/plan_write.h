@@ -18,6 +18,20 @@
  * advances past what went; *sent adds it. */
 int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
 
+/* Every driver copies a body this small behind its head (but not into
+ * TLS, which copies into records anyway): an answer, or a batch of small
+ * answers, is then one buffer, which goes by send (IORING_OP_SEND) where
+ * two buffers take a sendmsg, and the kernel skips the msghdr and iovec
+ * copy and checks (bench/RESULTS.md section 30). A copy of 1 KiB costs
+ * less than those. */
+#define PLAN_INLINE_MAX 1024
+
+/* Moves plan's body (static bytes or a cached file's) behind its head in
+ * out when the head is the last thing there, the body is at most
+ * PLAN_INLINE_MAX bytes and it fits; the head then covers it, and the
+ * plan keeps no body and no file (its reference released). 1 if moved. */
+int plan_inline_body(struct http_out *out, struct http_plan *plan);
+
 /* How a driver waits, for plan_write's callers that wait in place (coro,
  * iterative); the event loop keeps what must wait instead
  * (models/pending.c). */

@@ -108,6 +108,22 @@ static void answer(struct step_ctx *x, struct step_conn *c, struct http_request 
     }
 }
 
+void step_put_back(struct step_conn *c)
+{
+    c->nreq--;
+    c->next_pipelined = c->this_pipelined;
+}
+
+void step_saw_next(struct step_conn *c, const char *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (in[i] != '\r' && in[i] != '\n') {
+            c->next_pipelined = 1;
+            return;
+        }
+    }
+}
+
 enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *in,
                            size_t len, struct http_request *req, struct http_out *out,
                            struct step_result *r)
@@ -129,7 +145,11 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
     if (body_skip_active(&c->skip) && pos < len) {
         long n = body_skip(&c->skip, in + pos, len - pos, hc->max_body_size);
         if (n < 0) {
-            c->closing = 1; /* broken or oversized chunked body */
+            /* broken or oversized chunked body: its answer went out, and
+             * the peer may still be sending: drain before the close, lest
+             * a reset destroy that answer (linger.h) */
+            c->closing = 1;
+            c->linger = 1;
             r->used = len;
             return STEP_CLOSE;
         }
@@ -146,6 +166,8 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
     int n = http_parse_request(in + pos, len - pos, hc->max_header_size, req);
     if (n == HTTP_PARSE_INCOMPLETE)
         return STEP_MORE;
+    c->this_pipelined = c->next_pipelined;
+    c->next_pipelined = 0;
     memset(&r->plan, 0, sizeof r->plan);
     if (n == HTTP_PARSE_ERROR) {
         http_handle_parse_error(req, out, &r->plan);
@@ -163,6 +185,8 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
         }
         r->used = pos + (size_t)n;
         answer(x, c, req, out, r);
+        if (!body_skip_active(&c->skip))
+            step_saw_next(c, in + r->used, len - r->used);
     }
     step_account(x, c, req, r->plan.status, plan_bytes(&r->plan));
     if (r->plan.close) {

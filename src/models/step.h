@@ -49,6 +49,11 @@ struct step_conn {
     uint8_t status_ok;          /* may read the status page (--status-allow) */
     uint8_t closing;            /* an answer said close: take nothing more */
     uint8_t linger;             /* ...and the peer may still send: drain first */
+    /* Pipelining, for the proxy's half-close rule (upstream_pump.c): the
+     * request in hand came behind an earlier one, unanswered then; the
+     * next one will have (a request came with bytes of it behind). */
+    uint8_t this_pipelined;
+    uint8_t next_pipelined;
     uint8_t peer_family;        /* AF_INET/AF_INET6, or 0 (unix, unknown) */
     uint8_t peer[16];
     uint16_t peer_port;         /* network byte order (FastCGI's REMOTE_PORT) */
@@ -74,6 +79,15 @@ struct step_result {
  * a PROXY header must come first. */
 void step_conn_init(struct step_conn *c, const struct step_ctx *x,
                     const struct sockaddr_storage *peer, int unix_client, int pp);
+
+/* STEP_UPSTREAM's request is not taken yet (answers before it are still
+ * being sent): the next step_next parses it again. */
+void step_put_back(struct step_conn *c);
+
+/* in[0..n) came before the answer in hand ended: when it holds a byte of
+ * a next request (not only the CR and LF some clients send after a body,
+ * which a parser skips), that request is pipelined. */
+void step_saw_next(struct step_conn *c, const char *in, size_t n);
 
 /* One step over in[0..len): answers go into out (which must have room for
  * HTTP_HEAD_RESERVE + HTTP_STATUS_MAX + max_header_size). req is the

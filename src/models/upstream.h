@@ -55,6 +55,14 @@ struct up_driver {
      * none yet but the socket is not ours to read (the driver raises
      * EPOLLIN through upstream_client_event when that changes). */
     ssize_t (*client_input)(void *arg, void *client, void *buf, size_t n);
+    /* 1 when the driver holds input of the client's next request (read
+     * with the one upstream, or behind its body): a client that then
+     * half-closes has sent its next request and is not gone. */
+    int (*client_pending)(void *arg, void *client);
+    /* Optional: 1 when the client's connection must close after its
+     * answer (a stopping worker that cannot hand it over: not reloading,
+     * or it cannot move); NULL: *proxy_env.stopping says so for all. */
+    int (*client_must_close)(void *arg, void *client);
 };
 
 struct proxy_env {

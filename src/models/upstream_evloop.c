@@ -38,6 +38,7 @@ static void client_done(void *arg, void *client)
     struct evloop *ev = arg;
     struct conn *c = client;
     c->xfer = NULL;
+    c->resuming = 1;
     if (ev->nresumes == ev->cap_resumes) {
         int cap = ev->cap_resumes ? ev->cap_resumes * 2 : 64;
         struct ev_resume *r = realloc(ev->resumes, (size_t)cap * sizeof *r);
@@ -63,8 +64,23 @@ static void forget(void *arg, int fd)
     (void)fd;
 }
 
+static int client_pending(void *arg, void *client)
+{
+    (void)arg;
+    const struct conn *c = client;
+    return c->in_len > 0; /* kept by settle before the exchange began */
+}
+
+static int client_must_close(void *arg, void *client)
+{
+    return conn_answers_close(arg, client);
+}
+
 static const struct up_driver evloop_driver = {
-    client_timer, client_close, client_leftover, client_done, watch, forget,
+    .client_timer = client_timer, .client_close = client_close,
+    .client_leftover = client_leftover, .client_done = client_done, .watch = watch,
+    .forget = forget, .client_pending = client_pending,
+    .client_must_close = client_must_close,
 };
 
 void proxy_create(struct evloop *ev)
@@ -131,8 +147,10 @@ void proxy_after_events(struct evloop *ev)
      * appends here: the loop takes those too. */
     for (int i = 0; i < ev->nresumes; i++) {
         struct conn *c = &ev->conns[ev->resumes[i].fd];
-        if (c->open && c->gen == ev->resumes[i].gen && !c->xfer)
+        if (c->open && c->gen == ev->resumes[i].gen && c->resuming) {
+            c->resuming = 0;
             conn_proxy_resume(ev, c);
+        }
     }
     ev->nresumes = 0;
     upstream_expire(ev->proxy);

@@ -20,6 +20,8 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/errorpage.h"
+#include "http/filecache.h"
 #include "http/path.h"
 #include "http/proxy.h"
 #include "http/reframe.h"
@@ -89,29 +91,68 @@ static void account(struct proxy *px, struct xfer *x)
     step_account(px->step, x->st, ok ? &req : NULL, status, x->body_sent);
 }
 
+/* A stopping worker answers this client with close: unless it is
+ * reloading and the connection can move on to the new generation once
+ * its answer is out (the driver hands it over then), or the driver holds
+ * the client's next request, read already: that one is answered too, and
+ * its answer says close (a graceful stop finishes what it received). */
+static int stop_closes(const struct proxy *px, const struct xfer *x)
+{
+    int stop = px->drv->client_must_close ? px->drv->client_must_close(px->drv_arg, x->client)
+                                          : *px->stopping;
+    return stop && !px->drv->client_pending(px->drv_arg, x->client);
+}
+
 /* The client connection closes when the exchange ends: finish() marks it
  * so, and the last bytes of the answer go corked for the FIN to ride with
  * them (plan_write.h). */
 static int client_closes_after(const struct proxy *px, const struct xfer *x)
 {
     /* st->closing: the driver dropped input piling up behind the answer */
-    return !x->client_keepalive || !x->req_done || *px->stopping || x->st->closing;
+    return !x->client_keepalive || !x->req_done || stop_closes(px, x) || x->st->closing;
+}
+
+/* The body of a configured error page (--error-page) into dbuf, where an
+ * answer's body goes out from; -1 when it is larger or cannot be read. */
+static int error_page_body(struct xfer *x, const struct fc_entry *e, off_t len)
+{
+    if (len > (off_t)sizeof x->dbuf)
+        return -1;
+    if (e->data)
+        memcpy(x->dbuf, e->data, (size_t)len);
+    else if (pread(e->fd, x->dbuf, (size_t)len, 0) != len)
+        return -1;
+    x->dlen = (size_t)len;
+    return 0;
 }
 
 /* Replaces the response with an error page (nothing reached the client
- * yet). The upstream connection is not reused. */
+ * yet): the --error-page for status when one is set and fits dbuf, else
+ * the built-in one. The upstream connection is not reused. */
 static void respond_error(struct proxy *px, struct xfer *x, unsigned status)
 {
     up_release(px, x, 0);
     struct http_out out = {x->hbuf, 0, sizeof x->hbuf};
-    struct http_plan plan;
+    struct http_plan plan = {0};
     int keep = !client_closes_after(px, x);
-    resp_error(&out, &plan, status, x->client_minor, keep, x->head_request);
+    http_error_page(px->step->http, status, x->client_minor, keep, x->head_request, NULL, 0,
+                    &out, &plan);
+    x->dlen = 0;
+    if (plan.file) {
+        int ok = error_page_body(x, plan.file, plan.file_len) == 0;
+        fc_release(plan.file);
+        if (!ok) {
+            out.len = 0;
+            plan = (struct http_plan){0};
+            resp_error(&out, &plan, status, x->client_minor, keep, x->head_request);
+        }
+    }
+    if (plan.body && plan.body_len) {
+        x->dlen = plan.body_len;
+        memcpy(x->dbuf, plan.body, x->dlen);
+    }
     x->hlen = out.len;
     x->hoff = 0;
-    x->dlen = plan.body ? plan.body_len : 0;
-    if (x->dlen)
-        memcpy(x->dbuf, plan.body, x->dlen);
     x->doff = 0;
     x->status = (uint16_t)status;
     x->client_keepalive = (uint8_t)keep;
@@ -141,15 +182,39 @@ static int client_gone(struct proxy *px, struct xfer *x)
 /* Has the client left while its whole request is upstream? Its input is
  * not read then, so peek: EOF or an error means gone; bytes (a pipelined
  * request) or nothing yet mean it is still there, as nginx's
- * ngx_http_upstream_check_broken_connection decides. Returns -1 when it
- * left (the exchange is over), else 0. */
+ * ngx_http_upstream_check_broken_connection decides. An EOF behind
+ * pipelining is a half-close after the requests: the client waits for
+ * every answer. That is an EOF while the driver holds the next request,
+ * or during a request that itself came behind an earlier unanswered one
+ * (st->this_pipelined). Returns -1 when it left (the exchange is over),
+ * else 0. */
 static int client_left(struct proxy *px, struct xfer *x)
 {
     if (!x->req_done || x->errored)
         return 0; /* client_to_ubuf reads (and sees the EOF itself) */
-    char c;
-    ssize_t n = recv(x->client_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+    char peek[8];
+    ssize_t n;
+    /* Raw bytes may be a close_notify: only OpenSSL can tell, and it may
+     * be asked only while none of the answer went out. With a write
+     * pending, processing a record (a KeyUpdate) breaks that write; then
+     * a raw peek must do, and a failed send shows a client that left. */
+    int ask_tls = x->client_ssl && !x->hoff && !x->body_sent;
+    if (ask_tls) {
+        n = tls_peek(x->client_ssl, peek, sizeof peek);
+    } else {
+        n = recv(x->client_fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0)
+            n = -errno;
+    }
+    /* bytes sent before this answer: the next request (under TLS, raw, a
+     * record of it most likely) */
+    if (n > 0 && x->client_ssl && !ask_tls)
+        x->st->next_pipelined = 1;
+    else if (n > 0)
+        step_saw_next(x->st, peek, (size_t)n);
+    if (n > 0 || n == -EAGAIN || n == -EINTR)
+        return 0;
+    if (n == 0 && (x->st->this_pipelined || px->drv->client_pending(px->drv_arg, x->client)))
         return 0;
     return client_gone(px, x);
 }
@@ -161,20 +226,19 @@ static int client_left(struct proxy *px, struct xfer *x)
  * sent twice). A pooled connection that closed unanswered is no fault of
  * its server (it closed the idle connection as we sent): a fresh
  * connection follows, not counted as a try. A fresh one that closed, or
- * any that timed out, counts against the group's size (up_connect) and a
- * close marks the server down (the caller marked a read timeout). */
+ * any that timed out, counts against the group's size (up_connect). A
+ * fresh connection closed unanswered marks its server down whatever the
+ * method (the caller marked a read timeout): a POST that may not go
+ * again must still steer the next requests away from a dying server. */
 static int retry_elsewhere(struct proxy *px, struct xfer *x, int timeout)
 {
+    if (!timeout && !x->reused && !x->got_bytes)
+        mark_down(px, x, "closed before answering");
     if (x->got_bytes || x->udiscarded || !x->may_retry)
         return -1;
-    if (x->reused && !timeout) {
-        up_release(px, x, 0);
-    } else {
-        if (!timeout)
-            mark_down(px, x, "closed before answering");
-        up_release(px, x, 0);
+    up_release(px, x, 0);
+    if (!x->reused || timeout)
         x->tries++;
-    }
     x->uoff = 0;
     return up_connect(px, x);
 }
@@ -268,7 +332,7 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
     if (k < 0) {
         /* the upstream connection closes: what went up of it is not a request */
         x->client_keepalive = 0;
-        respond_error(px, x, 400);
+        respond_error(px, x, body_error_status(k));
         return 1;
     }
     x->ulen = o.len;
@@ -276,6 +340,7 @@ static int client_to_ubuf(struct proxy *px, struct xfer *x)
         x->req_done = 1;
         if (k < n) {
             /* the next pipelined request: the client's input once we are done */
+            step_saw_next(x->st, px->rbuf + k, (size_t)(n - k));
             if (px->drv->client_leftover(px->drv_arg, x->client, px->rbuf + k,
                                          (size_t)(n - k)) < 0)
                 return abort_client(px, x);
@@ -324,6 +389,12 @@ static int frame_body(struct proxy *px, struct xfer *x, const char *src, size_t 
     x->dspill_len = (uint8_t)o.over_len;
     if (k < 0) {
         log_msg(LOG_WARN, "upstream %s: broken chunked body", px->groups[x->group].cfg->name);
+        if (!x->hoff && !x->body_sent) {
+            /* it came with the head, of which nothing went out: a clean 502 */
+            x->dspill_len = 0;
+            respond_error(px, x, 502);
+            return 1;
+        }
         return abort_client(px, x);
     }
     if (!x->resp_body.active) {
@@ -340,7 +411,7 @@ static int parse_head(struct proxy *px, struct xfer *x)
 {
     const char *gname = px->groups[x->group].cfg->name;
     for (;;) {
-        struct upstream_head h = {.keepalive = x->client_keepalive && !*px->stopping,
+        struct upstream_head h = {.keepalive = x->client_keepalive && !stop_closes(px, x),
                                   .pass_server = px->cfg->proxy_pass_server};
         int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
                                         x->client_minor, &h, &x->resp_body, x->hbuf,
@@ -512,9 +583,14 @@ static void set_timers(struct proxy *px, struct xfer *x)
 {
     if (x->up_fd >= 0 && !x->connecting) {
         struct up_conn *uc = &px->ups[x->up_fd];
+        /* The read timeout runs once the whole request went up (or the
+         * upstream answered early, or stopped taking the body), as nginx's
+         * proxy_read_timeout: a client slow with its body is the body
+         * timer's, not the upstream's fault. */
         int q = x->uoff < x->ulen && !x->resp_done && !x->up_wdead ? QU_SEND
-                : !x->resp_done && (!x->head_done || x->dlen < sizeof x->dbuf) ? QU_READ
-                                                                                : QU_NONE;
+                : !x->resp_done && (x->req_done || x->got_bytes || x->up_wdead) &&
+                  (!x->head_done || x->dlen < sizeof x->dbuf) ? QU_READ
+                                                             : QU_NONE;
         if (q == QU_NONE) {
             up_disarm(uc);
         } else if (q != uc->queue || x->up_progress) {
@@ -634,7 +710,9 @@ long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct ste
     x->up_fd = -1;
     x->client_minor = req->minor;
     x->head_request = req->method == HTTP_HEAD;
-    x->client_keepalive = http_wants_keepalive(req) && !*px->stopping &&
+    /* a stop is weighed when the answer's head is made (stop_closes): the
+     * driver knows what input it holds only after this start */
+    x->client_keepalive = http_wants_keepalive(req) &&
                           st->nreq < px->cfg->http.keepalive_requests;
     if (alog_on(px->step->alog))
         keep_loghead(x, head, head_len);
@@ -654,7 +732,8 @@ long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct ste
         x->req_done = !x->req_body.active;
         x->client_keepalive = x->client_keepalive && x->req_done;
         respond_error(px, x, hl == -2 ? 404 : 411);
-        return (long)body_len;
+        /* a whole request leaves what follows it (pipelined) unread */
+        return x->req_done ? 0 : (long)body_len;
     }
     if (hl < 0) {
         x->req_done = !x->req_body.active;
@@ -671,7 +750,7 @@ long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct ste
                                       &o);
         if (took < 0) {
             x->client_keepalive = 0;
-            respond_error(px, x, 400);
+            respond_error(px, x, body_error_status(took));
             return (long)body_len;
         }
         x->ulen = o.len;
@@ -684,6 +763,8 @@ long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct ste
     } else {
         x->req_done = 1;
     }
+    if (x->req_done) /* a next request may have come with this one */
+        step_saw_next(st, body + took, body_len - (size_t)took);
     if (up_connect(px, x) < 0) {
         if (!x->busy) /* a busy server was logged as such */
             log_msg(LOG_ERROR, "upstream %s: no server reachable",
@@ -732,6 +813,13 @@ void upstream_abort(struct proxy *px, struct xfer *x)
         (void)!send(x->up_fd, x->codec->abort, x->codec->abort_len,
                     MSG_NOSIGNAL | MSG_DONTWAIT);
     up_release(px, x, 0);
+    /* Closed by the driver with the request's body overdue and nothing
+     * answered: its body timer (a client that left says 499 first; a stop
+     * that cuts a body still in time logs nothing). nginx logs it 408. */
+    if (!x->status && !x->req_done && !x->errored &&
+        body_clock_deadline(&x->st->body, px->cfg->body_timeout_ms, px->cfg->body_min_rate) <=
+            clock_now_ms())
+        x->status = 408;
     if (x->status)
         account(px, x);
     xfer_put(px, x);

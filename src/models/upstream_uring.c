@@ -116,8 +116,23 @@ static ssize_t client_input(void *arg, void *client, void *buf, size_t n)
     return c->recv_on ? -EAGAIN : 0;
 }
 
+static int client_pending(void *arg, void *client)
+{
+    (void)arg;
+    const struct uconn *c = client;
+    return c->in_len > 0 || c->nheld > 0; /* kept, or received since (client_input) */
+}
+
+static int client_must_close(void *arg, void *client)
+{
+    return uconn_answers_close(arg, client);
+}
+
 static const struct up_driver uring_driver = {
-    client_timer, client_close, client_leftover, client_done, watch, forget, client_input,
+    .client_timer = client_timer, .client_close = client_close,
+    .client_leftover = client_leftover, .client_done = client_done, .watch = watch,
+    .forget = forget, .client_input = client_input, .client_pending = client_pending,
+    .client_must_close = client_must_close,
 };
 
 /* ---- the model's side ---- */

@@ -468,6 +468,7 @@ static void teardown(struct server *s)
         if (u->conns[fd].open)
             uconn_close(u, &u->conns[fd]);
     uproxy_destroy(u);
+    alog_flush(&s->alog); /* the lines of exchanges those closes ended */
     for (int i = 0; i < s->nls; i++)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);
@@ -542,7 +543,6 @@ int uring_run(const struct serve_config *cfg, const struct worker_env *env)
         if (reap(s))
             break;
     }
-    alog_flush(&s->alog);
     teardown(s);
     free(s);
     return 0;

@@ -162,7 +162,7 @@ static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *dat
     size_t pos = 0;
     /* While handing over on a reload, answers keep the connection alive
      * (it moves on once idle), unless it cannot move. */
-    u->step.stopping = u->stopping && (!u->handing_over || c->drain);
+    u->step.stopping = (uint8_t)uconn_answers_close(u, c);
     while (pos < len && !c->st.closing && uout_room(u, o)) {
         struct step_result r;
         enum step_action a = step_next(&u->step, &c->st, data + pos, len - pos, &u->req,
@@ -175,7 +175,7 @@ static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *dat
              * out (till then the request is parsed again each time); the
              * receive's last buffers reach it first (client_input). */
             if (o->bytes || o->file) {
-                c->st.nreq--;
+                step_put_back(&c->st);
                 break;
             }
             if (c->recv_on && !c->cancelling) {
@@ -194,10 +194,9 @@ static size_t serve_batch(struct uring_loop *u, struct uconn *c, const char *dat
         }
         if (a != STEP_ANSWER) {
             /* no valid PROXY header, or a broken body: answers already
-             * batched still go out */
+             * batched still go out (after a body, lingering: st.linger) */
             log_debug("connection %d: closing without an answer", uconn_fd(u, c));
             c->st.closing = 1;
-            c->st.linger = 0;
             pos = len;
             break;
         }
@@ -366,6 +365,8 @@ static void keep_busy_input(struct uring_loop *u, struct uconn *c, unsigned bid,
         uring_buf_return(&u->bufs, bid);
         return;
     }
+    if (c->out || c->xfer) /* sent before an answer ended */
+        step_saw_next(&c->st, uring_buf(&u->bufs, bid), len);
     size_t took = 0;
     if (!c->nheld && (c->in || (c->in = bufpool_get(&u->inbufs)))) {
         size_t room = u->in_cap - c->in_len;

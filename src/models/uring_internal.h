@@ -132,6 +132,14 @@ struct uring_loop {
     uint8_t stopping;
 };
 
+/* A stopping worker answers c with close, unless it is reloading and c
+ * can move on to the new generation once idle: the rule for static and
+ * proxied answers alike. */
+static inline int uconn_answers_close(const struct uring_loop *u, const struct uconn *c)
+{
+    return u->stopping && (!u->handing_over || c->drain);
+}
+
 /* uring_conn.c */
 void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
                 const struct sockaddr_storage *peer);
@@ -180,7 +188,7 @@ int uring_handover_settled(void);
 struct uout *uout_get(struct uring_loop *u, struct uconn *c);
 /* Adds an answer to the batch. 1 when the batch must go out now (a file
  * to sendfile follows it, or it is full). */
-int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan);
+int uout_add(struct uring_loop *u, struct uout *o, struct http_plan *plan);
 /* Whether o has room for one more answer. */
 int uout_room(const struct uring_loop *u, const struct uout *o);
 /* Sends c->out (queues a sendmsg, or sendfiles a file that follows). */

@@ -1,5 +1,5 @@
 /* The uring model's output: the answers of one input round go out in one
- * IORING_OP_SENDMSG, queued with every other SQE of the completion round
+ * IORING_OP_SEND (one buffer) or IORING_OP_SENDMSG (several), queued with every other SQE of the completion round
  * and submitted by the loop's one io_uring_submit_and_wait. A file too big
  * for the cache follows with a plain non-blocking sendfile(2), and when the
  * socket is full, an IORING_OP_POLL_ADD for room: simpler than a splice
@@ -69,8 +69,9 @@ static void add_iov(struct uout *o, const char *p, size_t len)
     o->bytes += len;
 }
 
-int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan)
+int uout_add(struct uring_loop *u, struct uout *o, struct http_plan *plan)
 {
+    plan_inline_body(&u->out, plan);
     add_iov(o, u->out.buf + plan->head_off, plan->head_len);
     add_iov(o, plan->body, plan->body_len);
     if (plan->file && plan->file->data) {
@@ -85,7 +86,7 @@ int uout_add(struct uring_loop *u, struct uout *o, const struct http_plan *plan)
     return !uout_room(u, o);
 }
 
-static void queue_sendmsg(struct uring_loop *u, struct uconn *c)
+static void queue_send(struct uring_loop *u, struct uconn *c)
 {
     struct uout *o = c->out;
     o->msg = (struct msghdr){.msg_iov = o->iov, .msg_iovlen = (size_t)o->niov};
@@ -94,7 +95,11 @@ static void queue_sendmsg(struct uring_loop *u, struct uconn *c)
      * the last answer before a close shares one with the FIN
      * (models/plan_write.h). */
     int more = o->file || c->st.closing;
-    io_uring_prep_sendmsg(sqe, o->fd, &o->msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+    int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+    if (o->niov == 1)
+        io_uring_prep_send(sqe, o->fd, o->iov[0].iov_base, o->iov[0].iov_len, flags);
+    else
+        io_uring_prep_sendmsg(sqe, o->fd, &o->msg, flags);
     io_uring_sqe_set_data64(sqe, uring_tag(UK_SEND, o->gen, (uint32_t)o->fd));
     c->sending = 1;
     /* Counted when queued and corrected at completion: counted there
@@ -176,7 +181,7 @@ enum uout_next uout_start(struct uring_loop *u, struct uconn *c)
 {
     if (!c->out->bytes)
         return send_file(u, c);
-    queue_sendmsg(u, c);
+    queue_send(u, c);
     return UOUT_WAIT;
 }
 
@@ -243,7 +248,7 @@ enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct 
         SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (size_t)res));
         o->bytes -= (size_t)res;
         advance(o, (size_t)res);
-        queue_sendmsg(u, c);
+        queue_send(u, c);
         return UOUT_WAIT;
     }
     o->bytes = 0;

@@ -60,14 +60,26 @@ int tls_handshake(SSL *ssl, enum tls_fail *why)
     return -EPROTO;
 }
 
-ssize_t tls_read(SSL *ssl, void *buf, size_t n)
+/* SSL_read_ex or SSL_peek_ex, as tls_read says. */
+static ssize_t take_plain(SSL *ssl, void *buf, size_t n,
+                          int (*take)(SSL *, void *, size_t, size_t *))
 {
     size_t got;
     ERR_clear_error();
-    int ret = SSL_read_ex(ssl, buf, n, &got);
+    int ret = take(ssl, buf, n, &got);
     if (ret == 1)
         return (ssize_t)got;
     return failure(ssl, ret);
+}
+
+ssize_t tls_read(SSL *ssl, void *buf, size_t n)
+{
+    return take_plain(ssl, buf, n, SSL_read_ex);
+}
+
+ssize_t tls_peek(SSL *ssl, void *buf, size_t n)
+{
+    return take_plain(ssl, buf, n, SSL_peek_ex);
 }
 
 static ssize_t write_chunk(SSL *ssl, const void *p, size_t len)

@@ -35,6 +35,10 @@ int tls_handshake(SSL *ssl, enum tls_fail *why);
 /* Like read(2): bytes, 0 at the end (close_notify or EOF), -errno. */
 ssize_t tls_read(SSL *ssl, void *buf, size_t n);
 
+/* As tls_read, but the bytes stay to be read: records are processed, so
+ * a close_notify shows as 0 (what a raw MSG_PEEK cannot tell). */
+ssize_t tls_peek(SSL *ssl, void *buf, size_t n);
+
 /* Like writev(2): bytes written (> 0), or -errno. */
 ssize_t tls_writev(SSL *ssl, const struct iovec *iov, int niov);
 

@@ -6,10 +6,12 @@
 #include <strings.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include "core/log.h"
+#include "net/tls_sni.h"
 #include "net/tls_tickets.h"
 
 /* Mozilla's "intermediate" list for TLS 1.2: forward secrecy and AEAD
@@ -105,30 +107,66 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_OK;
 }
 
-static int name_matches(const char *pattern, const char *host)
+/* The context for a server name: exact names first, then wildcards;
+ * NULL for the default certificate. */
+static SSL_CTX *ctx_for(const struct tls_server *s, const char *host)
 {
-    if (pattern[0] == '*' && pattern[1] == '.') {
-        const char *dot = strchr(host, '.');
-        return dot && dot != host && !strcasecmp(dot + 1, pattern + 2);
-    }
-    return !strcasecmp(pattern, host);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < s->nsni; i++)
+            if ((s->names[i][0] == '*') == pass && tls_sni_name_matches(s->names[i], host))
+                return s->sni[i];
+    return NULL;
 }
 
-/* SNI: the context whose name matches (exact names first); the default
- * certificate for unknown names and for clients that send none. */
-static int servername_cb(SSL *ssl, int *alert, void *arg)
+/* A session belongs to the name it was made under: its session ID
+ * context is a digest of that name (lower case, no trailing dot; empty
+ * without SNI), which OpenSSL compares before it resumes a ticket. So a
+ * ticket of a.test never resumes under b.test, whose certificate it was
+ * not made with (RFC 6066 3): that client gets a full handshake. */
+static void bind_sessions_to(SSL *ssl, const char *host, size_t len)
+{
+    char low[TLS_SNI_MAX + 1];
+    for (size_t i = 0; i < len; i++)
+        low[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (EVP_Digest(low, len, md, &mdlen, EVP_sha256(), NULL) != 1)
+        return;
+    SSL_set_session_id_context(ssl, md, mdlen < SSL_MAX_SID_CTX_LENGTH ? mdlen
+                                                                     : SSL_MAX_SID_CTX_LENGTH);
+}
+
+/* SNI, read in the ClientHello callback, which runs before OpenSSL looks
+ * for a session to resume (the servername callback runs after): the
+ * context whose name matches, or the default one for unknown names and
+ * clients that send none. */
+static int client_hello_cb(SSL *ssl, int *alert, void *arg)
 {
     (void)alert;
     const struct tls_server *s = arg;
-    const char *host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    if (!host)
-        return SSL_TLSEXT_ERR_OK;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < s->nsni; i++)
-            if ((s->names[i][0] == '*') == pass && name_matches(s->names[i], host)) {
-                SSL_set_SSL_CTX(ssl, s->sni[i]);
-                return SSL_TLSEXT_ERR_OK;
-            }
+    const unsigned char *ext;
+    size_t extlen;
+    char host[TLS_SNI_MAX + 1];
+    int n = -1;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext, &extlen) == 1)
+        n = tls_sni_from_ext(ext, extlen, host);
+    if (n < 0)
+        n = 0;
+    host[n] = 0;
+    SSL_CTX *ctx = n ? ctx_for(s, host) : NULL;
+    if (ctx)
+        SSL_set_SSL_CTX(ssl, ctx);
+    bind_sessions_to(ssl, host, (size_t)n);
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* The name was handled in client_hello_cb: accept it, so that OpenSSL
+ * acknowledges it and keeps it with the session. */
+static int servername_ack(SSL *ssl, int *alert, void *arg)
+{
+    (void)ssl;
+    (void)alert;
+    (void)arg;
     return SSL_TLSEXT_ERR_OK;
 }
 
@@ -148,6 +186,10 @@ static SSL_CTX *ctx_new(const struct tls_conf *c, const char *cert, const char *
      * our cipher order, not the client's (testssl rates that HIGH). */
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
+    /* A FIN without close_notify is an EOF, as nginx takes it: OpenSSL 3
+     * otherwise calls it fatal and sends a decode_error alert after the
+     * answers (a request has its own framing; truncation is no threat). */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     /* Partial writes and a moving buffer: a blocked SSL_write is retried
      * with the same bytes from wherever the caller keeps them; idle
      * connections give their record buffers back. */
@@ -211,8 +253,8 @@ struct tls_server *tls_server_load(const struct tls_conf *c, struct tls_tickets 
         tls_server_free(s);
         return NULL;
     }
-    SSL_CTX_set_tlsext_servername_callback(s->dflt, servername_cb);
-    SSL_CTX_set_tlsext_servername_arg(s->dflt, s);
+    SSL_CTX_set_client_hello_cb(s->dflt, client_hello_cb, s);
+    SSL_CTX_set_tlsext_servername_callback(s->dflt, servername_ack);
     if (tickets)
         tls_tickets_attach(tickets, s->dflt);
     return s;

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 
 #include "core/units.h"
+#include "proc/daemon.h"
 #include "proc/config_paths.h"
 
 const char config_help[] =
@@ -505,8 +506,13 @@ static int set_status_path(struct serve_config *cfg, const char *name, const cha
                            char *err, size_t errlen)
 {
     (void)name;
-    if (v[0] != '/' || strlen(v) >= sizeof cfg->http.status_path) {
+    if (v[0] != '/') {
         snprintf(err, errlen, "status-path must start with '/' (got '%s')", v);
+        return -1;
+    }
+    if (strlen(v) >= sizeof cfg->http.status_path) {
+        snprintf(err, errlen, "status-path is longer than %zu bytes",
+                 sizeof cfg->http.status_path - 1);
         return -1;
     }
     strcpy(cfg->http.status_path, v);
@@ -873,7 +879,8 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
-        char *s = trim(line);
+        /* editors on some systems start a UTF-8 file with a byte-order mark */
+        char *s = trim(lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3) ? line + 3 : line);
         if (!*s)
             continue;
         char *eq = strchr(s, '=');
@@ -881,6 +888,11 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
         if (eq) {
             *eq = '\0';
             value = trim(eq + 1);
+            if (!*trim(s)) {
+                snprintf(err, errlen, "%s:%d: a value with no setting name", path, lineno);
+                rc = -1;
+                break;
+            }
             if (!*value) {
                 snprintf(err, errlen, "%s:%d: '%s' has an empty value", path, lineno, trim(s));
                 rc = -1;
@@ -948,6 +960,11 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
             return -1;
         }
     if (resolve_health(cfg, err, errlen) < 0)
+        return -1;
+    /* Here, not in each worker: a user that does not exist fails
+     * --check-config, the start (before a port is bound) and a reload
+     * (the old config stays), rather than every worker, over and over. */
+    if (user_ids(cfg->user, cfg->group, &cfg->uid, &cfg->gid, err, errlen) < 0)
         return -1;
     if (config_has_tls(cfg)) {
         if (!cfg->tls.cert[0] || !cfg->tls.key[0]) {

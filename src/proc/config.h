@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "http/handler.h"
 #include "http/proxy.h"
@@ -90,6 +91,8 @@ struct serve_config {
     char pid_file[1024];
     char upgrade_binary[1024];  /* USR2 execs this; "" for the running binary */
     char user[64], group[64];
+    uid_t uid;                  /* user and group resolved by config_finish, so */
+    gid_t gid;                  /* a name that does not exist stops the start */
     uint8_t daemon;
     uint8_t verbose;
     uint8_t accept_herd;        /* prefork without EPOLLEXCLUSIVE */

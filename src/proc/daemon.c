@@ -88,7 +88,19 @@ int user_ids(const char *user, const char *group, uid_t *uid, gid_t *gid, char *
     return 0;
 }
 
-int drop_privileges(const char *user, const char *group, char *err, size_t errlen)
+int privileges_droppable(const char *user, const char *group, char *err, size_t errlen)
+{
+    if ((!user || !*user) && (!group || !*group))
+        return 0;
+    if (geteuid() != 0) {
+        snprintf(err, errlen, "--user/--group need herd to start as root");
+        return -1;
+    }
+    return 0;
+}
+
+int drop_privileges(const char *user, const char *group, uid_t uid, gid_t gid, char *err,
+                    size_t errlen)
 {
     if ((!user || !*user) && (!group || !*group))
         return 0;
@@ -96,10 +108,6 @@ int drop_privileges(const char *user, const char *group, char *err, size_t errle
         snprintf(err, errlen, "--user/--group need root");
         return -1;
     }
-    uid_t uid;
-    gid_t gid;
-    if (user_ids(user, group, &uid, &gid, err, errlen) < 0)
-        return -1;
     if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         snprintf(err, errlen, "cannot drop privileges: %s", strerror(errno));
         return -1;

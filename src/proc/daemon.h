@@ -20,7 +20,14 @@ int daemonize(char *err, size_t errlen);
 int user_ids(const char *user, const char *group, uid_t *uid, gid_t *gid, char *err,
              size_t errlen);
 
-/* setgid/setuid to user (and group, default: the user's group) when root. */
-int drop_privileges(const char *user, const char *group, char *err, size_t errlen);
+/* Whether drop_privileges can work: --user/--group need a start as root.
+ * Checked before anything is bound (and on a reload), so that workers do
+ * not die at start over it, one after another. 0, or -1 with err. */
+int privileges_droppable(const char *user, const char *group, char *err, size_t errlen);
+
+/* setgid/setuid to uid and gid (user_ids resolved them from --user and
+ * --group) when either was named; that needs root. */
+int drop_privileges(const char *user, const char *group, uid_t uid, gid_t gid, char *err,
+                    size_t errlen);
 
 #endif

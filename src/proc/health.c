@@ -17,6 +17,18 @@
 
 enum { CK_IDLE, CK_CONNECTING, CK_SENDING, CK_READING };
 
+/* The most a check reads of an answer: any interim 1xx heads and the
+ * final status line must come within it, so a server that sends 1xx
+ * after 1xx costs the master this much and no more. As much as the proxy
+ * takes for one response head (UP_HEAD_MAX), so an interim head the proxy
+ * copes with passes here too. */
+#define ANSWER_MAX 16384
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+/* "HTTP/1.1 200" and the byte after it (SP, CR or LF), plus the LF after
+ * a CR: as much of a status line as its judgement needs. */
+#define STATUS_LINE_HEAD 13
+
 struct check {
     const struct upstream_group *g;
     int server;
@@ -25,8 +37,11 @@ struct check {
     uint8_t state;               /* CK_* */
     int64_t next_at;             /* the next start (idle) */
     int64_t deadline;            /* the verdict is due (in flight) */
-    size_t sent, got;
-    char resp[32];               /* the start of the status line */
+    size_t sent, got;            /* got: bytes of the answer read */
+    uint8_t skipping;            /* inside an interim head, up to its empty line */
+    uint8_t line_empty;          /* (skipping) the line so far holds nothing but CR */
+    uint8_t line_len;            /* bytes in line[] */
+    char line[STATUS_LINE_HEAD + 1]; /* the start of the current status line */
 };
 
 struct health {
@@ -118,14 +133,88 @@ static void verdict(struct health *h, struct check *c, const char *why)
                 c->g->name, c->g->servers[c->server].text);
 }
 
-/* 2xx or 3xx in "HTTP/1.x NNN": NULL, else why not. */
-static const char *judge_status(const struct check *c)
+/* line[] holds as much of a status line as judging it needs: 13 bytes,
+ * or 14 when the 13th is a CR (the LF after it). */
+static int status_line_held(const struct check *c)
 {
-    const char *p = c->resp;
-    if (c->got < 12 || strncmp(p, "HTTP/1.", 7) || p[8] != ' ' || p[9] < '1' ||
-        p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9')
-        return "not an HTTP response";
-    return p[9] == '2' || p[9] == '3' ? NULL : "status not 2xx or 3xx";
+    return c->line_len == STATUS_LINE_HEAD + 1 ||
+           (c->line_len == STATUS_LINE_HEAD && c->line[STATUS_LINE_HEAD - 1] != '\r');
+}
+
+static int is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+/* The status code of the status line in line[], or -1 when it is not
+ * "HTTP/1.D SP DDD" followed by SP (a reason phrase) or the line's end:
+ * CRLF, or a bare LF as the proxy's parser takes it (RFC 9112 2.2). */
+static int status_code(const struct check *c)
+{
+    const char *p = c->line;
+    char after = p[12];
+    int line_end = after == '\n' || (after == '\r' && c->line_len > STATUS_LINE_HEAD &&
+                                     p[13] == '\n');
+    if (strncmp(p, "HTTP/1.", 7) || !is_digit(p[7]) || p[8] != ' ' || !is_digit(p[9]) ||
+        !is_digit(p[10]) || !is_digit(p[11]) || (after != ' ' && !line_end))
+        return -1;
+    return (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+}
+
+/* An interim answer's status line was judged: skip its head up to the
+ * empty line. The status line's own end may already be in line[]. */
+static void start_skipping(struct check *c)
+{
+    c->skipping = 1;
+    c->line_empty = c->line[12] != ' '; /* its LF was read: a new line begins */
+}
+
+/* One byte of an interim head; at its empty line the next status line
+ * begins. A line ends at LF, with or without a CR before it. */
+static void skip_interim_byte(struct check *c, char ch)
+{
+    if (ch == '\n') {
+        if (c->line_empty) {
+            c->skipping = 0;
+            c->line_len = 0;
+        }
+        c->line_empty = 1;
+    } else if (ch != '\r') {
+        c->line_empty = 0;
+    }
+}
+
+/* Takes the answer's next bytes p[0..n). Interim 1xx answers are skipped
+ * (RFC 9110 15.2): the final status is the one judged. Returns 1 with *why
+ * set when the check has its verdict (NULL: passed), 0 while it needs
+ * more. */
+static int take_answer(struct check *c, const char *p, size_t n, const char **why)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (c->skipping) {
+            skip_interim_byte(c, p[i]);
+            continue;
+        }
+        c->line[c->line_len++] = p[i];
+        if (!status_line_held(c))
+            continue;
+        int status = status_code(c);
+        if (status < 0) {
+            *why = "malformed status line";
+            return 1;
+        }
+        if (status == 101) { /* a GET was not asked to switch: no answer to it */
+            *why = "status 101 (a switch of protocols)";
+            return 1;
+        }
+        if (status < 200) {
+            start_skipping(c);
+            continue;
+        }
+        *why = status < 400 ? NULL : "status not 2xx or 3xx";
+        return 1;
+    }
+    return 0;
 }
 
 /* The request, for check c into buf; its length. Host is the server's
@@ -137,6 +226,35 @@ static size_t request(const struct check *c, char *buf, size_t cap)
                      "Connection: close\r\n\r\n", c->g->health_path,
                      a->family == AF_UNIX ? "localhost" : a->text);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* Reads the answer until its verdict or until the socket is empty; never
+ * past ANSWER_MAX bytes, so the master's loop is not held up by a server
+ * that sends interim answers without end. */
+static void read_answer(struct health *h, struct check *c)
+{
+    for (;;) {
+        char buf[2048];
+        size_t room = ANSWER_MAX - c->got;
+        if (room == 0) {
+            verdict(h, c, "no final status in the first " STRINGIFY(ANSWER_MAX)
+                          " bytes: interim 1xx answers only");
+            return;
+        }
+        ssize_t k = recv(c->fd, buf, room < sizeof buf ? room : sizeof buf, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (k <= 0) {
+            verdict(h, c, k < 0 ? strerror(errno) : "closed before a final status line");
+            return;
+        }
+        c->got += (size_t)k;
+        const char *why;
+        if (take_answer(c, buf, (size_t)k, &why)) {
+            verdict(h, c, why);
+            return;
+        }
+    }
 }
 
 /* Moves check c as far as its socket lets it. */
@@ -168,17 +286,7 @@ static void advance(struct health *h, struct check *c)
             return;
         c->state = CK_READING;
     }
-    while (c->got < 12) {
-        ssize_t k = recv(c->fd, c->resp + c->got, sizeof c->resp - c->got, MSG_DONTWAIT);
-        if (k < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
-        if (k <= 0) {
-            verdict(h, c, k < 0 ? strerror(errno) : "closed before a status line");
-            return;
-        }
-        c->got += (size_t)k;
-    }
-    verdict(h, c, judge_status(c));
+    read_answer(h, c);
 }
 
 /* Opens check c's connection; its verdict is due one interval later. */
@@ -187,6 +295,7 @@ static void start(struct health *h, struct check *c, int i)
     const struct listen_addr *a = &c->g->servers[c->server];
     c->deadline = clock_now_ms() + c->g->health_interval_ms;
     c->sent = c->got = 0;
+    c->skipping = c->line_empty = c->line_len = 0;
     c->fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         verdict(h, c, strerror(errno));

@@ -4,9 +4,10 @@
  * worker deaths, so each server gets one check per interval (not one per
  * worker or per generation) and no model needs a driver for it. Every
  * interval each server of a checked group gets `GET PATH` on a fresh
- * non-blocking connection; a 2xx or 3xx status passes, anything else (a
- * failed connect, another status, a close or no status line within the
- * interval) fails. The verdict goes into the scoreboard
+ * non-blocking connection; a final 2xx or 3xx status passes (interim 1xx
+ * answers are skipped, within a bound on the bytes read), anything else (a
+ * failed connect, another status, a 101, a malformed status line, a close
+ * or no final status line within the interval or the bound) fails. The verdict goes into the scoreboard
  * (upstream_health[], by the server's index in config order), where the
  * workers' server choice reads it (models/upstream_pool.c). */
 #ifndef HERD_PROC_HEALTH_H

@@ -2,19 +2,29 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/ratelimit.h"
 #include "core/signals.h"
 #include "proc/accesslog.h"
+#include "proc/alog_file.h"
 #include "proc/alog_text.h"
+#include "proc/scoreboard.h"
 
 #define BATCH (256 * 1024)
+
+/* A failing write is reported at once, then at most once a REPORT_MS (as
+ * nginx does): on a full disk every batch fails, over a hundred a second
+ * under load, and the error log is often on the same disk. */
+#define REPORT_MS 60000
 
 int logger_open_file(const char *path)
 {
@@ -22,31 +32,75 @@ int logger_open_file(const char *path)
     return fd < 0 ? -errno : fd;
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            log_msg(LOG_ERROR, "access log: write: %s", strerror(errno));
-            return;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 /* The logger's state: the datagram being read, the text being gathered
  * for one write, and the text it reuses (time stamps, the last address). */
 struct lg {
-    int rx, out;
+    int rx;
     size_t len;          /* text in buf */
     int warned;          /* a bad record was reported */
+    int failing;         /* the last write lost lines */
+    uint64_t *dropped;   /* the scoreboard's count of lines not written */
+    uint64_t unreported; /* lines lost since the last error-log line about them */
+    struct ratelimit failure_notes, resume_notes;
     struct alog_cache cache;
+    struct alog_file out;
     char in[ALOG_BUF];   /* a worker sends at most one batch per datagram */
     char buf[BATCH + ALOG_RECORD_MAX];
 };
+
+static int64_t now_ms(void)
+{
+    return clock_fresh_us() / 1000; /* the logger's loop keeps no clock */
+}
+
+/* Lines that will never be in the file: on the status page (log_dropped)
+ * at once, in the error log with the next note. */
+static void count_lost(struct lg *g, uint64_t lines)
+{
+    SB_ADD(*g->dropped, lines);
+    g->unreported += lines;
+}
+
+/* A write that lost lines: said at once, then at most once a REPORT_MS,
+ * each time with the lines lost since the last note. */
+static void note_failure(struct lg *g)
+{
+    g->failing = 1;
+    if (!ratelimit_take(&g->failure_notes, now_ms(), REPORT_MS, 1, NULL))
+        return;
+    log_msg(LOG_ERROR, "access log: write: %s: %" PRIu64 " lines not written (counted in "
+            "log_dropped; logged at most once a minute)", strerror(g->out.error), g->unreported);
+    g->unreported = 0;
+}
+
+/* The first whole write after failures: said once (a disk that fills and
+ * empties by turns is rate-limited too), with the lines lost since the
+ * last failure note. */
+static void note_resumed(struct lg *g)
+{
+    g->failing = 0;
+    if (!ratelimit_take(&g->resume_notes, now_ms(), REPORT_MS, 1, NULL))
+        return;
+    if (g->unreported)
+        log_msg(LOG_NOTICE, "access log: writing again; %" PRIu64 " more lines were not written",
+                g->unreported);
+    else
+        log_msg(LOG_NOTICE, "access log: writing again");
+    g->unreported = 0;
+}
+
+/* Writes the gathered text: whole lines only, the rest counted (alog_file.h). */
+static void write_text(struct lg *g)
+{
+    uint64_t lost = alog_file_write(&g->out, g->buf, g->len);
+    g->len = 0;
+    if (lost) {
+        count_lost(g, lost);
+        note_failure(g);
+    } else if (g->failing && !g->out.error) {
+        note_resumed(g);
+    }
+}
 
 /* Formats the records of one datagram in[0..n) into the pending text,
  * writing it out whenever BATCH bytes are gathered. A datagram that does
@@ -65,10 +119,8 @@ static void format_datagram(struct lg *g, size_t n)
         }
         at += (size_t)k;
         g->len += alog_text(&g->cache, &e, g->buf + g->len);
-        if (g->len >= BATCH) {
-            write_all(g->out, g->buf, g->len);
-            g->len = 0;
-        }
+        if (g->len >= BATCH)
+            write_text(g);
     }
 }
 
@@ -86,12 +138,15 @@ static void drain(struct lg *g)
         format_datagram(g, (size_t)n <= sizeof g->in ? (size_t)n : 0);
     }
     if (g->len)
-        write_all(g->out, g->buf, g->len);
-    g->len = 0;
+        write_text(g);
 }
 
-int logger_main(int rx, const char *path)
+int logger_main(int rx, const char *path, uint64_t *dropped)
 {
+    /* A file past RLIMIT_FSIZE (systemd's LimitFSIZE=) then fails a write
+     * with EFBIG, counted as a full disk is, instead of killing the logger
+     * at every batch. */
+    signal(SIGXFSZ, SIG_IGN);
     int sfd = signals_open();
     int out = logger_open_file(path);
     if (out < 0 || sfd < 0) {
@@ -101,8 +156,9 @@ int logger_main(int rx, const char *path)
     struct lg *g = malloc(sizeof *g);
     struct loop l;
     if (g) {
-        *g = (struct lg){.rx = rx, .out = out};
+        *g = (struct lg){.rx = rx, .dropped = dropped};
         alog_cache_init(&g->cache);
+        alog_file_init(&g->out, out);
     }
     if (!g || loop_init(&l) < 0 || loop_add(&l, rx, LOOP_IN, 1) < 0 ||
         loop_add(&l, sfd, LOOP_IN, 2) < 0) {
@@ -126,12 +182,11 @@ int logger_main(int rx, const char *path)
                         log_msg(LOG_ERROR, "access log: reopen %s: %s (keeping the old file)",
                                 path, strerror(-fd));
                     } else {
-                        close(g->out);
-                        g->out = fd;
+                        count_lost(g, alog_file_switch(&g->out, fd));
                     }
                 } else if (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT) {
                     drain(g);
-                    close(g->out);
+                    count_lost(g, alog_file_switch(&g->out, -1));
                     free(g);
                     return 0;
                 }

@@ -60,7 +60,7 @@ static pid_t spawn_logger(struct master *m)
         listeners_close(&m->ls);
         close(m->log_tx);
         prctl(PR_SET_NAME, "herd-logger");
-        _exit(logger_main(m->log_rx, m->log_path));
+        _exit(logger_main(m->log_rx, m->log_path, &m->sb->log_write_dropped));
     }
     m->logger = pid;
     SB_SET(m->sb->logger_pid, pid);
@@ -126,7 +126,8 @@ static void worker_child(struct master *m, int index, int slot, int channel, int
         close(m->log_rx);
     place_worker(m, index);
     char err[256];
-    if (drop_privileges(m->cfg->user, m->cfg->group, err, sizeof err) < 0) {
+    if (drop_privileges(m->cfg->user, m->cfg->group, m->cfg->uid, m->cfg->gid, err,
+                        sizeof err) < 0) {
         log_msg(LOG_CRIT, "worker %d: %s", index, err);
         _exit(1);
     }
@@ -408,7 +409,8 @@ static int reload(struct master *m)
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
         return 0;
     }
-    if (tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
+    if (privileges_droppable(next.user, next.group, err, sizeof err) < 0 ||
+        tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
         listen_change_abort(&ch);
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
         return 0;
@@ -508,16 +510,9 @@ void master_begin_stop(struct master *m, int fast)
 static void reopen_error_log(struct master *m)
 {
     int uid = -1, gid = -1;
-    char err[256];
     if (geteuid() == 0 && (m->cfg->user[0] || m->cfg->group[0])) {
-        uid_t u;
-        gid_t g;
-        if (user_ids(m->cfg->user, m->cfg->group, &u, &g, err, sizeof err) < 0) {
-            log_msg(LOG_ERROR, "error log: %s", err);
-        } else {
-            uid = (int)u;
-            gid = (int)g;
-        }
+        uid = (int)m->cfg->uid; /* resolved with the config */
+        gid = (int)m->cfg->gid;
     }
     int rc = log_reopen(uid, gid);
     if (rc < 0)

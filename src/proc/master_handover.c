@@ -76,6 +76,12 @@ void master_handover_event(struct master *m, int slot)
         int rc = handover_recv(m->ho[slot], &h, in, sizeof in, &fd);
         if (rc == -EAGAIN)
             break;
+        if (rc == -ECONNRESET)
+            /* The worker exited with an acknowledgement of ours unread. A
+             * seqpacket socket reports that before the messages still
+             * queued (connections it handed over as it went): read on,
+             * to them and to the EOF. */
+            continue;
         if (rc == 0) {
             master_handover_close(m, slot); /* the worker has exited */
             break;

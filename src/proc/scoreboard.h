@@ -70,6 +70,9 @@ struct scoreboard {
     uint32_t nslots;
     uint64_t logger_restarts;
     uint64_t worker_restarts;
+    /* access-log lines the logger could not write (a full disk, EFBIG,
+     * EIO); its one writer is the logger, and a restarted one goes on */
+    uint64_t log_write_dropped;
     char model[16];
     /* "GROUP SERVER" per upstream index, written by every worker that
      * proxies (all write the same bytes of the same config) */

@@ -18,13 +18,21 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "net/listen.h"
+#include "proc/children.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000
+/* How long a stop waits for the processes it SIGKILLed before it exits
+ * without them (one in uninterruptible sleep cannot die sooner). */
+#define KILL_WAIT_MS 5000
+/* A process still there after a SIGKILL (in uninterruptible sleep) gets
+ * another this much later, while herd spawn runs on. */
+#define KILL_AGAIN_MS 60000
 
 /* A slot: its child and the child's process group (setpgid in the child,
  * so the group id is the child's pid). Whatever the child forked stays in
- * the group, may hold the socket, and goes when the child goes. */
+ * the group, may hold the socket, and goes when the child goes (what
+ * leaves the group is a stray, below). */
 struct child {
     pid_t pid;          /* 0: not running */
     pid_t pgid;         /* 0: no process of the group is left */
@@ -32,6 +40,15 @@ struct child {
     int64_t started_ms;
     int64_t respawn_at; /* 0: none pending */
     int quick_deaths;   /* in a row */
+};
+
+/* An orphan that is in no slot's process group: a process that left its
+ * child's group (setsid, setpgid) and whose parent has exited, so the
+ * kernel re-parented it to us, the subreaper. No backend runs it any more
+ * and it may hold the socket: it gets TERM when found, KILL at kill_at. */
+struct stray {
+    pid_t pid;
+    int64_t kill_at;
 };
 
 struct spawner {
@@ -42,6 +59,13 @@ struct spawner {
     struct child *kids;
     int stopping;       /* a stop signal came: no more respawns */
     int64_t kill_at;    /* when stopping: SIGKILL whoever is left */
+    int killed;         /* ...which is done: what is found later is SIGKILLed */
+    int64_t give_up_at; /* ...and whoever survives that is left behind then */
+    int abandoned;      /* gave up waiting: exit now */
+    struct stray *strays;
+    int nstrays, strays_cap;
+    struct pid_list inherited; /* children from before our exec: not ours to stop */
+    struct pid_list found;     /* scratch for each look at our children */
     int failed;         /* exit status 1 once everything has stopped */
     int nonzero_exits;  /* children that exited with a failure status */
 };
@@ -242,6 +266,147 @@ static int leftovers(const struct spawner *s)
     return 0;
 }
 
+static int slot_of(const struct spawner *s, pid_t pid)
+{
+    for (int i = 0; i < s->cfg->children; i++)
+        if (s->kids[i].pid == pid)
+            return i;
+    return -1;
+}
+
+/* The group of a slot, whose child runs or whose leftovers are being
+ * stopped: what is in it is stopped with it, not as a stray. */
+static int slot_group(const struct spawner *s, pid_t pgid)
+{
+    for (int i = 0; i < s->cfg->children; i++)
+        if (s->kids[i].pgid == pgid)
+            return 1;
+    return 0;
+}
+
+static int pid_listed(const struct pid_list *l, pid_t pid)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (l->pids[k] == pid)
+            return 1;
+    return 0;
+}
+
+static int stray_index(const struct spawner *s, pid_t pid)
+{
+    for (int k = 0; k < s->nstrays; k++)
+        if (s->strays[k].pid == pid)
+            return k;
+    return -1;
+}
+
+static void add_stray(struct spawner *s, pid_t pid, int64_t kill_at)
+{
+    if (s->nstrays == s->strays_cap) {
+        int cap = s->strays_cap ? s->strays_cap * 2 : 16;
+        struct stray *p = realloc(s->strays, (size_t)cap * sizeof *p);
+        if (!p)
+            log_fatal("herd spawn: out of memory");
+        s->strays = p;
+        s->strays_cap = cap;
+    }
+    s->strays[s->nstrays++] = (struct stray){.pid = pid, .kill_at = kill_at};
+}
+
+/* A stray was found: TERM it (and CONT, should it be stopped), KILL after
+ * the stop timeout; once a stop has SIGKILLed everything, KILL at once.
+ * It is our child, so its pid cannot be reused before we reap it. */
+static void stop_stray(struct spawner *s, pid_t pid, const struct proc_brief *b)
+{
+    int64_t now = now_ms();
+    log_msg(LOG_WARN, "herd spawn: process %ld (%s) left its child's process group and lost "
+            "its parent: %s", (long)pid, b->name, s->killed ? "killing it" : "stopping it");
+    if (s->killed) {
+        kill(pid, SIGKILL);
+        add_stray(s, pid, now + KILL_AGAIN_MS);
+        return;
+    }
+    kill(pid, SIGTERM);
+    kill(pid, SIGCONT);
+    add_stray(s, pid, now + s->cfg->stop_timeout_ms);
+}
+
+/* Looks through our children for strays not seen before. The kernel
+ * re-parents an orphan to us without a signal, so this runs after every
+ * reap (a dying child's orphans are ours by then) and on a timer (for the
+ * orphans of deeper descendants). Our children are the backends, the
+ * strays, and what we inherited across exec; anything in a slot's group
+ * waits for its slot. */
+static void find_strays(struct spawner *s)
+{
+    if (children_list(&s->found) < 0)
+        return;
+    for (size_t k = 0; k < s->found.n; k++) {
+        pid_t pid = s->found.pids[k];
+        struct proc_brief b;
+        if (slot_of(s, pid) >= 0 || stray_index(s, pid) >= 0 ||
+            pid_listed(&s->inherited, pid) || proc_brief(pid, &b) < 0 || b.state == 'Z' ||
+            slot_group(s, b.pgid))
+            continue;
+        stop_stray(s, pid, &b);
+    }
+}
+
+/* SIGKILLs the strays past their time. */
+static void sweep_strays(struct spawner *s)
+{
+    int64_t now = now_ms();
+    for (int k = 0; k < s->nstrays; k++)
+        if (now >= s->strays[k].kill_at) {
+            log_msg(LOG_WARN, "herd spawn: orphaned process %ld outlived the stop timeout: "
+                    "killing it", (long)s->strays[k].pid);
+            kill(s->strays[k].pid, SIGKILL);
+            s->strays[k].kill_at = now + KILL_AGAIN_MS;
+        }
+}
+
+static void kill_strays(struct spawner *s)
+{
+    int64_t now = now_ms();
+    for (int k = 0; k < s->nstrays; k++) {
+        kill(s->strays[k].pid, SIGKILL);
+        s->strays[k].kill_at = now + KILL_AGAIN_MS;
+    }
+}
+
+static void pid_list_remove(struct pid_list *l, pid_t pid)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (l->pids[k] == pid) {
+            l->pids[k] = l->pids[--l->n];
+            return;
+        }
+}
+
+/* A reaped process that was no backend: a stray, or one we inherited. */
+static void forget_process(struct spawner *s, pid_t pid)
+{
+    int k = stray_index(s, pid);
+    if (k >= 0)
+        s->strays[k] = s->strays[--s->nstrays];
+    pid_list_remove(&s->inherited, pid);
+}
+
+/* Whether a descendant is left. Without inherited children the kernel
+ * answers at once and exactly: no child means no descendant (an orphan
+ * would have been re-parented to us). Else our children are listed. */
+static int descendants_left(struct spawner *s)
+{
+    if (!s->inherited.n)
+        return children_any();
+    if (children_list(&s->found) < 0)
+        return 0; /* no /proc to look at: the groups are all we know */
+    for (size_t k = 0; k < s->found.n; k++)
+        if (!pid_listed(&s->inherited, s->found.pids[k]))
+            return 1;
+    return 0;
+}
+
 static void begin_stop(struct spawner *s, int sig)
 {
     if (!s->stopping) {
@@ -314,16 +479,19 @@ static void child_died(struct spawner *s, int i, int status)
             delay ? " after a backoff" : "");
 }
 
+/* Reaps every child that has exited: a backend (respawn or not), or a
+ * stray or inherited process (just forgotten: nothing runs in its place). */
 static void reap(struct spawner *s)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-        for (int i = 0; i < s->cfg->children; i++)
-            if (s->kids[i].pid == pid) {
-                child_died(s, i, status);
-                break;
-            }
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        int i = slot_of(s, pid);
+        if (i >= 0)
+            child_died(s, i, status);
+        else
+            forget_process(s, pid);
+    }
 }
 
 static void handle_signal(struct spawner *s, int sig)
@@ -342,48 +510,70 @@ static void handle_signal(struct spawner *s, int sig)
     }
 }
 
-/* How often leftovers of a group are looked for: one reaped by a process
- * of its group sends us no SIGCHLD. */
+/* How often leftovers of a group and strays are looked for while
+ * something is being stopped: one reaped by a process of its group sends
+ * us no SIGCHLD, and an orphan becomes ours without one. */
 #define GROUP_POLL_MS 50
+/* ...and otherwise, for the orphans of deeper descendants. */
+#define STRAY_POLL_MS 1000
 
-/* Milliseconds until the next respawn, stop deadline or leftover check,
- * -1 for none. */
+/* Milliseconds until the next respawn, stop deadline or look around. */
 static int next_timeout(const struct spawner *s)
 {
-    int64_t when = 0;
-    if (s->stopping)
-        when = s->kill_at;
-    else
+    int64_t now = now_ms();
+    int busy = s->stopping || leftovers(s) || s->nstrays;
+    int64_t when = now + (busy ? GROUP_POLL_MS : STRAY_POLL_MS);
+    if (s->stopping) {
+        int64_t deadline = s->killed ? s->give_up_at : s->kill_at;
+        if (deadline < when)
+            when = deadline;
+    } else {
         for (int i = 0; i < s->cfg->children; i++)
-            if (s->kids[i].respawn_at && !s->kids[i].pgid &&
-                (!when || s->kids[i].respawn_at < when))
+            if (s->kids[i].respawn_at && !s->kids[i].pgid && s->kids[i].respawn_at < when)
                 when = s->kids[i].respawn_at;
-    if (leftovers(s) && (!when || when > now_ms() + GROUP_POLL_MS))
-        when = now_ms() + GROUP_POLL_MS;
-    if (!when)
-        return -1;
-    int64_t d = when - now_ms();
-    return d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+    }
+    return when <= now ? 0 : (int)(when - now);
+}
+
+/* The stop timeout is over: SIGKILL every group and stray, then wait a
+ * little for them before leaving them behind. */
+static void kill_everything(struct spawner *s, int64_t now)
+{
+    if (s->nstrays)
+        log_msg(LOG_WARN, "herd spawn: %d children and %d orphaned processes still running "
+                "after the stop timeout: killing them", running(s), s->nstrays);
+    else if (running(s))
+        log_msg(LOG_WARN, "herd spawn: %d children still running after the stop "
+                "timeout: killing them", running(s));
+    kill_groups(s, SIGKILL);
+    kill_strays(s);
+    s->killed = 1;
+    s->give_up_at = now + KILL_WAIT_MS;
 }
 
 static void run_timers(struct spawner *s)
 {
     int64_t now = now_ms();
     sweep_groups(s);
+    sweep_strays(s);
     if (s->stopping) {
-        if (now >= s->kill_at && running(s)) {
-            log_msg(LOG_WARN, "herd spawn: %d children still running after the stop "
-                    "timeout: killing them", running(s));
-            kill_groups(s, SIGKILL);
-            s->kill_at = now + 60000;
+        if (!s->killed && now >= s->kill_at) {
+            kill_everything(s, now);
+        } else if (s->killed && now >= s->give_up_at) {
+            log_msg(LOG_ERROR, "herd spawn: %d children and %d orphaned processes survived "
+                    "SIGKILL for %d s: exiting without them", running(s), s->nstrays,
+                    KILL_WAIT_MS / 1000);
+            s->abandoned = 1;
+            s->failed = 1;
         }
         return;
     }
-    /* A slot restarts once its old group is gone: nothing of the last run
-     * still accepts beside the new child. */
+    /* A slot restarts once its old group is gone, and no stray is left
+     * (which slot's child it came from is not known): nothing of the last
+     * run still accepts beside the new child. */
     for (int i = 0; i < s->cfg->children; i++)
         if (s->kids[i].respawn_at && s->kids[i].respawn_at <= now && !s->kids[i].pgid &&
-            start_child(s, i) < 0) {
+            !s->nstrays && start_child(s, i) < 0) {
             s->failed = 1;
             begin_stop(s, SIGTERM);
             return;
@@ -396,6 +586,17 @@ static int pending_respawns(const struct spawner *s)
         if (s->kids[i].respawn_at)
             return 1;
     return 0;
+}
+
+/* Nothing is left to wait for: no slot runs, waits for its group or for
+ * a respawn, and no descendant is left. */
+static int finished(struct spawner *s)
+{
+    if (s->abandoned)
+        return 1;
+    if (running(s) || s->nstrays || (!s->stopping && pending_respawns(s)))
+        return 0;
+    return !descendants_left(s);
 }
 
 int spawn_run(const struct spawn_config *cfg)
@@ -413,10 +614,15 @@ int spawn_run(const struct spawn_config *cfg)
         log_msg(LOG_ERROR, "herd spawn: signalfd: %s", strerror(-sfd));
         return 1;
     }
-    /* What a child forks and leaves behind becomes ours when the child
-     * dies: we reap it, and know when its group is empty. */
+    /* Whatever a child forks becomes ours when its parent dies, in its
+     * group or out of it (setsid): we reap it, stop it, and exit only
+     * when no descendant is left. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         log_msg(LOG_WARN, "herd spawn: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+    /* Children of whoever exec'd us are ours now, but no backend's: they
+     * are never stopped, nor waited for. */
+    if (children_list(&s.inherited) < 0)
+        s.inherited.n = 0;
     s.lfd = listen_open(&s.addr, cfg->backlog, 0);
     if (s.lfd < 0) {
         log_msg(LOG_ERROR, "herd spawn: cannot listen on %s: %s", cfg->listen,
@@ -443,7 +649,7 @@ int spawn_run(const struct spawn_config *cfg)
             s.failed = 1;
             begin_stop(&s, SIGTERM);
         }
-    while (running(&s) || (!s.stopping && pending_respawns(&s))) {
+    while (!finished(&s)) {
         struct pollfd p = {.fd = sfd, .events = POLLIN};
         int n = poll(&p, 1, next_timeout(&s));
         if (n < 0 && errno != EINTR)
@@ -452,12 +658,16 @@ int spawn_run(const struct spawn_config *cfg)
         while (n > 0 && (sig = signals_read(sfd)) > 0)
             handle_signal(&s, sig);
         reap(&s); /* a CHLD merged with another signal still gets reaped */
+        find_strays(&s);
         run_timers(&s);
     }
     close(s.lfd);
     listen_cleanup(&s.addr);
     close(sfd);
     free(s.kids);
+    free(s.strays);
+    pid_list_free(&s.inherited);
+    pid_list_free(&s.found);
     if (s.failed)
         return 1;
     if (s.stopping)

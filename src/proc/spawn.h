@@ -24,10 +24,11 @@ struct spawn_config {
 /* With --respawn, this many quick deaths in a row in one slot stop herd spawn. */
 #define SPAWN_GIVE_UP_AFTER 5
 
-/* Runs until a stop signal or until the children are gone for good.
- * Returns the exit status: 0 after a requested stop or when every child
- * exited 0; 1 when binding fails, the command cannot be run, or children
- * keep dying at start. */
+/* Runs until a stop signal or until the children are gone for good, and
+ * then until nothing they started is left. Returns the exit status: 0
+ * after a requested stop or when every child exited 0; 1 when binding
+ * fails, the command cannot be run, children keep dying at start, or a
+ * stop leaves processes that outlived SIGKILL. */
 int spawn_run(const struct spawn_config *cfg);
 
 #endif

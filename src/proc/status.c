@@ -8,7 +8,9 @@
 #include "core/bwriter.h"
 
 struct totals {
-    uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty, dropped;
+    uint64_t requests, bytes_in, bytes_out, status[6], accepted, active, idle, empty;
+    uint64_t dropped;           /* access-log lines lost: the workers' and the logger's */
+    uint64_t write_dropped;     /* ...of which the logger could not write */
     uint64_t tls_handshakes, tls_resumed, tls_failed[4];
     uint64_t file_reads;
     uint32_t workers;
@@ -47,6 +49,8 @@ static void snapshot(const struct sb_slot *s, struct sb_slot *o)
 static void sum(const struct scoreboard *sb, struct totals *t)
 {
     memset(t, 0, sizeof *t);
+    t->write_dropped = SB_GET(sb->log_write_dropped);
+    t->dropped = t->write_dropped;
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
         snapshot(&sb->slots[i], &s);
@@ -97,20 +101,16 @@ static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
                 busy += SB_GET(s->up[u].busy);
             }
         }
-        char name[SB_UPSTREAM_NAME];
-        memcpy(name, sb->upstream_names[u], sizeof name);
-        name[sizeof name - 1] = '\0';
-        /* names are group names and addresses: no quote or backslash, but
-         * a unix path may hold anything */
-        for (char *p = name; *p; p++)
-            if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
-                *p = '?';
+        const char *name = sb->upstream_names[u];
         uint8_t hv = SB_GET(sb->upstream_health[u]);
         const char *health = hv == HEALTH_UP ? "up" : hv == HEALTH_DOWN ? "down" : "unchecked";
-        bw_printf(w,
-                  "%s{\"server\":\"%s\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu,"
-                  "\"health\":\"%s\"}",
-                  u ? "," : "", name, idle, busy, stalls, health);
+        /* names are group names and addresses, but a unix path may hold
+         * any byte: escaped as the JSON access log escapes, so that the
+         * document stays valid JSON (and UTF-8) */
+        bw_printf(w, "%s{\"server\":\"", u ? "," : "");
+        bw_escaped(w, name, strnlen(name, SB_UPSTREAM_NAME), BW_ESC_JSON, 6 * SB_UPSTREAM_NAME);
+        bw_printf(w, "\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu,\"health\":\"%s\"}",
+                  idle, busy, stalls, health);
     }
     bw_printf(w, "]");
 }
@@ -148,7 +148,7 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         "\"requests\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu,"
         "\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu},"
         "\"accepted\":%llu,\"active\":%llu,\"idle\":%llu,\"empty_accept_wakeups\":%llu,"
-        "\"log_dropped\":%llu,\"file_reads\":%llu,",
+        "\"log_dropped\":%llu,\"log_write_dropped\":%llu,\"file_reads\":%llu,",
         SB_GET(sb->master_pid), SB_GET(sb->logger_pid), sb->model, SB_GET(sb->generation),
         (long long)(now - sb->started), t.workers,
         (unsigned long long)SB_GET(sb->worker_restarts),
@@ -158,7 +158,8 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.status[3], (unsigned long long)t.status[4],
         (unsigned long long)t.status[5], (unsigned long long)t.accepted,
         (unsigned long long)t.active, (unsigned long long)t.idle, (unsigned long long)t.empty,
-        (unsigned long long)t.dropped, (unsigned long long)t.file_reads);
+        (unsigned long long)t.dropped, (unsigned long long)t.write_dropped,
+        (unsigned long long)t.file_reads);
     json_latency(w, &t.lat);
     bw_printf(w, "\"tls\":{\"handshakes\":%llu,\"resumed\":%llu,\"failed\":{",
               (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_resumed);
@@ -248,6 +249,8 @@ static void render_prometheus(const struct scoreboard *sb, struct bw *w)
     prom(w, "empty_accept_wakeups_total", "counter",
          "Wakeups of a listen socket that found no connection.", t.empty);
     prom(w, "access_log_dropped_total", "counter", "Access-log records dropped.", t.dropped);
+    prom(w, "access_log_write_dropped_total", "counter",
+         "Access-log records dropped because the logger could not write them.", t.write_dropped);
     prom(w, "file_reads_total", "counter",
          "File windows read into the page cache before their sendfile.", t.file_reads);
     prom(w, "tls_handshakes_total", "counter", "TLS handshakes completed.", t.tls_handshakes);
@@ -283,9 +286,10 @@ static void render_table(const struct scoreboard *sb, struct bw *w)
         (unsigned long long)t.status[3], (unsigned long long)t.status[4],
         (unsigned long long)t.status[5]);
     bw_printf(w, "connections: accepted %llu  open %llu  idle %llu  empty wakeups %llu  "
-           "log dropped %llu  worker restarts %llu\n",
+           "log dropped %llu (%llu not written)  worker restarts %llu\n",
         (unsigned long long)t.accepted, (unsigned long long)t.active,
         (unsigned long long)t.idle, (unsigned long long)t.empty, (unsigned long long)t.dropped,
+        (unsigned long long)t.write_dropped,
         (unsigned long long)SB_GET(sb->worker_restarts));
     bw_printf(w, "files: windows read into the page cache %llu\n\n",
         (unsigned long long)t.file_reads);

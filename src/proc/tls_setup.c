@@ -26,6 +26,12 @@ int tls_setup_load(struct tls_setup *t, const struct serve_config *cfg, char *er
     return 0;
 }
 
+void tls_setup_free(struct tls_setup *t)
+{
+    tls_server_free(t->server);
+    t->server = NULL;
+}
+
 int64_t tls_setup_tick(struct tls_setup *t, int64_t now_ms)
 {
     if (!t->rotate_at_ms)

@@ -24,6 +24,9 @@ struct tls_setup {
 int tls_setup_load(struct tls_setup *t, const struct serve_config *cfg, char *err,
                    size_t errlen);
 
+/* Frees the contexts (the ticket keys' mapping goes with the process). */
+void tls_setup_free(struct tls_setup *t);
+
 /* Rotates the ticket keys when due; returns ms until the next rotation, or -1. */
 int64_t tls_setup_tick(struct tls_setup *t, int64_t now_ms);
 

@@ -42,7 +42,8 @@ CONNECTIONS = [b"close", b"keep-alive", b"Close", b"foo, close", b"upgrade", b"c
                b"x-close", b"close;q=1"]
 
 OTHER_NAMES = [b"Accept", b"User-Agent", b"If-None-Match", b"If-Modified-Since", b"Range",
-               b"If-Range", b"Expect", b"Cookie", b"X-Forwarded-For", b"Trailer", b"Upgrade"]
+               b"If-Range", b"If-Match", b"If-Unmodified-Since", b"Expect", b"Cookie",
+               b"X-Forwarded-For", b"Trailer", b"Upgrade"]
 
 SEPS = [(30, b": "), (6, b":"), (3, b":\t"), (2, b":  "), (2, b": \t"), (1, b" :"),
         (1, b"\t:"), (1, b"::"), (1, b"")]

@@ -1,6 +1,7 @@
 /* libFuzzer target for the pure string functions a request's fields go
  * through: path_normalize (and path_has_dotfile), range_parse,
- * cond_etag_list_matches and httpdate_parse, all on the same bytes. */
+ * cond_etag_list_matches (weak and strong) and httpdate_parse, all on the
+ * same bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +106,31 @@ static void fuzz_etag(const char *in, size_t size)
         size_t k = (unsigned char)in[0] % size;
         r = cond_etag_list_matches(in + k, size - k, in, k);
         ENSURE(r == 0 || r == 1);
+        int s = cond_etag_list_matches_strong(in + k, size - k, in, k);
+        ENSURE(s == 0 || s == 1);
+        ENSURE(!s || r); /* a strong match is a weak one */
     }
+}
+
+/* The strong comparison (If-Match) against the weak one on the same list. */
+static void fuzz_etag_strong(const char *in, size_t size)
+{
+    static const char etag[] = "\"5f3e-1a2b\"";
+    int weak = cond_etag_list_matches(in, size, etag, sizeof etag - 1);
+    int strong = cond_etag_list_matches_strong(in, size, etag, sizeof etag - 1);
+    ENSURE(strong == 0 || strong == 1);
+    ENSURE(!strong || weak);
+    /* without a W/ anywhere there is nothing for the two to differ on */
+    if (!memmem(in, size, "W/", 2))
+        ENSURE(strong == weak);
+    /* a weak tag matches strongly only by "*": whatever the tag, and only
+     * where the strong one matches too */
+    int weak_tag = cond_etag_list_matches_strong(in, size, "W/\"5f3e-1a2b\"", sizeof etag + 1);
+    ENSURE(weak_tag == cond_etag_list_matches_strong(in, size, "W/\"zz\"", 6));
+    ENSURE(!weak_tag || strong);
+    ENSURE(!weak_tag || memchr(in, '*', size));
+    /* a list holding just the tag matches */
+    ENSURE(cond_etag_list_matches_strong(etag, sizeof etag - 1, etag, sizeof etag - 1) == 1);
 }
 
 static void fuzz_date(const char *in, size_t size)
@@ -133,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     fuzz_range(in, size);
     fuzz_etag(in, size);
+    fuzz_etag_strong(in, size);
     fuzz_date(in, size);
     return 0;
 }

@@ -137,6 +137,20 @@ def descendants(pid):
     return out
 
 
+def comm(pid):
+    """The process's name (/proc/PID/comm), "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def worker_pids(srv):
+    """The pids of the server's worker processes (named herd-wN)."""
+    return {k for k in descendants(srv.pid) if comm(k).startswith("herd-w")}
+
+
 def tree_fd_count(pid, sockets_only=False):
     """Open fds of pid and its descendants (workers, logger...)."""
     total = 0

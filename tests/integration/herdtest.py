@@ -3,12 +3,14 @@
 Everything here has a timeout: a hung server makes a test fail, never hang.
 """
 
+import ctypes
 import hashlib
 import os
 import re
 import select
 import socket
 import struct
+import threading
 import time
 
 # Per-operation timeout; generous so the suite also passes on an ASan build.
@@ -356,3 +358,83 @@ def sha256(data):
 def etag_for(path):
     st = os.stat(path)
     return '"%x-%x"' % (int(st.st_mtime), st.st_size)
+
+
+# ---- files not in the page cache
+
+_libc = ctypes.CDLL(None, use_errno=True)
+SYS_CACHESTAT = 451  # x86_64, Linux 6.5+
+
+
+def cached_pages(fd):
+    """Pages of the file in the page cache (cachestat(2)), or None where the
+    kernel has no cachestat."""
+    rng = (ctypes.c_uint64 * 2)(0, 0)  # offset 0, length 0: the whole file
+    stat = (ctypes.c_uint64 * 5)()     # nr_cache comes first
+    if _libc.syscall(SYS_CACHESTAT, fd, rng, stat, 0) != 0:
+        return None
+    return stat[0]
+
+
+def receive_on_every_cpu():
+    """A byte over loopback from each CPU in turn. Over loopback the CPU
+    that sends also receives, and its receive first frees the socket
+    buffers that other CPUs finished with and handed back to it (up to 32
+    of them wait there until then): sendfile's buffers hold pages of the
+    file they carried, which no eviction can drop while they wait."""
+    ls = socket.create_server(("127.0.0.1", 0))
+    old = os.sched_getaffinity(0)
+    try:
+        with socket.create_connection(ls.getsockname()) as a:
+            b, _ = ls.accept()
+            with b:
+                for cpu in sorted(old):
+                    os.sched_setaffinity(0, {cpu})
+                    a.sendall(b"x")
+                    b.recv(1)
+    finally:
+        os.sched_setaffinity(0, old)
+        ls.close()
+
+
+def evict(path):
+    """Drops a file's pages from the page cache (written back first: dirty
+    pages stay), and checks that they went, so that no test finds the file
+    half cached."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        for _ in range(100):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            left = cached_pages(fd)
+            if not left:  # 0, or no cachestat to ask
+                return
+            receive_on_every_cpu()
+            time.sleep(0.01)
+        raise AssertionError(f"{path}: {left} pages stay in the page cache")
+    finally:
+        os.close(fd)
+
+
+class ThreadedListener:
+    """A loopback TCP listener on a free port that serves each connection
+    in a thread of its own: subclasses write _serve(sock). address is
+    "127.0.0.1:PORT"; close() stops the accepting."""
+
+    def listen(self):
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(16)
+        self.address = "127.0.0.1:%d" % self.ls.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                s, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def close(self):
+        self.ls.close()

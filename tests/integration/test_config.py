@@ -4,6 +4,7 @@ listen/workers/docroot are honoured; flags override the file."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, descendants, herd_cmd, require_binary, run_herd
+from conftest import HERD_ARGS, HERD_BIN, comm, descendants, herd_cmd, require_binary, run_herd
 from herdtest import RawConn, get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -21,13 +22,6 @@ READY = re.compile(r"listening on (?:http://127\.0\.0\.1:(\d+)/|unix:(\S+))")
 
 
 # ------------------------------------------------------------ helpers
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def worker_comms(pid):
@@ -145,6 +139,13 @@ def test_check_config_ok(tmp_path, site):
     assert not r.stderr.strip(), r.stderr
 
 
+def test_check_config_reads_past_a_byte_order_mark(tmp_path):
+    cfg = tmp_path / "bom.conf"
+    cfg.write_bytes(b"\xef\xbb\xbfworkers = 2\n")
+    r = check(cfg)
+    assert r.returncode == 0, r.stderr
+
+
 def test_check_config_empty_file_is_ok(tmp_path):
     cfg = tmp_path / "empty.conf"
     cfg.write_text("# nothing but a comment\n\n")
@@ -154,6 +155,8 @@ def test_check_config_empty_file_is_ok(tmp_path):
 
 
 BAD_CASES = [
+    ("no name", "workers = 2\n = 5\n", 2, "a value with no setting name"),
+    ("long status-path", "status-path = /" + "a" * 100 + "\n", 1, "longer than 63 bytes"),
     ("unknown setting", "workers = 2\n# ok so far\nfrobnicate = yes\n", 3, "frobnicate"),
     ("bad workers", "listen = 127.0.0.1:0\nworkers = many\n", 2, "many"),
     ("zero workers", "workers = 0\n", 1, "workers"),
@@ -228,6 +231,52 @@ def test_serve_with_bad_config_exits_2(tmp_path):
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert f"{cfg}:3:" in r.stderr, r.stderr
     assert "listening" not in r.stderr
+
+
+@pytest.mark.parametrize("setting", ["user", "group"])
+def test_check_config_unknown_user_or_group(tmp_path, setting):
+    """The names are resolved when the config is read: a user or group that
+    does not exist is a config error, not a worker that dies at start."""
+    cfg = tmp_path / "user.conf"
+    cfg.write_text(f"workers = 1\n{setting} = herd-no-such-{setting}\n")
+    r = check(cfg)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert f"unknown {setting} 'herd-no-such-{setting}'" in r.stderr, r.stderr
+    assert "ok" not in r.stdout
+
+
+def test_serve_with_unknown_user_exits_2_before_binding(tmp_path):
+    """It was: the port bound, each worker exited 'unknown user' and was
+    respawned forever, and clients hung."""
+    cfg = tmp_path / "user.conf"
+    cfg.write_text("listen = 127.0.0.1:0\nworkers = 1\nuser = herd-no-such-user\n")
+    try:
+        r = run_herd(["serve", "--config", str(cfg)], timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("herd serve kept running with a user that does not exist")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "unknown user 'herd-no-such-user'" in r.stderr, r.stderr
+    assert "listening" not in r.stderr and "respawning" not in r.stderr, r.stderr
+
+
+def test_serve_with_a_user_but_not_as_root_exits_2(tmp_path):
+    """--user needs a start as root: started by anyone else, herd says so
+    and exits before binding, where each worker died at start ("need
+    root") and was respawned forever."""
+    if os.geteuid() != 0:
+        as_other = []
+    elif shutil.which("setpriv"):
+        as_other = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        pytest.skip("needs setpriv (util-linux) to start as another user")
+    if as_other and subprocess.run([*as_other, HERD_BIN, "--version"], capture_output=True,
+                                   timeout=10).returncode != 0:
+        pytest.skip("nobody may not run the binary here (a checkout under /root)")
+    r = subprocess.run([*as_other, HERD_BIN, "serve", "/tmp", "--listen", "127.0.0.1:0",
+                        "--user", "nobody"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "need herd to start as root" in r.stderr, r.stderr
+    assert "listening" not in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------ serving from a file

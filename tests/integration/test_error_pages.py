@@ -108,6 +108,24 @@ def test_other_error_codes(server, root):
         c.expect_close()
 
 
+def test_412_page(server, root):
+    """A failed If-Match or If-Unmodified-Since is an error answer like the
+    others: the configured page, keep-alive, head alone for HEAD."""
+    srv = custom(server, root, "412=/errors/plain.txt")
+    with srv.connect() as c:
+        c.send(get_req("/ok.txt", headers=[("If-Match", '"nope"')])
+               + build_request("HEAD", "/ok.txt",
+                               headers=[("If-Unmodified-Since", "Thu, 01 Jan 1970 00:00:00 GMT")])
+               + get_req("/ok.txt"))
+        g = c.read_response()
+        h = c.read_response("HEAD")
+        ok = c.read_response()
+    assert g.status == 412 and g.body == b"text error page\n" and "close" not in g.conn_tokens()
+    assert not g.has("etag") and not g.has("last-modified")
+    assert h.status == 412 and h.body == b"" and h.get("content-length") == "16"
+    assert ok.status == 200 and ok.body == b"ok\n"
+
+
 def test_unconfigured_codes_keep_the_built_in_page(server, root):
     srv = custom(server, root, "404=/errors/404.html")
     check_error(srv.get("/noindex/"), 403, "Forbidden")

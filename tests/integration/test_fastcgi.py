@@ -72,6 +72,10 @@ posix_kill(posix_getpid(), 9);
 for ($i = 0; $i < 100; $i++) error_log("boom $i from php");
 echo 'ok';
 """,
+    "stderr_flood.php": r"""<?php
+for ($i = 0; $i < 2000; $i++) error_log("flood $i " . str_repeat('x', 100));
+echo 'done';
+""",
     "stderr_escape.php": r"""<?php
 error_log("paint \x1b[31mred\x1b[0m bell \x07 tail");
 echo 'ok';
@@ -364,6 +368,23 @@ def test_stderr_to_the_error_log_rate_limited(herd, php_cgi):
     assert "FastCGI stderr from /stderr.php" in text
     # at most 20 lines a second (the burst may straddle two seconds)
     assert text.count(" from php") <= 40, text.count(" from php")
+
+
+def test_stderr_flood_before_the_output_is_not_the_head(herd, php_cgi):
+    """220 KB of STDERR before the first byte of output: logged (still rate
+    limited) and dropped as it comes, so it neither counts toward the 16 KiB
+    CGI head nor costs the script its answer."""
+    sock, _ = php_cgi()
+    srv = herd(sock)
+    r = get(srv, "/stderr_flood.php")
+    assert r.status == 200 and r.body == b"done", r
+    wait_for(lambda: "flood 0 " in srv.stderr_text(), timeout=5,
+             what="the script's STDERR in the error log")
+    text = srv.stderr_text()
+    assert text.count("FastCGI stderr from /stderr_flood.php") <= 40
+    assert "CGI head too large" not in text and "head too large" not in text
+    r = get(srv, "/stderr_flood.php")  # and again: nothing stays behind
+    assert r.status == 200 and r.body == b"done", r
 
 
 def test_stderr_control_bytes_are_escaped(herd, php_cgi):

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import comm, descendants
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERD_BIN = os.environ.get("HERD_BIN") or str(REPO_ROOT / "build" / "herd")
 if not os.path.isabs(HERD_BIN):
@@ -286,7 +288,7 @@ def test_signal_stops_every_server(tmp_path, sig, when):
             m, text = read_until(proc, r"started pid (\d+)", 20)
             pids = [int(m.group(1))]
         os.kill(proc.pid, sig)
-        rest, _ = proc.communicate(timeout=30)
+        _, rest = proc.communicate(timeout=30)  # stdout is DEVNULL: the text is stderr
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -300,6 +302,71 @@ def test_signal_stops_every_server(tmp_path, sig, when):
     assert "Interrupted" in (out / "report.md").read_text()
     # the second model never started
     assert rep["servers"][1]["state"] == "not run"
+
+
+def child_running(parent, word):
+    """The pid of parent's child whose command line has word as an argument, or None."""
+    for pid in descendants(parent):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if word.encode() in args:
+            return pid
+    return None
+
+
+def numbers_in(value):
+    """Every number in a parsed JSON document."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in numbers_in(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in numbers_in(v)]
+    return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+
+
+def test_worker_killed_mid_run_fails_the_point(tmp_path):
+    """A server process that dies between the samples around a run takes
+    its CPU time with it (and the tree's sum can go down: a figure of
+    1e19 %): the run is failed with the reason, never a number. The master
+    respawns the worker, so the server itself is still there."""
+    require_binary()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(lab_cmd(out, "--models", "reuseport", "--concurrency", "1",
+                                    "--duration", "3s", "--warmup", "0", "--compare", "none",
+                                    "--retries", "0", "--balance-workers", "0"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        m, text = read_until(proc, r"ready, pids ([\d ]+)", 20)
+        master = int(m.group(1).split()[0])
+        workers = [p for p in descendants(master) if comm(p).startswith("herd-w")]
+        assert len(workers) == 1, (workers, text)
+        # herd load running: the first sample is taken, the second not yet
+        deadline = time.monotonic() + 10
+        while child_running(proc.pid, "load") is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert child_running(proc.pid, "load") is not None, text
+        time.sleep(0.5)
+        os.kill(workers[0], signal.SIGKILL)
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    err = text + rest
+    # the lab's one run failed: as for any failed run, "no run succeeded"
+    assert proc.returncode == 1, err
+    assert re.search(rf"FAILED: a server process \(pid {workers[0]}\) exited during the run", err), err
+    assert not re.search(r"server CPU +\d{4,}%", err), err
+    rep = json.loads((out / "report.json").read_text())
+    [run] = rep["runs"]
+    assert run["ok"] is False and f"pid {workers[0]}" in run["reason"], run
+    assert all(abs(n) < 1e9 for n in numbers_in(rep)), rep
+    md = (out / "report.md").read_text()
+    assert "## Failed runs" in md and f"(pid {workers[0]}) exited during the run" in md
+    assert processes_mentioning(str(out)) == [], err
 
 
 def test_compare_not_installed_is_a_note(tmp_path):

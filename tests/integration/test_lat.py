@@ -175,7 +175,10 @@ def test_no_unix_server(short_tmp):
 
 class FakeEcho:
     """A misbehaving echo server: half (echoes half a message, then closes),
-    wrong (echoes different bytes), silent (reads, never answers)."""
+    wrong (echoes different bytes), silent (reads, never answers), drip
+    (echoes one byte every DRIP_S seconds)."""
+
+    DRIP_S = 0.2
 
     def __init__(self, mode):
         self.mode = mode
@@ -183,6 +186,7 @@ class FakeEcho:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
         self.sock.settimeout(10)
+        self.stopping = threading.Event()
         self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
@@ -202,11 +206,18 @@ class FakeEcho:
                     c.sendall(bytes(len(d)))
                 elif self.mode == "silent":
                     time.sleep(3)
+                elif self.mode == "drip":
+                    for b in d:
+                        if self.stopping.wait(self.DRIP_S):
+                            break
+                        c.sendall(bytes([b]))
             except OSError:
                 pass
 
     def close(self):
+        self.stopping.set()
         self.sock.close()
+        self.t.join(5)
 
 
 @pytest.mark.parametrize("mode,size,words", [
@@ -225,6 +236,25 @@ def test_bad_echo_fails_with_the_reason(mode, size, words):
     line = one_line_error(r)
     assert words in line, line
     assert "round 1" in line, line
+    no_figures(r)
+
+
+def test_timeout_bounds_the_whole_round_trip():
+    """--timeout is a deadline for each round, not for each read: a server
+    that echoes one byte every 0.2 s (16 bytes take 3.2 s) keeps making
+    progress, yet the round fails after 500 ms."""
+    f = FakeEcho("drip")
+    t0 = time.monotonic()
+    try:
+        r = herd_lat(f.addr, "-m", "16", "-N", 1, "--warmup", 0, "--timeout", "500ms")
+    finally:
+        f.close()
+    took = time.monotonic() - t0
+    assert r.returncode == 1, r.stdout
+    line = one_line_error(r)
+    assert "round 1" in line and "no reply within 500 ms" in line, line
+    assert "of 16 bytes back" in line, line
+    assert took < 2.0, took
     no_figures(r)
 
 

@@ -24,6 +24,7 @@ from conftest import HERD_BIN, herd_cmd, require_binary
 from herdtest import wait_for
 
 RUN_TIMEOUT = 60
+JUNK = b"j" * 65536     # what Backend("closejunk") sends after its final response
 
 
 def herd_load(*args, timeout=RUN_TIMEOUT):
@@ -52,7 +53,9 @@ class Backend:
     status404, midclose (half a response, then close), dropsecond (answers the
     first request of a connection, closes on the second), silent (reads, never
     answers), garbage (not HTTP), stall (answers request number stall_at
-    after stall_s seconds)."""
+    after stall_s seconds), twice (two responses per request, in one send),
+    closejunk (a response with Connection: close, then junk bytes, then
+    close)."""
 
     def __init__(self, mode="ok", body=b"hello, load\n", stall_at=0, stall_s=0.0, keep=5):
         self.mode, self.body = mode, body
@@ -96,6 +99,12 @@ class Backend:
     def _answer(self, n, close):
         b = self.body
         conn = b"Connection: close\r\n" if close else b""
+        if self.mode == "twice":
+            one = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(b), b)
+            return one + one
+        if self.mode == "closejunk":
+            return (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                    % (len(b), b) + JUNK)
         if self.mode in ("ok", "stall", "dropsecond"):
             return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
         if self.mode == "status404":
@@ -152,7 +161,7 @@ class Backend:
                     if self.mode == "stall" and seq == self.stall_at:
                         time.sleep(self.stall_s)
                     close = (re.search(rb"(?im)^connection:\s*close", head) is not None
-                             or self.mode in ("close10", "midclose"))
+                             or self.mode in ("close10", "midclose", "closejunk"))
                     try:
                         c.sendall(self._answer(seq, close))
                     except OSError:
@@ -485,6 +494,33 @@ def test_missing_unix_socket(short_tmp):
     assert r.returncode == 1
     assert "cannot connect" in one_line_error(r)
     no_figures(r)
+
+
+def test_responses_that_answer_no_request_are_errors(backend, tmp_path):
+    """A server that answers each request twice, in one send: the second
+    response came before the next request was sent, so it answers nothing.
+    It is a bad response that closes the connection, never the answer to
+    the next request (that would report twice the server's speed)."""
+    b = backend("twice")
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "500ms", b.url())
+    b.settle()
+    assert j["requests"] <= b.requests, (j["requests"], b.requests)
+    assert b.requests > 10
+    assert j["errors"]["bad_response"] >= j["requests"] - 2, j["errors"]
+    assert "bytes after the last response" in r.stdout, r.stdout
+    assert max(b.per_conn) == 1, "every connection is closed after its first answer"
+
+
+def test_bytes_after_a_final_response_are_an_error_not_transfer(backend, tmp_path):
+    """Junk after a Connection: close response answers nothing: it is an
+    error, and it is not counted as bytes read."""
+    b = backend("closejunk")
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "500ms", b.url())
+    b.settle()
+    assert j["requests"] > 10, j
+    assert j["requests"] <= b.requests, (j["requests"], b.requests)
+    assert j["errors"]["bad_response"] > 0, j["errors"]
+    assert j["transfer_bytes"] < j["requests"] * len(JUNK) / 4, j
 
 
 @pytest.mark.parametrize("mode,words", [

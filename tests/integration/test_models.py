@@ -263,6 +263,41 @@ def test_iterative_serves_one_connection_at_a_time(server):
     b.close()
 
 
+@pytest.mark.parametrize("sig", ["HUP", "TERM"])
+def test_iterative_drains_its_queue_at_a_stop(server, sig):
+    """A graceful stop (a reload, an upgrade, TERM) answers every
+    connection the worker had accepted: before, those still queued behind
+    the one being served were closed unread and their clients got a reset
+    (red-team). A connection idle at the stop waits at the back, and its
+    next request is answered too; every answer after the stop closes."""
+    srv = server("--model", "iterative", "--workers", "1", "--shutdown-timeout", "10s")
+    worker = wait_for(lambda: descendants(srv.pid), timeout=5, what="the worker")[0]
+    os.kill(worker, signal.SIGSTOP)  # so a and b arrive in one accept batch
+    try:
+        a = srv.connect(timeout=10)
+        b = srv.connect(timeout=10)
+        a.send(get_req("/index.html"))
+        b.send(get_req("/index.html"))
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    try:
+        assert a.read_response().status == 200     # a is served; b waits behind it
+        time.sleep(0.3)                            # a is idle now: the worker waits on it
+        srv.send_signal(getattr(signal, "SIG" + sig))
+        r = b.read_response()                      # b is not reset
+        assert r.status == 200 and r.get("connection") == "close", r
+        b.expect_close(timeout=5)
+        a.send(get_req("/index.html"))           # a's next request comes after the stop
+        r = a.read_response()
+        assert r.status == 200 and r.get("connection") == "close", r
+        a.expect_close(timeout=5)
+    finally:
+        a.close()
+        b.close()
+    if sig == "TERM":  # the server stops once both are answered
+        assert srv.wait(15) == 0
+
+
 def read_to_eof(sock):
     """Everything the server sends until it closes (a reset ends it too)."""
     data = b""

@@ -1,5 +1,6 @@
 """Request parsing: the SPEC's error table, body handling and size limits."""
 
+import socket
 import threading
 
 import pytest
@@ -80,6 +81,20 @@ def test_disallowed_method_with_body_405_keepalive(shared, method):
 def test_disallowed_method_no_body_405(shared, method):
     r = send_expect(shared, build_request(method, "/index.html"), 405, close=False)
     assert r.get("allow") == "GET, HEAD"
+
+
+@pytest.mark.parametrize("target", ["example.org:443", "127.0.0.1:80", "[::1]:8443"])
+def test_connect_to_an_authority_405_close(shared, target):
+    """CONNECT's own target form (host:port) is valid syntax; herd does
+    not tunnel: 405 as for any CONNECT, and the connection closes, since
+    the tunnel's bytes would follow."""
+    r = send_expect(shared, build_request("CONNECT", target), 405, close=True)
+    assert r.get("allow") == "GET, HEAD"
+
+
+@pytest.mark.parametrize("target", ["example.org:443", "x:1"])
+def test_other_methods_with_an_authority_target_400(shared, target):
+    send_expect(shared, build_request("GET", target), 400, close=True)
 
 
 def test_405_with_chunked_body_discarded(shared):
@@ -348,6 +363,37 @@ def test_chunked_body_over_max_closes(server):
         r = c.read_response()
         assert r.status == 200
         c.read_to_close()
+
+
+def test_chunked_body_over_max_drains_before_closing(server):
+    """The body outgrows --max-body-size while the client still sends it:
+    the answer arrives and the close is a FIN after a drain, never a reset
+    (which can destroy the answer before it is read). coro closed at once
+    (a reset in 8 rounds of 10), and iterative closed without its FIN."""
+    srv = server("--max-body-size", "64k")
+    big = 0x40000
+    body = f"{big:x}\r\n".encode() + b"x" * big + b"\r\n0\r\n\r\n"
+    data = build_request("POST", "/small.txt", body=body,
+                         headers=[("Transfer-Encoding", "chunked")]) + get_req("/small.txt")
+    for _ in range(3):
+        with srv.connect(timeout=10) as c:
+            sender = threading.Thread(target=c.send_ignore_errors, args=(data,))
+            sender.start()
+            got, how = b"", "timeout"
+            try:
+                while True:
+                    chunk = c.sock.recv(65536)
+                    if not chunk:
+                        how = "fin"
+                        break
+                    got += chunk
+            except ConnectionResetError:
+                how = "reset"
+            except socket.timeout:
+                pass
+            sender.join(10)
+        assert b" 405 " in got.split(b"\r\n", 1)[0], got[:200]
+        assert how == "fin", how
 
 
 def test_big_body_still_reads_413(server):

@@ -225,6 +225,27 @@ def test_304_per_variant(pre, docroot):
     assert r.status == 304 and r.get("etag") == gz_tag
 
 
+def test_if_match_per_variant(pre, docroot):
+    """If-Match compares with the ETag of the variant served; a 412 of a
+    file with variants says Vary, as its 304 and 416 do."""
+    gz_tag = variant_etag(docroot, "a.css.gz", "gzip")
+    plain_tag = etag_for(docroot / "a.css")
+    r = get(pre, "/a.css", "gzip", extra=[("If-Match", gz_tag)])
+    assert r.status == 200 and r.get("content-encoding") == "gzip"
+    r = get(pre, "/a.css", None, extra=[("If-Match", plain_tag)])
+    assert r.status == 200 and r.body == CSS
+    for ae, tag in (("gzip", plain_tag), ("br", gz_tag), (None, gz_tag), ("gzip", "W/" + gz_tag)):
+        r = get(pre, "/a.css", ae, extra=[("If-Match", tag)])
+        assert r.status == 412, (ae, tag, r)
+        assert r.get("vary") == "Accept-Encoding" and not r.has("etag")
+        assert not r.has("content-encoding")
+    r = get(pre, "/big.bin", "gzip", extra=[("If-Match", etag_for(docroot / "big.bin")),
+                                            ("Range", "bytes=0-9")])
+    assert r.status == 412 and not r.has("content-range")
+    r = get(pre, "/plain.txt", None, extra=[("If-Match", '"nope"')])
+    assert r.status == 412 and not r.has("vary")
+
+
 def test_range_on_a_variant(pre, docroot):
     r = get(pre, "/big.bin", "gzip", extra=[("Range", "bytes=100-199")])
     assert r.status == 206

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, descendants, herd_cmd, run_herd
-from herdtest import ConnClosed, RawConn, build_request, segments_without_data, wait_for
+from herdtest import (ConnClosed, RawConn, ThreadedListener, build_request, segments_without_data,
+                      wait_for)
 from proxy_backend import PATTERN, Backend, pattern_sha
 
 pytestmark = pytest.mark.skipif(
@@ -206,6 +207,28 @@ def test_chunked_request_body_is_streamed(server, backends):
         assert c.read_response().status == 200
 
 
+@pytest.mark.parametrize("where", ["with the head", "later"])
+def test_chunked_request_body_past_the_limit_gets_413(server, backends, where):
+    """A chunked body that grows past --max-body-size is refused as too
+    large (413, as a Content-Length past it is), not as malformed (400),
+    whether the oversized chunk comes with the head or in a later read;
+    the connection closes after the answer."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b", "--max-body-size", "1k")
+    head = build_request("POST", "/up", headers=[("Transfer-Encoding", "chunked")])
+    body = b"200\r\n" + b"x" * 512 + b"\r\n" + b"1e8480\r\n" + b"y" * 1000
+    with srv.connect(timeout=10) as c:
+        if where == "later":
+            c.send(head + b"10\r\n" + b"z" * 16 + b"\r\n")
+            time.sleep(0.2)
+            c.send(body)
+        else:
+            c.send(head + body)
+        r = c.read_response()
+        assert r.status == 413, r
+        c.expect_close(timeout=5)
+
+
 def test_header_rewriting(server, backends):
     b = backends("tcp")
     srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
@@ -231,6 +254,23 @@ def test_header_rewriting(server, backends):
     assert r.get("x-kept") == "yes"
     assert not r.has("x-secret") and not r.has("keep-alive")
     assert r.get("connection") is None
+
+
+def test_conditional_headers_reach_the_upstream_as_sent(server, backends):
+    """herd evaluates preconditions for its own files only: a proxied
+    request's are the upstream's to answer, every line forwarded as sent
+    (repeats too, which the parser drops or joins for static files)."""
+    b = backends("tcp")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/=b")
+    sent = [("If-Match", '"nope"'), ("If-Unmodified-Since", "Thu, 01 Jan 1970 00:00:00 GMT"),
+            ("If-None-Match", '"a"'), ("If-None-Match", 'W/"b"'),
+            ("If-Modified-Since", "Thu, 01 Jan 1970 00:00:00 GMT"),
+            ("If-Modified-Since", "Sat, 01 Jan 2000 00:00:00 GMT"),
+            ("Range", "bytes=0-1"), ("Range", "bytes=2-3"), ("If-Range", '"c"'),
+            ("If-Match", "*")]
+    info = echo(srv.get("/echo", headers=sent))
+    names = {k.lower() for k, _ in sent}
+    assert [(k, v) for k, v in info["headers"] if k.lower() in names] == sent
 
 
 def test_upstream_server_and_date_are_replaced(server, backends):
@@ -457,6 +497,256 @@ def test_client_that_leaves_is_logged_499_and_upstream_closed(server, backends, 
     assert b.conns == 2
 
 
+@pytest.mark.parametrize("rounds", [6])
+def test_half_close_sent_with_the_request_is_499_whatever_the_timing(server, backends,
+                                                                      tmp_path, rounds):
+    """A FIN that arrives in the same read as the request counts as the
+    client leaving, as a FIN that comes later does: the event loop used to
+    consume that edge when it read the request, saw no later event, and
+    answered (14 rounds in 15), where coro and uring said 499 every time."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log)
+    for i in range(rounds):
+        with srv.connect(timeout=10) as c:
+            # corked: the request and the FIN leave in one segment, one read
+            c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+            c.send(build_request("GET", f"/api/slow?s=2&i={i}"))
+            c.shutdown_write()
+            t0 = time.monotonic()
+            c.expect_close(timeout=5)
+            assert time.monotonic() - t0 < 1.5, "noticed before the upstream answered"
+
+    def logged():
+        text = log.read_text() if log.exists() else ""
+        got = [l for l in text.splitlines() if "/api/slow?s=2" in l]
+        return got if len(got) == rounds else None
+    got = wait_for(logged, timeout=5, what="every round's access-log line")
+    assert all('" 499 0' in line for line in got), got
+
+
+@pytest.mark.parametrize("first", ["/api/slow?s=0.5", "/small.txt"])
+def test_half_close_after_a_pipeline_gets_every_answer_the_last_proxied_one_too(
+        server, backends, site, first):
+    """A client that pipelined and then half-closed waits for every answer,
+    the last request's too, though no request is held behind that one when
+    its exchange runs. coro and uring used to log it 499 and drop it (the
+    event loop answered it only because it had used up the EOF's edge)."""
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    for i in range(3):
+        with srv.connect(timeout=10) as c:
+            last = f"/api/slow?s=0.5&last={i}"
+            c.send(build_request("GET", first) + build_request("GET", last))
+            time.sleep(0.2)  # while the first or the last is upstream
+            c.shutdown_write()
+            r1 = c.read_response()
+            assert r1.status == 200
+            assert echo(c.read_response())["target"] == last
+            c.expect_close(timeout=5)
+
+
+@pytest.mark.parametrize("before", ["pipelined", "crlf-after-body"])
+def test_pipelining_once_does_not_excuse_a_later_close(server, backends, tmp_path, before):
+    """Pipelining covers the requests it sent together, not the connection
+    for good: a later request whose client closes is still 499 (the flag
+    used to stay set, and the upstream ran to its end for a client long
+    gone). A CRLF some clients send after a body is not a next request."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log)
+    with srv.connect(timeout=10) as c:
+        if before == "pipelined":
+            c.send(build_request("GET", "/api/a") + build_request("GET", "/api/b"))
+            echo(c.read_response())
+        else:
+            c.send(build_request("POST", "/api/a", headers=[("Content-Length", "3")],
+                                 body=b"a=1") + b"\r\n")
+        echo(c.read_response())
+        time.sleep(0.1)
+        c.send(build_request("GET", "/api/slow?s=3&late=1"))
+        time.sleep(0.2)
+        c.shutdown_write()
+        c.expect_close(timeout=2)
+
+    def logged():
+        text = log.read_text() if log.exists() else ""
+        return [l for l in text.splitlines() if "late=1" in l]
+    line = wait_for(logged, timeout=5, what="the late request's line")[0]
+    assert '" 499 0' in line, line
+
+
+def test_a_request_sent_while_a_large_answer_is_on_its_way_then_a_half_close(server,
+                                                                           backends, site):
+    """A proxied request sent while the big file's answer is still being
+    sent, then a half-close: the client pipelined and waits for both. coro
+    read nothing while it wrote, saw the request only after, and logged it
+    499; the other models answered."""
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    with srv.connect(timeout=10) as c:
+        c.send(build_request("GET", "/big.bin"))
+        c.read_until(b"\r\n\r\n")
+        time.sleep(0.3)  # the answer fills the socket buffers and waits
+        c.send(build_request("GET", "/api/slow?s=0.3&behind=big"))
+        time.sleep(0.1)
+        c.shutdown_write()
+        h = hashlib.sha256()
+        left = site.big_size - len(c.buf)
+        h.update(bytes(c.buf))
+        c.buf = bytearray()
+        while left > 0:
+            chunk = c.sock.recv(min(left, 1 << 20))
+            assert chunk, "closed inside the big answer"
+            h.update(chunk)
+            left -= len(chunk)
+        assert h.hexdigest() == site.big_sha
+        assert echo(c.read_response())["target"] == "/api/slow?s=0.3&behind=big"
+        c.expect_close(timeout=5)
+
+
+def test_a_fin_behind_a_stray_crlf_closes_after_the_answer(server, backends):
+    """A CR LF in its own packet after a body, then a FIN, while the request
+    is upstream: the answer comes, then the close at once. coro read the
+    CR LF after the exchange, took that short read for a drained socket
+    and waited for an edge the exchange had used up: the connection stayed
+    until its header timeout."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--header-timeout", "20s")
+    with srv.connect(timeout=10) as c:
+        c.send(build_request("POST", "/api/slow?s=0.3", headers=[("Content-Length", "3")],
+                             body=b"abc"))
+        time.sleep(0.1)
+        c.send(b"\r\n")
+        time.sleep(0.1)
+        c.shutdown_write()
+        assert c.read_response().status == 200
+        t0 = time.monotonic()
+        c.expect_close(timeout=5)
+        assert time.monotonic() - t0 < 2
+
+
+def test_graceful_stop_answers_a_request_held_behind_a_proxied_one(server, backends, site):
+    """A stop while a proxied request is upstream and the client's next
+    request is read already: both are answered, the second with close. The
+    proxied answer used to say close (or, its head out already, keep-alive)
+    and the held request was dropped unanswered."""
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    with srv.connect(timeout=10) as c:
+        c.send(build_request("GET", "/api/slow?s=0.6") + build_request("GET", "/small.txt"))
+        wait_for(lambda: b.requests, what="the request upstream")
+        srv.send_signal(signal.SIGTERM)
+        r1 = c.read_response()
+        assert echo(r1)["target"] == "/api/slow?s=0.6"
+        assert "close" not in r1.conn_tokens(), r1.headers
+        r2 = c.read_response()
+        assert r2.status == 200 and r2.body == site.files["small.txt"]
+        assert "close" in r2.conn_tokens(), r2.headers
+        c.expect_close(timeout=5)
+    srv.wait(10)
+
+
+def test_a_stalled_request_body_is_the_clients_timeout_not_the_upstreams(server, backends,
+                                                                          tmp_path):
+    """A proxied POST whose body stops coming: the body timer closes it and
+    the log says 408 (as nginx), however short the upstream read timeout.
+    That timer used to run while the body was still due: a 504 blamed the
+    healthy upstream for the slow client, and the body timeout's close was
+    not logged at all."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--body-timeout", "2s", "--body-min-rate", "0",
+                 "--proxy-read-timeout", "500ms", "--access-log", log)
+    with srv.connect(timeout=10) as c:
+        c.send(build_request("POST", "/api/stalled", headers=[("Content-Length", "100")])
+               + b"x" * 10)
+        t0 = time.monotonic()
+        got = c.read_to_close()
+        took = time.monotonic() - t0
+    assert got == b"", got[:200]
+    assert took >= 1.5, f"closed after {took:.2f}s: not the 2 s body timer"
+
+    def logged():
+        text = log.read_text() if log.exists() else ""
+        return [l for l in text.splitlines() if "/api/stalled" in l]
+    line = wait_for(logged, timeout=5, what="the access-log line")[0]
+    assert '"POST /api/stalled HTTP/1.1" 408 0' in line, line
+    echo(srv.get("/api/after"))  # the upstream was not marked down
+
+
+def test_an_upstream_that_stops_taking_the_body_and_never_answers_times_out(server, tmp_path):
+    """The upstream shuts its read side (our sends fail) and never answers,
+    while the client still sends its body: the read timer must run, though
+    the whole request did not go up. With no timer armed in that state the
+    exchange hung until the upstream closed."""
+    path = str(tmp_path / "deaf.sock")
+    ls = socket.socket(socket.AF_UNIX)
+    ls.bind(path)
+    ls.listen(4)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                return
+            c.shutdown(socket.SHUT_RD)  # never reads, never answers
+            held.append(c)
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        srv = server("--upstream", f"b=unix:{path}", "--proxy", "/api/=b",
+                     "--proxy-read-timeout", "1s", "--proxy-send-timeout", "1s",
+                     "--body-timeout", "30s", "--body-min-rate", "0",
+                     "--max-body-size", "16m")
+        size = 4 << 20
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("POST", "/api/deaf", headers=[("Content-Length", str(size))]))
+            sender = threading.Thread(target=c.send_ignore_errors, args=(b"a" * size,))
+            sender.start()
+            t0 = time.monotonic()
+            got = c.read_to_close(timeout=8)
+            assert time.monotonic() - t0 < 6
+            sender.join(10)
+        assert got == b"" or b" 504 " in got.split(b"\r\n", 1)[0], got[:200]
+    finally:
+        ls.close()
+        for c in held:
+            c.close()
+
+
+def test_shutdown_timeout_logs_the_exchanges_it_cuts(server, backends, tmp_path):
+    """--shutdown-timeout ends a proxied answer the client is not reading:
+    its access-log line still comes (the upstream's status). The worker used
+    to flush its log before closing those connections, and the line was
+    lost on the event loop and uring. A body still in time when the stop
+    cuts it is not the client's fault: no 408 is counted or logged."""
+    b = backends("unix")
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--access-log", log, "--shutdown-timeout", "1s", "--body-timeout", "30s")
+    big = srv.connect(timeout=10)
+    big.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    big.send(build_request("GET", "/api/big?n=50000000"))
+    body = srv.connect(timeout=10)
+    body.send(build_request("POST", "/api/upload", headers=[("Content-Length", "100000")])
+              + b"x" * 1000)
+    wait_for(lambda: b.requests, what="the big request upstream")
+    time.sleep(0.3)  # the upload's head and first bytes go up too
+    srv.send_signal(signal.SIGTERM)
+    assert srv.wait(15) == 0
+    big.close()
+    body.close()
+    lines = log.read_text().splitlines()
+    assert any('"GET /api/big?n=50000000 HTTP/1.1" 200' in l for l in lines), lines
+    assert not any("/api/upload" in l and '" 408 ' in l for l in lines), lines
+
+
 def test_keepalive_zero_closes_upstream(server, backends):
     b = backends("unix")
     srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/=b",
@@ -528,6 +818,25 @@ def test_status_shows_the_pool_per_server(server, backends):
     assert ups[f"g {a.address}"]["idle"] == 1 and ups[f"g {a.address}"]["busy"] == 0, ups
 
 
+def test_status_json_stays_valid_with_any_bytes_in_an_upstream_path(server, tmp_path):
+    """A unix upstream path may hold any byte: quotes, backslashes, controls
+    and bytes that are not UTF-8 are escaped as the JSON access log escapes
+    them, so the status document still parses (bytes >= 0x80 passed
+    through raw, and it did not)."""
+    weird = os.fsdecode(b"u\"\\\x01\xff\xfe\x7f.sock")
+    b = Backend(f"unix:{tmp_path}/{weird}", "w")
+    try:
+        srv = server("--upstream", f"w={b.address}", "--proxy", "/w/=w", "--status-path", "/st")
+        echo(srv.get("/w/x"))
+        body = srv.get("/st?format=json").body
+        doc = json.loads(body.decode("utf-8"))  # valid UTF-8, valid JSON
+        names = [u["server"] for u in doc["upstreams"]]
+        assert len(names) == 1 and names[0].startswith(f"w unix:{tmp_path}/u"), names
+        assert names[0].endswith('u"\\\x01\xff\xfe\x7f.sock'), names
+    finally:
+        b.close()
+
+
 # ------------------------------------------------------------ balancing and failure
 
 def test_round_robin(server, backends):
@@ -581,7 +890,7 @@ def test_down_server_skipped_then_retried(server, backends, tmp_path):
         later.close()
 
 
-class RudeBackend:
+class RudeBackend(ThreadedListener):
     """A TCP backend that reads a request head (and a Content-Length body)
     and then misbehaves, per `how`: "close" (closes unanswered), "reset"
     (RST), "silent" (holds the connection, never answers) or "partial"
@@ -592,19 +901,7 @@ class RudeBackend:
         self.how = how
         self.seen = []
         self.held = []
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(16)
-        self.address = "127.0.0.1:%d" % self.ls.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                s, _ = self.ls.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+        self.listen()
 
     def _serve(self, s):
         s.settimeout(10)
@@ -630,7 +927,7 @@ class RudeBackend:
         s.close()
 
     def close(self):
-        self.ls.close()
+        super().close()
         for s in self.held:
             s.close()
 
@@ -685,6 +982,13 @@ def test_post_is_not_sent_again(server, backends, rude):
     assert r.status == 502
     assert bad.seen == ["POST /form HTTP/1.1"]
     assert not live.requests, "a POST went to a second server"
+    # the close marked the server down, as a GET's does: the next POSTs go
+    # to the live one (before, every second POST met the bad server: 502)
+    for i in range(4):
+        r = srv.request(build_request("POST", f"/form?{i}", headers=[("Content-Length", 3)],
+                                      body=b"a=1"))
+        assert r.status == 200 and echo(r)["backend"] == "live", (i, r)
+    assert bad.seen == ["POST /form HTTP/1.1"]
 
 
 def test_answer_cut_after_its_first_bytes_is_not_sent_again(server, backends, rude):
@@ -725,6 +1029,45 @@ def test_slow_backend_gives_504(server, backends):
     assert r.status == 504 and b"Gateway Timeout" in r.body
     assert 0.4 < took < 2.5, took
     echo(srv.get("/fine"))
+
+
+def test_error_pages_for_the_proxys_own_answers(server, backends, tmp_path):
+    """--error-page 502/504 are the pages of herd's own gateway errors, as
+    nginx's error_page 502 is (before, the option was accepted and the
+    built-in page sent). A page too big for the exchange's buffer falls
+    back to the built-in one."""
+    root = tmp_path / "root"
+    (root / "errs").mkdir(parents=True)
+    gw = b"<h1>the gateway is resting</h1>\n"
+    (root / "errs" / "gw.html").write_bytes(gw)
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--upstream", f"dead=unix:{tmp_path}/none.sock",
+                 "--proxy", "/api/=b", "--proxy", "/dead/=dead", "--proxy-read-timeout", "300ms",
+                 "--error-page", "502=/errs/gw.html", "--error-page", "504=/errs/gw.html",
+                 docroot=root)
+    with srv.connect() as c:
+        c.send(build_request("GET", "/dead/x"))
+        r = c.read_response()
+        assert r.status == 502 and r.body == gw, r
+        assert r.get("content-type", "").startswith("text/html")
+        c.send(build_request("HEAD", "/dead/x"))
+        r = c.read_response("HEAD")
+        assert r.status == 502 and r.body == b"" and r.get("content-length") == str(len(gw))
+        c.send(build_request("GET", "/api/slow?s=2"))
+        r = c.read_response()
+        assert r.status == 504 and r.body == gw, r
+        c.send(build_request("GET", "/api/fine"))       # the connection is still good
+        assert echo(c.read_response())["target"] == "/api/fine"
+
+
+def test_an_error_page_too_big_for_the_exchange_gets_the_built_in_one(server, tmp_path):
+    root = tmp_path / "root"
+    (root / "errs").mkdir(parents=True)
+    (root / "errs" / "big.html").write_bytes(b"b" * (200 * 1024))
+    srv = server("--upstream", f"dead=unix:{tmp_path}/none.sock", "--proxy", "/dead/=dead",
+                 "--error-page", "502=/errs/big.html", docroot=root)
+    r = srv.get("/dead/x")
+    assert r.status == 502 and b"Bad Gateway" in r.body and len(r.body) < 1000
 
 
 def test_early_answer_to_an_upload(server, backends):
@@ -853,6 +1196,68 @@ def test_pipelined_proxied_and_static(server, backends, site):
         r = c.read_response("HEAD")
         assert r.status == 200 and r.body == b""
         assert echo(c.read_response())["target"] == "/api/three"
+
+
+@pytest.mark.parametrize("wait", [0, 0.3])
+def test_request_sent_during_an_exchange_is_answered(server, backends, site, wait):
+    """A request that comes while a proxied one is upstream is answered
+    once the exchange ends. On coro the exchange's waits took the socket's
+    readiness edge, so the connection went to sleep with the request unread
+    until the keep-alive timeout (found by a red-team pass)."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                 "--keepalive-timeout", "30")
+    with srv.connect(timeout=10) as c:
+        c.send(build_request("GET", "/api/slow?s=0.5"))
+        time.sleep(wait)
+        c.send(build_request("GET", "/small.txt", headers=[("Connection", "close")]))
+        assert echo(c.read_response())["target"] == "/api/slow?s=0.5"
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        c.expect_close(timeout=5)
+
+
+@pytest.mark.parametrize("target", ["/api/fast", "/api/slow?s=0.3"])
+def test_half_close_after_a_pipelined_request_gets_both_answers(server, backends, site,
+                                                                   target):
+    """A client that sends a proxied request and the next one in one
+    packet, then half-closes, has not left (SPEC-serve.md): both answers
+    come, then the server closes. The EOF behind the next request used to
+    end the exchange as 499, and the next request was lost."""
+    b = backends("unix")
+    srv = server("--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    with srv.connect(timeout=10) as c:
+        c.send(build_request("GET", target) + build_request("GET", "/small.txt"))
+        c.shutdown_write()
+        assert echo(c.read_response())["target"] == target
+        r = c.read_response()
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        c.expect_close(timeout=5)
+
+
+def test_half_close_after_a_pipelined_request_over_pooled_upstream_connections(server,
+                                                                                backends, site):
+    """The same client, again and again on one worker: over a pooled
+    upstream connection the answer comes within the epoll batch that holds
+    the client's EOF. That EOF used to be read before the resumed exchange
+    served the request held behind it, and the connection closed with it
+    unanswered (in about half the rounds)."""
+    b = backends("unix")
+    srv = server("--workers", "1", "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+    lost = []
+    for i in range(40):
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("GET", "/api/fast") + build_request("GET", "/small.txt"))
+            c.shutdown_write()
+            assert echo(c.read_response())["target"] == "/api/fast"
+            try:
+                r = c.read_response()
+            except ConnClosed:
+                lost.append(i)
+                continue
+            assert r.status == 200 and r.body == site.files["small.txt"]
+            c.expect_close(timeout=5)
+    assert not lost, f"the second answer was lost in rounds {lost}"
 
 
 def test_access_log_and_counters(server, backends, tmp_path):

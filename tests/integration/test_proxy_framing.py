@@ -218,11 +218,17 @@ def test_request_bodies_reframed(server, backend, model):
         assert ("Content-Length", "100000") in [tuple(h) for h in info["headers"]]
 
 
-def test_upstream_sees_only_herds_chunk_lines(server, model):
+def raw_upstream():
+    """A listening socket that plays the upstream by hand."""
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(4)
     ls.settimeout(10)
+    return ls
+
+
+def test_upstream_sees_only_herds_chunk_lines(server, model):
+    ls = raw_upstream()
     srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
                  "--proxy", "/=r")
     socks = [ls]
@@ -244,6 +250,46 @@ def test_upstream_sees_only_herds_chunk_lines(server, model):
         assert body == b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", body
         up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         assert c.read_response().body == b"ok"
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("when", ["with the head", "after the head"])
+def test_broken_chunked_response(server, model, when):
+    """An upstream chunked body with a broken chunk line: when it came in
+    the same read as the head, nothing has reached the client and it gets
+    a clean 502 on a connection that stays open; once the head went out,
+    the only honest signal left is a truncated answer and a close."""
+    ls = raw_upstream()
+    srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/up/=r")
+    socks = [ls]
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    broken = b"3\r\nabc\r\nzz\r\nxx\r\n0\r\n\r\n"
+    try:
+        c = srv.connect(timeout=10)
+        socks.append(c)
+        c.send(build_request("GET", "/up/raw"))
+        up, _ = ls.accept()
+        socks.append(up)
+        up.settimeout(10)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            more = up.recv(65536)
+            assert more, got
+            got += more
+        if when == "with the head":
+            up.sendall(head + broken)
+            r = c.read_response()
+            assert r.status == 502, r
+            c.send(build_request("GET", "/small.txt"))  # static: the connection stays open
+            assert c.read_response().status == 200
+        else:
+            up.sendall(head + b"3\r\nabc\r\n")
+            c.read_until(b"abc")  # the head and the first chunk went out
+            up.sendall(b"zz\r\nxx\r\n0\r\n\r\n")
+            c.read_to_close(timeout=5)
     finally:
         for s in socks:
             s.close()

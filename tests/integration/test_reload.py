@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, descendants, require_binary
+from conftest import HERD_ARGS, HERD_BIN, descendants, require_binary, worker_pids
 from herdtest import OP_TIMEOUT, ConnClosed, RawConn, get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -24,13 +24,6 @@ STATUS = "/herd-status"
 
 
 # ------------------------------------------------------------ helpers
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def gone(pid):
@@ -76,10 +69,6 @@ def settled(srv, generation, workers=2):
     except AssertionError:
         raise AssertionError(f"not settled at generation {generation}: {status_json(srv)}\n"
                              f"stderr:\n{srv.stderr_text()[-3000:]}")
-
-
-def worker_pids(srv):
-    return {k for k in descendants(srv.pid) if (comm(k) or "").startswith("herd-w")}
 
 
 def fetch(srv, target, timeout=OP_TIMEOUT):
@@ -285,6 +274,27 @@ def test_reload_with_vanished_docroot_is_refused(server, tmp_path):
     wait_for(lambda: "refused" in srv.stderr_text(), timeout=5, what="reload refused")
     assert status_json(srv)["generation"] == 1
     assert fetch(srv, "/").body == b"still here\n"
+
+
+def test_reload_with_unknown_user_is_refused(server, tmp_path):
+    """The new config's user is resolved by the master before anything
+    changes: a name that does not exist refuses the reload, the old workers
+    go on (they were replaced by workers dying at start, over and over)."""
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"workers = 2\nstatus-path = {STATUS}\n")
+    srv = server("--config", cfg)
+    before = {s["pid"] for s in settled(srv, 1)["slots"]}
+    cfg.write_text(f"workers = 2\nstatus-path = {STATUS}\nuser = herd-no-such-user\n")
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: "unknown user 'herd-no-such-user'" in srv.stderr_text(), timeout=5,
+             what="the reload refused, naming the user")
+    time.sleep(0.3)
+    st = status_json(srv)
+    assert st["generation"] == 1, st
+    assert {s["pid"] for s in st["slots"]} == before, "workers must not be replaced"
+    assert "respawning" not in srv.stderr_text(), srv.stderr_text()[-2000:]
+    for _ in range(5):
+        assert fetch(srv, "/small.txt").status == 200
 
 
 # ------------------------------------------------------------ HUP at bad times

@@ -432,3 +432,119 @@ def test_respawn_starts_after_the_old_group_is_gone(spawn, tmp_path):
         wait_for(lambda: not alive(second), 5, what="the second helper gone")
     finally:
         kill_quietly(*[p for p in (first, second) if p])
+
+
+# ------------------ what leaves the child's group (setsid) or loses its parent
+
+def session_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    return int(stat[stat.rfind(")") + 2:].split()[3])
+
+
+def helper_in_own_session(helper):
+    """Waits until the helper has called setsid() (it writes no pid file
+    itself, so its parent may name it first)."""
+    wait_for(lambda: session_of(helper) == helper, TIMEOUT,
+             what=f"helper {helper} in a session of its own")
+
+
+def bindable(port):
+    with socket.socket() as b:
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            b.bind(("127.0.0.1", port))
+            b.listen()
+        except OSError:
+            return False
+    return True
+
+
+def backend_pid(s):
+    """The pid of child 0 (herd spawn -v logs it at start)."""
+    m = wait_for(lambda: re.search(r"child 0 started \(pid (\d+)\)", s.log()), TIMEOUT,
+                 what="child 0's start in the log")
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("stubborn", [False, True], ids=["helper-obeys-term",
+                                                          "helper-ignores-term"])
+def test_term_stops_a_helper_in_a_session_of_its_own(spawn, tmp_path, stubborn):
+    """A helper that calls setsid() is in no process group herd spawn
+    signals. It used to be left running when herd spawn stopped (re-parented
+    to init), still holding the socket, so the address could not be bound
+    again; one that ignores TERM is killed after the stop timeout."""
+    port = free_port()
+    pidfile = tmp_path / "helper.pid"
+    cmd = [sys.executable, FORKING, str(pidfile), "stay", "--helper-setsid",
+           *(["--helper-ignores-term"] if stubborn else [])]
+    s = spawn(listen=f"127.0.0.1:{port}", args=["--stop-timeout", "1s"], cmd=cmd)
+    helper = pid_in(pidfile)
+    try:
+        helper_in_own_session(helper)
+        t0 = time.monotonic()
+        assert s.stop() == 0, s.log()
+        took = time.monotonic() - t0
+        assert not alive(helper), f"the helper outlived herd spawn:\n{s.log()}"
+        assert took < 5, "stop took longer than the stop timeout allows"
+        if stubborn:
+            assert took >= 0.9, "the helper was killed before the stop timeout"
+            assert "killing" in s.log(), s.log()
+        assert bindable(port), "something still listens on the address"
+        again = spawn(listen=f"127.0.0.1:{port}")
+        assert again.get()["pid"] in again.children()
+    finally:
+        kill_quietly(helper)
+
+
+def test_a_child_exiting_takes_its_helper_in_another_session_along(spawn, tmp_path):
+    """Without --respawn herd spawn ends when the last child has exited, and
+    not before a helper it left in a session of its own is gone."""
+    port = free_port()
+    pidfile = tmp_path / "helper.pid"
+    s = spawn(listen=f"127.0.0.1:{port}", args=["--stop-timeout", "1s"],
+              cmd=[sys.executable, FORKING, str(pidfile), "exit", "--helper-setsid"])
+    helper = pid_in(pidfile)
+    try:
+        assert s.proc.wait(TIMEOUT) == 0, s.log()
+        assert not alive(helper), f"the child's helper outlived herd spawn:\n{s.log()}"
+        assert bindable(port), "something still listens on the address"
+    finally:
+        kill_quietly(helper)
+
+
+def test_respawn_waits_for_a_helper_in_another_session(spawn, tmp_path):
+    """With --respawn, a helper that left the child's group is stopped
+    before the new child starts, as one in the group is."""
+    pidfile = tmp_path / "helper.pid"
+    s = spawn(args=["--respawn", "--stop-timeout", "1s"],
+              cmd=[sys.executable, FORKING, str(pidfile), "exit", "--helper-setsid"])
+    first, second = pid_in(pidfile), None
+    try:
+        second = pid_in(pidfile, other_than=first)
+        assert not alive(first), "the first run's helper still runs beside the second"
+        assert s.stop() == 0
+        assert not alive(second), "the second helper outlived herd spawn"
+    finally:
+        kill_quietly(*[p for p in (first, second) if p])
+
+
+def test_an_orphan_in_another_session_is_stopped_while_the_child_runs(spawn, tmp_path):
+    """A helper started by a double fork and setsid (daemonized) loses its
+    parent while the child still runs and is herd spawn's (the subreaper's):
+    nobody runs it, so it is stopped within a second or two; the child
+    itself goes on."""
+    pidfile = tmp_path / "helper.pid"
+    s = spawn(args=["-v", "--stop-timeout", "1s"],
+              cmd=[sys.executable, FORKING, str(pidfile), "stay", "--helper-setsid",
+                   "--double-fork"])
+    helper = pid_in(pidfile)
+    try:
+        child = backend_pid(s)
+        wait_for(lambda: not alive(helper), 5, what="the orphaned helper stopped")
+        assert alive(child), "the child was stopped with the orphan"
+        assert f"process {helper} " in s.log(), s.log()
+        assert s.stop() == 0
+        assert not alive(child)
+    finally:
+        kill_quietly(helper)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, descendants, herd_cmd
+from conftest import HERD_ARGS, comm, descendants, herd_cmd
 from herdtest import build_request, get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -23,13 +23,6 @@ STATUS = "/herd-status"
 
 
 # ------------------------------------------------------------ helpers
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def status_json(srv, path=STATUS):

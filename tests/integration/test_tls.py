@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -21,8 +22,8 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, Server, herd_cmd
-from herdtest import OP_TIMEOUT, RawConn, build_request, wait_for
+from conftest import HERD_ARGS, Server, herd_cmd, worker_pids
+from herdtest import OP_TIMEOUT, RawConn, build_request, evict, wait_for
 from test_fastcgi import docroot, php_cgi  # noqa: F401 - fixtures
 from test_socket_activation import launched, tcp_listener  # noqa: F401 - a fixture
 from test_upgrade import upgradable  # noqa: F401 - a fixture
@@ -174,15 +175,15 @@ def test_a_file_not_in_the_page_cache_over_tls(server, site, pki):
     if "reuseport" not in MODELS:
         pytest.skip("the event loop's case; other models are their own runs")
     srv = start(server, pki, "-v", "--workers", "1")
-    fd = os.open(site.root / "big.bin", os.O_RDONLY)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    os.close(fd)
+    evict(site.root / "big.bin")
     with tls_conn(srv, pki) as c:
         c.send(build_request("GET", "/big.bin"))
         h = hashlib.sha256()
         r = c.read_response(sink=h.update)
         assert r.status == 200 and h.hexdigest() == site.big_sha
-    assert "of a file into the page cache" in srv.stderr_text()
+    # the -v lines come through a pipe and a reader thread: they may lag
+    wait_for(lambda: "of a file into the page cache" in srv.stderr_text(),
+             what="the debug line of the read")
 
 
 def test_sni_picks_the_certificate(server, pki):
@@ -195,6 +196,49 @@ def test_sni_picks_the_certificate(server, pki):
     # an unknown name gets the default certificate (and fails verification)
     with pytest.raises(ssl.SSLCertVerificationError):
         tls_conn(srv, pki, name="unknown.test")
+
+
+def served_cert(conn):
+    """The server's certificate in PEM, or None after a resumption."""
+    der = conn.sock.getpeercert(binary_form=True)
+    return ssl.DER_cert_to_PEM_cert(der) if der else None
+
+
+def first_cert(path):
+    text = path.read_text()
+    return text[:text.index("-----END CERTIFICATE-----")] + "-----END CERTIFICATE-----\n"
+
+
+def test_sni_with_a_trailing_dot_is_the_same_name(server, pki):
+    """"other.test." is the absolute form of other.test: the same
+    certificate (it got the default one), as nginx strips the dot."""
+    srv = start(server, pki, "--tls-sni", f"other.test={pki.other_cert},{pki.other_key}")
+    ctx = client_ctx(pki)
+    ctx.check_hostname = False    # the client's own check of "other.test." is not the point
+    with tls_conn(srv, pki, name="other.test.", ctx=ctx) as c:
+        assert served_cert(c) == first_cert(pki.other_cert)
+        assert get(c, "/small.txt").status == 200
+
+
+@pytest.mark.parametrize("version", ["TLSv1_3", "TLSv1_2"])
+def test_a_session_resumes_only_under_its_own_name(server, pki, version):
+    """RFC 6066 3: a session made under one server name must not resume
+    under another; that client gets a full handshake and the certificate
+    of the name it asks for (before, other.test's ticket resumed under
+    localhost, with no certificate at all)."""
+    srv = start(server, pki, "--tls-sni", f"other.test={pki.other_cert},{pki.other_key}")
+    ctx = client_ctx(pki, maxver=getattr(ssl.TLSVersion, version))
+    ctx.check_hostname = False    # one context for every name: sessions belong to it
+    with tls_conn(srv, pki, name="other.test", ctx=ctx) as c:
+        assert get(c, "/small.txt").status == 200  # TLS 1.3 tickets come after the handshake
+        sess = c.sock.session
+    with tls_conn(srv, pki, name="OTHER.test.", ctx=ctx, session=sess) as c:
+        assert c.sock.session_reused, "its own name (any case, absolute) resumes"
+    for name, cert in (("localhost", pki.cert), ("unknown.test", pki.cert)):
+        with tls_conn(srv, pki, name=name, ctx=ctx, session=sess) as c:
+            assert not c.sock.session_reused, f"other.test's session resumed under {name}"
+            assert served_cert(c) == first_cert(cert)
+            assert get(c, "/small.txt").status == 200
 
 
 def test_config_file_lines_with_relative_paths(server, site, pki, tmp_path):
@@ -299,6 +343,118 @@ def test_proxy_over_tls(server, pki, tmp_path, model):
             r = c.read_response(sink=h.update)
             assert r.status == 200 and h.hexdigest() == pattern_sha(n)
             assert get(c, "/api/echo").status == 200
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("leave", ["close_notify", "fin"])
+def test_a_tls_client_that_leaves_while_upstream_is_499(server, pki, tmp_path, model, leave):
+    """A TLS client that leaves (close_notify, or a bare FIN) while its
+    request is upstream ends the exchange at once, as a plain one does.
+    A raw peek saw the close_notify record as bytes of a next request:
+    the upstream ran to its end, and coro logged 200 0."""
+    from proxy_backend import Backend
+    b = Backend(f"unix:{tmp_path}/b.sock", "b")
+    log = tmp_path / "access.log"
+    try:
+        srv = start(server, pki, "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                    "--access-log", log, model=model)
+        c = tls_conn(srv, pki)
+        c.send(build_request("GET", "/api/slow?s=4"))
+        wait_for(lambda: b.requests, what="the request upstream")
+        t0 = time.monotonic()
+        if leave == "close_notify":
+            raw = c.sock.unwrap()  # close_notify; the TCP connection stays open
+        else:
+            raw = c.sock
+            raw.shutdown(socket.SHUT_WR)  # a bare FIN, no close_notify
+
+        def logged():
+            text = log.read_text() if log.exists() else ""
+            return [l for l in text.splitlines() if "/api/slow?s=4" in l]
+        line = wait_for(logged, timeout=3, what="the access-log line")[0]
+        assert '" 499 0' in line, line
+        assert time.monotonic() - t0 < 3, "noticed long before the upstream answered"
+        raw.close()
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_bare_fin_after_the_requests_gets_a_clean_close(server, site, pki, model):
+    """A client that sends its requests and a FIN without close_notify gets
+    every answer and then a clean end, not a fatal decode_error alert
+    (OpenSSL 3 calls such an EOF fatal unless told otherwise)."""
+    srv = start(server, pki, model=model)
+    with tls_conn(srv, pki) as c:
+        c.send(build_request("GET", "/small.txt") + build_request("GET", "/small.txt"))
+        dup = socket.socket(fileno=os.dup(c.sock.fileno()))
+        dup.shutdown(socket.SHUT_WR)  # the FIN, under the TLS layer
+        dup.close()
+        for _ in range(2):
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"]
+        c.expect_close(timeout=5)  # an SSLError (the alert) fails here
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="needs the openssl CLI")
+def test_key_updates_during_a_large_proxied_answer(server, pki, tmp_path):
+    """TLS 1.3 KeyUpdates (openssl s_client's K command) while a 20 MB
+    proxied answer waits for the client's window: the answer arrives whole.
+    Asking OpenSSL whether the client left (SSL_peek) while that write was
+    pending made it process the KeyUpdate mid-write, and the answer was cut
+    at about 4.5 MB."""
+    from proxy_backend import Backend, pattern_sha
+    b = Backend(f"unix:{tmp_path}/b.sock", "b")
+    n = 20_000_000
+    try:
+        srv = start(server, pki, "--upstream", f"b={b.address}", "--proxy", "/api/=b")
+        p = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{srv.port}",
+                              "-tls1_3", "-brief", "-CAfile", str(pki.ca),
+                              "-servername", "localhost"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        out = bytearray()
+        try:
+            def read_some(wait):
+                r, _, _ = select.select([p.stdout], [], [], wait)
+                if not r:
+                    return False
+                d = os.read(p.stdout.fileno(), 1 << 20)
+                out.extend(d)
+                return bool(d)
+            time.sleep(0.5)
+            p.stdin.write(build_request("GET", f"/api/big?n={n}"))
+            p.stdin.flush()
+            deadline = time.monotonic() + 10
+            while len(out) < 200_000 and time.monotonic() < deadline:
+                read_some(0.5)
+            time.sleep(1.0)  # the server's write blocks on the full window
+            for _ in range(3):
+                p.stdin.write(b"K\n")
+                p.stdin.flush()
+                time.sleep(0.05)
+                read_some(0.2)
+            deadline = time.monotonic() + 40
+            while time.monotonic() < deadline:
+                head = out.find(b"\r\n\r\n")
+                if head > 0 and len(out) >= head + 4 + n:
+                    break
+                if not read_some(1.0) and p.poll() is not None:
+                    break
+        finally:
+            p.stdin.close()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        head = out.find(b"\r\n\r\n")
+        assert out.startswith(b"HTTP/1.1 200 "), bytes(out[:100])
+        body = bytes(out[head + 4:head + 4 + n])
+        assert len(body) == n, f"cut at {len(body)} bytes"
+        assert hashlib.sha256(body).hexdigest() == pattern_sha(n)
     finally:
         b.close()
 
@@ -446,6 +602,32 @@ def test_term_after_hup_closes_the_idle_tls_connection_at_once(server, site, pki
     assert srv.wait(10) is not None, "the server did not stop"
 
 
+@pytest.mark.parametrize("model", [m for m in ("reuseport", "coro") if m in MODELS])
+def test_idle_tls_connection_left_by_a_hup_closes_at_the_shutdown_timeout(server, pki, model):
+    """The old worker keeps a TLS connection a reload could not move, but
+    only until --shutdown-timeout: then it closes it and exits. On coro the
+    timeout's cancel sent it back to wait, and the old worker never exited
+    (found by a red-team pass)."""
+    srv = start(server, pki, "--workers", "1", "--shutdown-timeout", "1s",
+                "--keepalive-timeout", "60s", model=model)
+    with tls_conn(srv, pki) as c:
+        assert get(c, "/small.txt").status == 200
+        old = worker_pids(srv)
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10,
+                 what="reload")
+        c.sock.settimeout(10)
+        t0 = time.monotonic()
+        try:
+            rest = c.sock.recv(100)
+        except (ssl.SSLError, ConnectionResetError):
+            rest = b""
+        assert rest == b"", rest
+        assert time.monotonic() - t0 < 5, "closed at the shutdown timeout"
+    wait_for(lambda: not old & worker_pids(srv), timeout=5,
+             what="the old generation's worker to exit")
+
+
 def test_hup_with_bad_key_keeps_old_certificate(server, pki, tmp_path):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     shutil.copyfile(pki.cert, cert)
@@ -461,6 +643,33 @@ def test_hup_with_bad_key_keeps_old_certificate(server, pki, tmp_path):
     with tls_conn(srv, pki) as c:
         assert peer_serial(c) == "03E9"
         assert get(c, "/small.txt").status == 200
+
+
+def test_check_config_loads_the_tls_files(pki, tmp_path):
+    """--check-config loads the certificate and key as a start would (as
+    nginx -t does): a mismatched key, a missing or unreadable certificate
+    and unknown ciphers fail the check (exit 2, naming the file or the
+    reason), where they passed it and failed only the start."""
+    from conftest import run_herd
+
+    def check(**kv):
+        lines = ["listen = 127.0.0.1:0 tls", f"docroot = {tmp_path}",
+                 f"tls-cert = {kv.get('cert', pki.cert)}", f"tls-key = {kv.get('key', pki.key)}"]
+        if "ciphers" in kv:
+            lines.append(f"tls-ciphers = {kv['ciphers']}")
+        cfg = tmp_path / "tls.conf"
+        cfg.write_text("\n".join(lines) + "\n")
+        return run_herd(["serve", "--check-config", str(cfg)], extra=False)
+    r = check()
+    assert r.returncode == 0 and r.stdout.strip().endswith(": ok"), r.stderr
+    r = check(key=pki.other_key)
+    assert r.returncode == 2 and "does not match" in r.stderr, r.stderr
+    r = check(cert=tmp_path / "nope.pem")
+    assert r.returncode == 2 and "nope.pem" in r.stderr, r.stderr
+    r = check(cert=tmp_path)  # a directory
+    assert r.returncode == 2, r.stderr
+    r = check(ciphers="NO-SUCH-CIPHER")
+    assert r.returncode == 2, r.stderr
 
 
 def test_start_refuses_missing_or_mismatched_key(pki, tmp_path):

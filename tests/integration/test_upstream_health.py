@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import HERD_ARGS, descendants, run_herd
-from herdtest import wait_for
+from herdtest import ThreadedListener, wait_for
 from proxy_backend import Backend
 
 pytestmark = pytest.mark.skipif(
@@ -155,3 +155,109 @@ def test_unix_socket_server_is_checked_with_a_valid_host(server, tmp_path):
         assert ["Host", "localhost"] in [list(h) for h in check["headers"]], check["headers"]
     finally:
         u.close()
+
+
+class RawUpstream(ThreadedListener):
+    """A fake upstream that reads each request head and answers with fixed
+    pieces of bytes (a short pause between them, so the checker sees them
+    on separate reads), then closes; forever: it sends the last piece again
+    and again until the checker goes."""
+
+    def __init__(self, pieces, forever=False):
+        self.pieces, self.forever = pieces, forever
+        self.checks = 0
+        self.listen()
+
+    def _serve(self, s):
+        s.settimeout(5)
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 8192:
+                data = s.recv(4096)
+                if not data:
+                    return
+                head += data
+            self.checks += 1
+            for i, piece in enumerate(self.pieces):
+                if i:
+                    time.sleep(0.02)
+                s.sendall(piece)
+            deadline = time.monotonic() + 5
+            while self.forever and time.monotonic() < deadline:
+                s.sendall(self.pieces[-1])
+        except OSError:
+            pass  # the checker closed: it had read enough
+        finally:
+            s.close()
+
+
+def health_server(server, up):
+    return server("--workers", "1", "--upstream", f"g={up.address}", "--proxy", "/app/=g",
+                  "--status-path", "/st", "--upstream-health", "g=/health,200ms")
+
+
+EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+@pytest.mark.parametrize("pieces", [
+    [EARLY_HINTS, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"],
+    [CONTINUE, CONTINUE, b"HTTP/1.1 204 No Content\r\n\r\n"],
+    # cut inside a status line, inside the interim head's end, and a status
+    # line with no reason phrase
+    [b"HTTP/1.1 1", b"03 Early Hints\r\nLink: </a>\r\n\r", b"\nHTTP/1.0 200\r", b"\n\r\n"],
+    # bare LF line ends, which the proxy accepts too (RFC 9112 2.2)
+    [b"HTTP/1.1 100 Continue\n\n", b"HTTP/1.1 200\nContent-Length: 0\n\n"],
+], ids=["103-then-200", "100-100-204", "split", "bare-lf"])
+def test_interim_1xx_answers_are_skipped(server, pieces):
+    """RFC 9110 15.2: a client skips interim 1xx answers and judges the final
+    status (the proxy itself drops them too)."""
+    up = RawUpstream(pieces)
+    try:
+        srv = health_server(server, up)
+        wait_for(lambda: up.checks >= 3, timeout=5, what="three checks")
+        assert health_of(srv) == {up.address: "up"}, srv.stderr_text()
+        assert "health check" not in srv.stderr_text()
+    finally:
+        up.close()
+
+
+@pytest.mark.parametrize("pieces,why", [
+    ([b"HTTP/1.X 200 OK\r\n\r\n"], "malformed status line"),
+    ([b"HTTP/1.1 2000 OK\r\n\r\n"], "malformed status line"),
+    ([b"HTTP/1.1 200garbage\r\n\r\n"], "malformed status line"),
+    ([b"HTTP/1.1 20 OK\r\n\r\n"], "malformed status line"),
+    ([EARLY_HINTS, b"HTTP/1.1 200-OK\r\n\r\n"], "malformed status line"),
+    ([b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n"],
+     "status 101 (a switch of protocols)"),
+    ([CONTINUE, b"HTTP/1.1 503 Busy\r\n\r\n"], "status not 2xx or 3xx"),
+], ids=["version", "four-digits", "no-space", "two-digits", "after-103", "101",
+        "100-then-503"])
+def test_bad_status_line_marks_down(server, pieces, why):
+    up = RawUpstream(pieces)
+    try:
+        srv = health_server(server, up)
+        wait_for(lambda: health_of(srv) == {up.address: "down"}, timeout=3,
+                 what="the server down")
+        line = f"health check /health failed ({why}); down"
+        wait_for(lambda: line in srv.stderr_text(), timeout=2, what=line)
+    finally:
+        up.close()
+
+
+def test_endless_interim_answers_are_read_to_a_bound(server):
+    """1xx after 1xx: the checker reads a bounded number of bytes, then
+    fails the check (it never waits for the interval or reads forever)."""
+    up = RawUpstream([CONTINUE], forever=True)
+    try:
+        srv = health_server(server, up)
+        wait_for(lambda: health_of(srv) == {up.address: "down"}, timeout=3,
+                 what="the server down")
+        line = ("health check /health failed (no final status in the first 16384 bytes: "
+                "interim 1xx answers only); down")
+        wait_for(lambda: line in srv.stderr_text(), timeout=2, what=line)
+        # the master still serves its loop: status pages and checks go on
+        n = up.checks
+        wait_for(lambda: up.checks >= n + 2, timeout=3, what="more checks")
+    finally:
+        up.close()

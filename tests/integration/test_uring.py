@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, require_binary
-from herdtest import ConnClosed, get_req, wait_for
+from herdtest import ConnClosed, build_request, get_req, wait_for
 
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 
@@ -79,6 +79,47 @@ def test_clear_error_where_io_uring_is_not_permitted(tmp_path):
 # Requests of ~1 KiB each sent behind a 50 MiB answer: 600 KB, far past
 # what a connection buffers (16 KiB) or holds (64 receive buffers of 4 KiB).
 PILE = 600
+
+
+def test_small_bodies_copied_behind_their_heads_arrive_whole(server, tmp_path):
+    """Bodies up to 1 KiB are copied behind their heads so that a batch
+    goes out as one buffer (one IORING_OP_SEND); larger ones stay in the
+    file cache and the batch goes by SENDMSG. Pipelined answers on both
+    sides of the limit, ranges, HEAD, 404s and a slow reader (short sends
+    of one buffer) all arrive whole and in order."""
+    sizes = [0, 1, 64, 1023, 1024, 1025, 4096]
+    files = {n: bytes((i * 7 + n) % 251 for i in range(n)) for n in sizes}
+    for n, data in files.items():
+        (tmp_path / f"f{n}.bin").write_bytes(data)
+    srv = server("--model", "uring", "--workers", "1", docroot=tmp_path)
+    reqs = []
+    for n, data in files.items():
+        reqs.append((get_req(f"/f{n}.bin"), "GET", 200, data))
+        reqs.append((build_request("HEAD", f"/f{n}.bin"), "HEAD", 200, b""))
+        if n > 2:
+            reqs.append((get_req(f"/f{n}.bin", headers=[("Range", "bytes=1-")]), "GET", 206,
+                         data[1:]))
+        reqs.append((get_req(f"/missing{n}"), "GET", 404, None))
+    burst = b"".join(r[0] for r in reqs)
+    with srv.connect(timeout=20) as c:
+        c.send(burst)
+        for i, (_, method, status, body) in enumerate(reqs):
+            r = c.read_response(method)
+            assert r.status == status, (i, r)
+            if body is not None:
+                assert r.body == body, (i, len(r.body))
+    # 1,500 answers of 1,023 bytes each before a byte is read: the one
+    # buffer a batch makes goes out in parts
+    with srv.connect(timeout=20) as c:
+        sender = threading.Thread(target=c.sock.sendall,
+                                  args=(get_req("/f1023.bin") * 1500,), daemon=True)
+        sender.start()
+        sender.join(1.0)
+        for i in range(1500):
+            r = c.read_response()
+            assert r.status == 200 and r.body == files[1023], (i, r)
+        sender.join(10)
+        assert not sender.is_alive()
 
 
 @pytest.mark.parametrize("variant", ["bounded", "unbounded", "refused"])

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, descendants
+from conftest import HERD_ARGS, HERD_BIN, comm, descendants
 from herdtest import build_request, check_common, get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -21,13 +21,6 @@ STATUS = "/herd-status"
 
 
 # ------------------------------------------------------------ helpers
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def proc_state(pid):

@@ -1,5 +1,7 @@
-/* Conditional requests: ETag list matching, If-None-Match over
- * If-Modified-Since, and If-Range by ETag and by date. */
+/* Conditional requests: ETag list matching (weak and strong), the
+ * evaluation order of RFC 9110 13.2.2 (If-Match, If-Unmodified-Since,
+ * If-None-Match, If-Modified-Since), fields on several lines, and If-Range
+ * by ETag and by date. */
 #include "unit.h"
 
 #include "http/cond.h"
@@ -78,6 +80,52 @@ TEST(etag_lists)
     CHECK_EQ_INT(cond_etag_list_matches("\"abc\", \"x\"", 5, "\"abc\"", 5), 1);
 }
 
+/* The strong comparison (If-Match): a W/ on either side never matches. */
+static int strong_matches(const char *list, const char *etag)
+{
+    size_t n = strlen(list);
+    char *l = malloc(n ? n : 1);
+    memcpy(l, list, n);
+    int r = cond_etag_list_matches_strong(l, n, etag, strlen(etag));
+    free(l);
+    return r;
+}
+
+static const struct lcase strong_lists[] = {
+    L("\"abc\"", "\"abc\"", 1),
+    L("\"abc\"", "\"abd\"", 0),
+    L("W/\"abc\"", "\"abc\"", 0),
+    L("\"abc\"", "W/\"abc\"", 0),
+    L("W/\"abc\"", "W/\"abc\"", 0),
+    L("W/\"abc\", \"abc\"", "\"abc\"", 1), /* the weak entry is passed over */
+    L("\"x\", W/\"abc\"", "\"abc\"", 0),
+    L("*", "\"abc\"", 1),
+    L("*", "W/\"abc\"", 1),                  /* any current representation */
+    L("\"x\", \"abc\"", "\"abc\"", 1),
+    L("\"ABC\"", "\"abc\"", 0),
+    L("", "\"abc\"", 0),
+    L("junk, \"abc\"", "\"abc\"", 0),
+    L("W/", "\"abc\"", 0),
+};
+
+TEST(etag_lists_strong)
+{
+    for (size_t i = 0; i < sizeof strong_lists / sizeof strong_lists[0]; i++) {
+        const struct lcase *c = &strong_lists[i];
+        if (!CHECK_EQ_INT(strong_matches(c->list, c->etag), c->want))
+            UNIT_NOTE("case at line %d: list [%s] etag [%s]", c->line, c->list, c->etag);
+    }
+    /* without a W/ anywhere the two comparisons agree */
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        const struct lcase *c = &lists[i];
+        if (strstr(c->list, "W/") || strstr(c->etag, "W/"))
+            continue;
+        if (!CHECK_EQ_INT(strong_matches(c->list, c->etag), c->want))
+            UNIT_NOTE("case at line %d: list [%s] etag [%s]", c->line, c->list, c->etag);
+    }
+    CHECK_EQ_INT(cond_etag_list_matches_strong("\"abc\"", 4, "\"abc\"", 5), 0);
+}
+
 /* A request with only the given validators (NULL: absent). */
 static struct http_request req_with(const char *inm, const char *ims, const char *if_range)
 {
@@ -96,7 +144,7 @@ static struct http_request req_with(const char *inm, const char *ims, const char
 static int not_modified(const char *inm, const char *ims, time_t mtime)
 {
     struct http_request r = req_with(inm, ims, NULL);
-    return cond_not_modified(&r, ETAG, sizeof ETAG - 1, mtime);
+    return cond_evaluate(&r, ETAG, sizeof ETAG - 1, mtime) == COND_NOT_MODIFIED;
 }
 
 TEST(if_none_match)
@@ -177,4 +225,112 @@ TEST(if_range)
     CHECK_EQ_INT(cond_if_range_ok(&r, "W/\"x\"", 6, LM, sizeof LM - 1), 0);
     r = req_with(NULL, NULL, "W/\"x\"");
     CHECK_EQ_INT(cond_if_range_ok(&r, "W/\"x\"", 6, LM, sizeof LM - 1), 0);
+}
+
+/* cond_evaluate on a request parsed from the given field lines (each
+ * ending in CRLF), against ETAG and mtime; -1 when it does not parse. */
+static int verdict_of(const char *method, const char *fields, const char *etag, time_t mtime)
+{
+    char head[2048];
+    int n = snprintf(head, sizeof head, "%s /f HTTP/1.1\r\nHost: a\r\n%s\r\n", method, fields);
+    struct http_request r;
+    if (http_parse_request(head, (size_t)n, sizeof head, &r) != n)
+        return -1;
+    return (int)cond_evaluate(&r, etag, strlen(etag), mtime);
+}
+
+static int verdict(const char *fields) { return verdict_of("GET", fields, ETAG, MTIME); }
+
+#define IM(v) "If-Match: " v "\r\n"
+#define IUS(v) "If-Unmodified-Since: " v "\r\n"
+#define INM(v) "If-None-Match: " v "\r\n"
+#define IMS(v) "If-Modified-Since: " v "\r\n"
+#define BEFORE "Sun, 06 Nov 1994 08:49:36 GMT" /* a second before MTIME */
+#define AFTER "Sat, 01 Jan 2000 00:00:00 GMT"
+
+TEST(if_match)
+{
+    CHECK_EQ_INT(verdict(""), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM(ETAG)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("\"nope\"")), COND_FAILED);
+    CHECK_EQ_INT(verdict(IM("*")), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("\"nope\", " ETAG)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("W/" ETAG)), COND_FAILED); /* strong comparison */
+    CHECK_EQ_INT(verdict(IM("")), COND_FAILED);        /* an empty list matches nothing */
+    CHECK_EQ_INT(verdict(IM("junk")), COND_FAILED);
+    /* a weak ETag on the representation matches only "*" */
+    CHECK_EQ_INT(verdict_of("GET", IM("W/\"x\""), "W/\"x\"", MTIME), COND_FAILED);
+    CHECK_EQ_INT(verdict_of("GET", IM("\"x\""), "W/\"x\"", MTIME), COND_FAILED);
+    CHECK_EQ_INT(verdict_of("GET", IM("*"), "W/\"x\"", MTIME), COND_PROCEED);
+    CHECK_EQ_INT(verdict_of("HEAD", IM("\"nope\""), ETAG, MTIME), COND_FAILED);
+}
+
+TEST(if_unmodified_since)
+{
+    CHECK_EQ_INT(verdict(IUS(LM)), COND_PROCEED); /* equal: not modified since */
+    CHECK_EQ_INT(verdict(IUS(AFTER)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IUS(BEFORE)), COND_FAILED);
+    CHECK_EQ_INT(verdict(IUS("Thu, 01 Jan 1970 00:00:00 GMT")), COND_FAILED);
+    CHECK_EQ_INT(verdict(IUS("Sunday, 06-Nov-94 08:49:36 GMT")), COND_FAILED);
+    /* not one valid date: ignored */
+    CHECK_EQ_INT(verdict(IUS("garbage")), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IUS("")), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IUS(BEFORE ", " BEFORE)), COND_PROCEED);
+}
+
+TEST(evaluation_order)
+{
+    /* If-Match present: If-Unmodified-Since is not looked at (13.2.2 step 2) */
+    CHECK_EQ_INT(verdict(IM(ETAG) IUS(BEFORE)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("\"nope\"") IUS(AFTER)), COND_FAILED);
+    /* 412 before 304 */
+    CHECK_EQ_INT(verdict(IM("\"nope\"") INM(ETAG)), COND_FAILED);
+    CHECK_EQ_INT(verdict(IUS(BEFORE) INM(ETAG)), COND_FAILED);
+    CHECK_EQ_INT(verdict(IUS(BEFORE) IMS(AFTER)), COND_FAILED);
+    CHECK_EQ_INT(verdict(IM(ETAG) INM(ETAG)), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(IM("*") IMS(AFTER)), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(IUS(AFTER) IMS(AFTER)), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(IUS(AFTER) INM("\"nope\"") IMS(AFTER)), COND_PROCEED);
+    /* the order of the lines does not matter */
+    CHECK_EQ_INT(verdict(INM(ETAG) IM("\"nope\"")), COND_FAILED);
+    /* If-None-Match true for another method: 412; If-Modified-Since only
+     * for GET and HEAD */
+    CHECK_EQ_INT(verdict_of("HEAD", INM(ETAG), ETAG, MTIME), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict_of("POST", INM(ETAG), ETAG, MTIME), COND_FAILED);
+    CHECK_EQ_INT(verdict_of("PUT", INM("*"), ETAG, MTIME), COND_FAILED);
+    CHECK_EQ_INT(verdict_of("DELETE", IMS(AFTER), ETAG, MTIME), COND_PROCEED);
+    CHECK_EQ_INT(verdict_of("PUT", IM("\"nope\""), ETAG, MTIME), COND_FAILED);
+}
+
+TEST(lists_on_several_lines)
+{
+    /* one list (RFC 9110 5.3): any line may hold the match */
+    CHECK_EQ_INT(verdict(IM("\"x\"") IM(ETAG)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM(ETAG) IM("\"x\"")), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("\"x\"") IM("\"y\"")), COND_FAILED);
+    CHECK_EQ_INT(verdict(IM("\"x\"") IM("*")), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("\"x\"") "if-match: " ETAG "\r\n"), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("\"x\"") IM("W/" ETAG)), COND_FAILED);
+    CHECK_EQ_INT(verdict(INM("\"x\"") INM(ETAG)), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(INM(ETAG) INM("\"x\"")), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(INM("\"x\"") "X: y\r\n" "IF-NONE-MATCH: W/" ETAG "\r\n"),
+                 COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(INM("\"x\"") INM("\"y\"")), COND_PROCEED);
+    CHECK_EQ_INT(verdict(INM("") INM(ETAG)), COND_NOT_MODIFIED);
+    /* a malformed entry ends the list, as it would in the joined value */
+    CHECK_EQ_INT(verdict(INM("junk") INM(ETAG)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IM("junk") IM(ETAG)), COND_FAILED);
+}
+
+TEST(dates_on_several_lines_are_ignored)
+{
+    /* two dates are not one HTTP-date: the field is ignored (13.1.3, 13.1.4) */
+    CHECK_EQ_INT(verdict(IMS(AFTER) IMS(AFTER)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IMS(BEFORE) IMS(AFTER)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IMS(AFTER) IMS(BEFORE)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IUS(BEFORE) IUS(BEFORE)), COND_PROCEED);
+    CHECK_EQ_INT(verdict(IUS(AFTER) IUS(BEFORE)), COND_PROCEED);
+    /* one of them alone still counts */
+    CHECK_EQ_INT(verdict(IMS(AFTER)), COND_NOT_MODIFIED);
+    CHECK_EQ_INT(verdict(IUS(BEFORE)), COND_FAILED);
 }

@@ -124,6 +124,31 @@ TEST(param_override_and_https)
     CHECK(C->request_head(&req, &info, out, 100) == -1);
 }
 
+TEST(long_file_names_are_not_cut)
+{
+    /* SCRIPT_FILENAME and PATH_TRANSLATED are the docroot and a part of
+     * the URI; they were built in a 4096-byte buffer and cut silently */
+    static char pinfo[6001];
+    pinfo[0] = '/';
+    memset(pinfo + 1, 'p', sizeof pinfo - 2);
+    parse_req("GET /app/x.php HTTP/1.1\r\nHost: h\r\n\r\n");
+    struct fcgi_env e = ENV;
+    e.path_info = pinfo;
+    e.path_info_len = sizeof pinfo - 1;
+    struct upstream_req_info info = {.fcgi = &e};
+    long n = C->request_head(&req, &info, out, sizeof out);
+    if (!CHECK(n > 0))
+        return;
+    int nrec;
+    params_of((unsigned char *)out, (size_t)n, flat, sizeof flat, &nrec);
+    const char *t = strstr(flat, "PATH_TRANSLATED=/srv/www/");
+    if (!CHECK(t != NULL))
+        return;
+    t += strlen("PATH_TRANSLATED=/srv/www");
+    CHECK(strncmp(t, pinfo, sizeof pinfo - 1) == 0 && t[sizeof pinfo - 1] == '\n');
+    CHECK(strstr(flat, "SCRIPT_FILENAME=/srv/www/app/x.php\n") != NULL);
+}
+
 TEST(params_split_into_records_of_65535)
 {
     char *r = malloc(300000);
@@ -213,33 +238,71 @@ static size_t end_rec(char *o, size_t at)
     return rec(o, at, FCGI_END_REQUEST, "\0\0\0\0\0\0\0\0", 8, 0);
 }
 
-static char head[4096], resp[8192], body[8192];
+static char head[16384 + 512], resp[65536], body[65536];
 
-/* Feeds resp[0..len) to the codec: the head in pieces of step bytes as
- * the pump grows its buffer, then the body in pieces of step bytes.
- * Returns the body framed for the client, or -1 on an error. */
-static long run(size_t len, size_t step, int head_request, int minor, struct upstream_head *h,
-                struct upstream_framing *b)
+/* The pump's head buffer: bytes are added at its end and, when the codec
+ * says so (an answer below 200), dropped from its start. */
+static char work[16384];
+
+/* resp[*have..len) into work[*wl..) in pieces of step bytes, with the
+ * codec's drops, until its head is whole or resp ends. */
+static int feed_head(size_t len, size_t step, int head_request, int minor, size_t *have,
+                     size_t *wl, struct upstream_head *h, struct upstream_framing *b)
 {
     int n = HTTP_PARSE_INCOMPLETE;
-    size_t have = 0;
-    memset(b, 0, sizeof *b);
-    while (n == HTTP_PARSE_INCOMPLETE && have < len) {
-        have = have + step < len ? have + step : len;
-        h->keepalive = 1;
-        n = C->response_head(resp, have, 16384, head_request, minor, h, b, head, sizeof head);
+    while (n == HTTP_PARSE_INCOMPLETE && *have < len) {
+        size_t k = step < len - *have ? step : len - *have;
+        if (k > sizeof work - *wl)
+            k = sizeof work - *wl;
+        if (!k) /* full: the pump's "response head too large" */
+            return HTTP_PARSE_ERROR;
+        memcpy(work + *wl, resp + *have, k);
+        *wl += k;
+        *have += k;
+        for (;;) {
+            h->keepalive = 1;
+            n = C->response_head(work, *wl, 16384, head_request, minor, h, b, head, sizeof head);
+            if (n < 0 || h->status >= 200)
+                break;
+            memmove(work, work + n, *wl - (size_t)n);
+            *wl -= (size_t)n;
+            n = HTTP_PARSE_INCOMPLETE;
+        }
     }
-    if (n < 0)
-        return -1;
-    CHECK(b->aside && b->active);
-    struct reframe_out o = {body, 0, sizeof body, NULL, 0};
-    for (size_t i = (size_t)n; i < len && b->active;) {
+    return n;
+}
+
+/* Body bytes src[0..len) through the codec in pieces of step bytes. */
+static int feed_body(const char *src, size_t len, size_t step, struct upstream_framing *b,
+                     struct reframe_out *o)
+{
+    for (size_t i = 0; i < len && b->active;) {
         size_t k = step < len - i ? step : len - i;
-        long t = C->response_body(b, resp + i, k, &o);
+        long t = C->response_body(b, src + i, k, o);
         if (t < 0)
             return -1;
         i += (size_t)t;
     }
+    return 0;
+}
+
+/* Feeds resp[0..len) to the codec as the pump does: the head in pieces of
+ * step bytes into its head buffer, then the body in pieces of step bytes.
+ * Returns the body framed for the client, or -1 on an error. */
+static long run(size_t len, size_t step, int head_request, int minor, struct upstream_head *h,
+                struct upstream_framing *b)
+{
+    size_t have = 0, wl = 0;
+    memset(b, 0, sizeof *b);
+    h->status = 0;
+    int n = feed_head(len, step, head_request, minor, &have, &wl, h, b);
+    if (n < 0)
+        return -1;
+    CHECK(b->aside && b->active);
+    struct reframe_out o = {body, 0, sizeof body, NULL, 0};
+    if (feed_body(work + n, wl - (size_t)n, step, b, &o) < 0 ||
+        feed_body(resp + have, len - have, step, b, &o) < 0)
+        return -1;
     return (long)o.len;
 }
 
@@ -297,6 +360,7 @@ TEST(content_length_location_and_head)
     CHECK_EQ_INT(run(l, 7, 0, 1, &h, &b), 5);
     CHECK_STR(body, 5, "hello");
     CHECK_EQ_INT(h.status, 302);
+    CHECK(!strncmp(head, "HTTP/1.1 302 Found\r\n", 20)); /* not "302 " and no reason */
     CHECK(memmem(head, h.len, "Content-Length: 5\r\n", 19) && !b.active);
     /* HEAD: the framing headers stay, the body goes nowhere */
     CHECK_EQ_INT(run(l, 1000, 1, 1, &h, &b), 0);
@@ -335,4 +399,92 @@ TEST(errors)
     CHECK_EQ_INT(run(l, 1000, 0, 1, &h, &b), -1);
     l = rec(resp, 0, FCGI_STDOUT, "Status: abc\r\n\r\n", 15, 0);
     CHECK_EQ_INT(run(l, 1000, 0, 1, &h, &b), -1);
+}
+
+/* A script's STDERR before its head is logged and dropped: however much
+ * of it there is, it does not count toward the head's 16 KiB. */
+TEST(stderr_before_the_head_is_not_head)
+{
+    const char *ok = "Content-Type: text/plain\r\n\r\ndone";
+    for (int big = 0; big < 2; big++) {
+        size_t l = 0;
+        if (big) { /* one record of 60000 bytes: more than a head may be */
+            static char line[60000];
+            memset(line, 'e', sizeof line);
+            line[sizeof line - 1] = '\n';
+            l = rec(resp, l, FCGI_STDERR, line, sizeof line, 0);
+        } else { /* many small ones, as PHP's error_log() writes them */
+            for (int i = 0; i < 2000; i++)
+                l = rec(resp, l, FCGI_STDERR, "warning line\n", 13, 3);
+        }
+        CHECK(l > 20000);
+        l = rec(resp, l, FCGI_STDOUT, ok, strlen(ok), 0);
+        l = end_rec(resp, l);
+        for (size_t step = 997; step <= 16384; step *= 4) {
+            struct upstream_head h;
+            struct upstream_framing b;
+            CHECK_EQ_INT(run(l, step, 0, 1, &h, &b), 14); /* "4\r\ndone\r\n0\r\n\r\n" */
+            CHECK_EQ_INT(h.status, 200);
+            CHECK_STR(body, 9, "4\r\ndone\r\n");
+        }
+    }
+}
+
+/* A head split over many STDOUT records, with STDERR between them, may be
+ * as large as one in a single record; beyond that it is refused. */
+TEST(head_split_over_records_up_to_the_head_limit)
+{
+    char line[512];
+    for (int over = 0; over < 2; over++) {
+        size_t l = 0, head_bytes = 0;
+        int width = over ? 280 : 230; /* 60 lines: 13.8 KB, 16.8 KB */
+        for (int i = 0; i < 60; i++) {
+            int k = snprintf(line, sizeof line, "X-%02d: %0*d\r\n", i, width - 8, i);
+            for (int at = 0; at < k; at += 50) /* a record per 50 bytes */
+                l = rec(resp, l, FCGI_STDOUT, line + at, k - at < 50 ? (size_t)(k - at) : 50,
+                        (i + at) % 8);
+            if (i % 10 == 0)
+                l = rec(resp, l, FCGI_STDERR, "note\n", 5, 0);
+            head_bytes += (size_t)k;
+        }
+        l = rec(resp, l, FCGI_STDOUT, "\r\nbody", 6, 0);
+        l = end_rec(resp, l);
+        CHECK(over ? head_bytes > 16384 : head_bytes > 4096 * 3);
+        for (size_t step = 1000; step <= 16384; step *= 4) {
+            struct upstream_head h;
+            struct upstream_framing b;
+            long n = run(l, step, 0, 1, &h, &b);
+            if (over) {
+                CHECK_EQ_INT(n, -1);
+                CHECK(h.err && strstr(h.err, "too large"));
+                continue;
+            }
+            CHECK_EQ_INT(n, 14); /* "4\r\nbody\r\n0\r\n\r\n" */
+            CHECK_EQ_INT(h.status, 200);
+            CHECK(memmem(head, h.len, "X-59: 0000", 10) != NULL);
+        }
+    }
+}
+
+/* A status without a reason gets the standard one, when there is one. */
+TEST(status_without_a_reason)
+{
+    static const struct {
+        const char *head, *line;
+    } cases[] = {
+        {"Status: 201\r\n\r\n", "HTTP/1.1 201 Created\r\n"},
+        {"Status: 303\r\nLocation: /x\r\n\r\n", "HTTP/1.1 303 See Other\r\n"},
+        {"Status: 429\r\n\r\n", "HTTP/1.1 429 Too Many Requests\r\n"},
+        {"Status: 404\r\n\r\n", "HTTP/1.1 404 Not Found\r\n"},
+        {"Status: 299\r\n\r\n", "HTTP/1.1 299 \r\n"}, /* none known: empty, as allowed */
+        {"Status: 302 Elsewhere\r\n\r\n", "HTTP/1.1 302 Elsewhere\r\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t l = rec(resp, 0, FCGI_STDOUT, cases[i].head, strlen(cases[i].head), 0);
+        l = end_rec(resp, l);
+        struct upstream_head h;
+        struct upstream_framing b;
+        CHECK(run(l, 1000, 0, 1, &h, &b) >= 0);
+        CHECK(!strncmp(head, cases[i].line, strlen(cases[i].line)));
+    }
 }

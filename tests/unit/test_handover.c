@@ -47,6 +47,34 @@ TEST(a_connection_arrives_whole)
     close(conn[1]);
 }
 
+/* What master_handover_event relies on: a worker that exits with an
+ * acknowledgement of the master's unread makes the channel report a reset
+ * first, and the connections it handed over on its way out after it, then
+ * the EOF. Closing at the reset would lose those connections. */
+TEST(a_reset_comes_before_the_connections_still_queued)
+{
+    int ch[2], conn[2];
+    if (!CHECK(handover_channel(ch) == 0) || !CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, conn) == 0))
+        return;
+    struct handover_msg m = {.kind = HO_CONN, .tcp = 1, .state_len = 8, .in_len = 0};
+    CHECK_EQ_INT(handover_send(ch[1], &m, NULL, conn[0]), 0); /* the worker hands over */
+    struct handover_msg ack = {.kind = HO_ACK, .count = 1};
+    CHECK_EQ_INT(handover_send(ch[0], &ack, NULL, -1), 0);    /* the master's ack, unread */
+    close(ch[1]);                                             /* the worker exits */
+    struct handover_msg r;
+    char in[64];
+    int fd = -1;
+    CHECK_EQ_INT(handover_recv(ch[0], &r, in, sizeof in, &fd), -ECONNRESET);
+    CHECK_EQ_INT(handover_recv(ch[0], &r, in, sizeof in, &fd), 1);
+    CHECK(r.kind == HO_CONN && fd >= 0 && same_file(fd, conn[0]));
+    if (fd >= 0)
+        close(fd);
+    CHECK_EQ_INT(handover_recv(ch[0], &r, in, sizeof in, &fd), 0);
+    close(ch[0]);
+    close(conn[0]);
+    close(conn[1]);
+}
+
 TEST(an_ack_carries_no_fd)
 {
     int ch[2];

@@ -66,8 +66,11 @@ TEST(simple_get_11)
     CHECK_EQ_INT(r.conn_keepalive, 0);
     CHECK(r.if_none_match.p == NULL && r.if_none_match.len == 0);
     CHECK(r.if_modified_since.p == NULL && r.if_modified_since.len == 0);
+    CHECK(r.if_match.p == NULL && r.if_match.len == 0);
+    CHECK(r.if_unmodified_since.p == NULL && r.if_unmodified_since.len == 0);
     CHECK(r.range.p == NULL && r.range.len == 0);
     CHECK(r.if_range.p == NULL && r.if_range.len == 0);
+    CHECK_EQ_INT(r.repeated, 0);
     CHECK(http_wants_keepalive(&r));
     /* the strings point into the buffer, not into copies */
     CHECK(r.method_str.p == g_buf);
@@ -417,13 +420,19 @@ TEST(validators_captured)
                              "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
                              "Range: bytes=0-99\r\n"
                              "If-Range: \"abc\"\r\n"
+                             "If-Match: \"m\", *\r\n"
+                             "If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"
                              "\r\n";
     CHECK_EQ_INT(PARSE(in, &r), sizeof in - 1);
     CHECK_STR(r.if_none_match.p, r.if_none_match.len, "\"abc\", W/\"def\"");
     CHECK_STR(r.if_modified_since.p, r.if_modified_since.len, "Sun, 06 Nov 1994 08:49:37 GMT");
     CHECK_STR(r.range.p, r.range.len, "bytes=0-99");
     CHECK_STR(r.if_range.p, r.if_range.len, "\"abc\"");
-    CHECK_EQ_INT(r.nheaders, 5);
+    CHECK_STR(r.if_match.p, r.if_match.len, "\"m\", *");
+    CHECK_STR(r.if_unmodified_since.p, r.if_unmodified_since.len,
+              "Sat, 01 Jan 2000 00:00:00 GMT");
+    CHECK_EQ_INT(r.repeated, 0);
+    CHECK_EQ_INT(r.nheaders, 7);
 
     /* names are case-insensitive */
     static const char lc[] = "GET /f HTTP/1.1\r\n"
@@ -432,8 +441,12 @@ TEST(validators_captured)
                              "IF-MODIFIED-SINCE: x\r\n"
                              "rAnGe: bytes=-5\r\n"
                              "if-range: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                             "IF-match: *\r\n"
+                             "if-UNMODIFIED-since: y\r\n"
                              "\r\n";
     CHECK_EQ_INT(PARSE(lc, &r), sizeof lc - 1);
+    CHECK_STR(r.if_match.p, r.if_match.len, "*");
+    CHECK_STR(r.if_unmodified_since.p, r.if_unmodified_since.len, "y");
     CHECK_STR(r.host.p, r.host.len, "a");
     CHECK_STR(r.if_none_match.p, r.if_none_match.len, "*");
     CHECK_STR(r.if_modified_since.p, r.if_modified_since.len, "x");
@@ -450,6 +463,70 @@ TEST(validators_captured)
                 &r) > 0);
     CHECK(r.range.p == NULL);
     CHECK(find_header(&r, "ranges") != NULL);
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nIf-Matches: *\r\nIf-Unmodified: x\r\n\r\n",
+                &r) > 0);
+    CHECK(r.if_match.p == NULL && r.if_unmodified_since.p == NULL);
+}
+
+/* Two lines of a singleton are an invalid field, which is ignored (RFC 9110
+ * 13.1.3, 13.1.4, 14.2): it reads as absent, however the lines differ. */
+TEST(repeated_singletons_read_as_absent)
+{
+    struct http_request r;
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-9\r\nRange: bytes=10-19\r\n\r\n",
+                &r) > 0);
+    CHECK(r.range.p == NULL);
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-9\r\nrange: bytes=0-9\r\n\r\n",
+                &r) > 0);
+    CHECK(r.range.p == NULL);
+    /* a third line does not bring it back */
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\nRange: bytes=2-3\r\n"
+                "Range: bytes=4-5\r\n\r\n",
+                &r) > 0);
+    CHECK(r.range.p == NULL);
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nIf-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+                "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n\r\n",
+                &r) > 0);
+    CHECK(r.if_modified_since.p == NULL);
+    /* an If-Range on two lines never matches: its Range is ignored */
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\nIf-Range: \"a\"\r\n"
+                "If-Range: \"a\"\r\n\r\n",
+                &r) > 0);
+    CHECK(r.range.p == NULL);
+    /* one line of each stays */
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\nIf-Range: \"a\"\r\n"
+                "If-Modified-Since: x\r\n\r\n",
+                &r) > 0);
+    CHECK_STR(r.range.p, r.range.len, "bytes=0-1");
+    CHECK_STR(r.if_range.p, r.if_range.len, "\"a\"");
+    CHECK_STR(r.if_modified_since.p, r.if_modified_since.len, "x");
+}
+
+TEST(repeated_fields_noted)
+{
+    struct http_request r;
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nIf-Unmodified-Since: x\r\n"
+                "If-Unmodified-Since: y\r\n\r\n",
+                &r) > 0);
+    CHECK(r.if_unmodified_since.p == NULL);
+    CHECK_EQ_INT(r.repeated, HTTP_REPEAT_IF_UNMODIFIED_SINCE);
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\nRange: bytes=0-1\r\n"
+                "If-Modified-Since: x\r\nIf-Modified-Since: x\r\n\r\n",
+                &r) > 0);
+    CHECK_EQ_INT(r.repeated, HTTP_REPEAT_RANGE | HTTP_REPEAT_IF_MODIFIED_SINCE);
+    /* lists keep their first line; the others are read from headers[] */
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"a\"\r\nIf-Match: *\r\n"
+                "If-None-Match: \"b\"\r\nif-match: \"c\"\r\n\r\n",
+                &r) > 0);
+    CHECK_STR(r.if_none_match.p, r.if_none_match.len, "\"a\"");
+    CHECK_STR(r.if_match.p, r.if_match.len, "*");
+    CHECK_EQ_INT(r.repeated, HTTP_REPEAT_IF_NONE_MATCH | HTTP_REPEAT_IF_MATCH);
+    CHECK_EQ_INT(r.nheaders, 5);
+    /* an empty first line is still a line */
+    CHECK(PARSE("GET / HTTP/1.1\r\nHost: a\r\nIf-None-Match:\r\nIf-None-Match: *\r\n\r\n",
+                &r) > 0);
+    CHECK(r.if_none_match.p != NULL && r.if_none_match.len == 0);
+    CHECK_EQ_INT(r.repeated, HTTP_REPEAT_IF_NONE_MATCH);
 }
 
 TEST(max_headers_exactly_64)
@@ -783,9 +860,9 @@ static void put_str(char **o, char *end, const char *tag, struct http_str s, con
 static void summarize(const struct http_request *r, const char *base, char *out, size_t cap)
 {
     char *o = out, *end = out + cap;
-    o += snprintf(o, (size_t)(end - o), "m=%d v=%d ch=%d cl=%d ka=%d len=%lld nh=%d", r->method,
-                  r->minor, r->chunked, r->conn_close, r->conn_keepalive,
-                  (long long)r->content_length, r->nheaders);
+    o += snprintf(o, (size_t)(end - o), "m=%d v=%d ch=%d cl=%d ka=%d len=%lld nh=%d rep=%d",
+                  r->method, r->minor, r->chunked, r->conn_close, r->conn_keepalive,
+                  (long long)r->content_length, r->nheaders, r->repeated);
     put_str(&o, end, "method", r->method_str, base);
     put_str(&o, end, "target", r->target, base);
     /* path may be a static "/" for an absolute-form target without a path */
@@ -794,6 +871,8 @@ static void summarize(const struct http_request *r, const char *base, char *out,
     put_str(&o, end, "host", r->host, base);
     put_str(&o, end, "inm", r->if_none_match, base);
     put_str(&o, end, "ims", r->if_modified_since, base);
+    put_str(&o, end, "im", r->if_match, base);
+    put_str(&o, end, "ius", r->if_unmodified_since, base);
     put_str(&o, end, "range", r->range, base);
     put_str(&o, end, "ifr", r->if_range, base);
     for (unsigned i = 0; i < r->nheaders && i < HTTP_MAX_HEADERS; i++) {
@@ -820,6 +899,8 @@ static const char *const valid_requests[] = {
     "GET /f HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"x\", W/\"y\"\r\n"
     "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\nRange: bytes=1-2\r\n"
     "If-Range: \"x\"\r\n\r\n",
+    "GET /f HTTP/1.1\r\nHost: a\r\nIf-Match: \"x\"\r\nIf-Unmodified-Since: y\r\n"
+    "Range: bytes=1-2\r\nIf-Match: *\r\nRange: bytes=3-4\r\n\r\n",
     "GET / HTTP/1.1\r\nHost:a\r\nX-Trim:  \t v \t \r\nX-Empty:\r\n\r\n",
     "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: a\r\n\n",
@@ -936,7 +1017,8 @@ TEST(pipelined_state_not_leaking)
     /* a request with every capture, then one with none: nothing carries */
     static const char in[] =
         "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
-        "If-None-Match: *\r\nIf-Modified-Since: x\r\nRange: bytes=0-1\r\nIf-Range: y\r\n\r\n"
+        "If-None-Match: *\r\nIf-Modified-Since: x\r\nRange: bytes=0-1\r\nIf-Range: y\r\n"
+        "If-Match: *\r\nIf-Unmodified-Since: z\r\nIf-Match: \"q\"\r\n\r\n"
         "GET /2 HTTP/1.1\r\nHost: b\r\n\r\n";
     struct http_request r;
     int rc = PARSE(in, &r);
@@ -951,6 +1033,8 @@ TEST(pipelined_state_not_leaking)
     CHECK_EQ_INT(r.nheaders, 1);
     CHECK(r.if_none_match.p == NULL && r.if_modified_since.p == NULL);
     CHECK(r.range.p == NULL && r.if_range.p == NULL);
+    CHECK(r.if_match.p == NULL && r.if_unmodified_since.p == NULL);
+    CHECK_EQ_INT(r.repeated, 0);
     CHECK_STR(r.host.p, r.host.len, "b");
 }
 

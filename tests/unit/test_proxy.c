@@ -78,6 +78,21 @@ TEST(request_with_a_stripped_path_keeps_the_query)
     CHECK(n > 0 && STARTS(out, "GET /v1?q=1 HTTP/1.1\r\n"));
 }
 
+TEST(request_joins_every_forwarded_for_line_in_order)
+{
+    struct http_request req;
+    parse_req("GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 1.1.1.1\r\nAccept: */*\r\n"
+              "x-forwarded-for: 2.2.2.2, 3.3.3.3\r\nX-Forwarded-For:\r\n"
+              "X-Forwarded-For: 4.4.4.4\r\n\r\n",
+              &req);
+    long n = proxy_build_request(&req, NULL, "192.0.2.5", "grp", 0, 0, out, sizeof out);
+    if (!CHECK(n > 0))
+        return;
+    CHECK(has(out, n, "\r\nX-Forwarded-For: 1.1.1.1, 2.2.2.2, 3.3.3.3, 4.4.4.4, 192.0.2.5\r\n"));
+    CHECK(!has(out, n, "x-forwarded-for"));
+    CHECK(!has(out, n, "X-Forwarded-For:\r\n"));
+}
+
 TEST(request_drops_hop_by_hop_and_sets_forwarding)
 {
     struct http_request req;
@@ -290,6 +305,9 @@ TEST(response_rejects_malformed)
         "HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n",
         "HTTP/1.1 200 OK\r\nA: b\001c\r\n\r\n",
         "HTTP/1.1 200 O\001K\r\n\r\n",
+        /* DEL is no VCHAR in a reason either (found by a red-team pass) */
+        "HTTP/1.1 200 O\177K\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nA: b\177c\r\n\r\n",
         "HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
     };
     struct upstream_response r;

@@ -4,6 +4,13 @@ pid to PIDFILE, then stays (until TERM) or exits after 1.2 s (late enough
 not to count as dying at start).
 
 usage: forking_backend.py PIDFILE stay|exit [--helper-ignores-term]
+                          [--helper-setsid] [--double-fork]
+
+--helper-setsid: the helper starts a session of its own, so it is in
+  neither the child's process group nor its session (as a daemonizing
+  helper is).
+--double-fork: the helper is forked by an intermediate process that exits
+  at once, so it is orphaned while the child still runs.
 
 The helper answers "helper PID" to each connection and lives at most 60 s,
 so a failed test leaves nothing behind for long."""
@@ -14,7 +21,9 @@ import sys
 import time
 
 
-def helper(ignore_term):
+def helper(ignore_term, new_session):
+    if new_session:
+        os.setsid()
     if ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     lsock = socket.socket(fileno=0)
@@ -30,16 +39,36 @@ def helper(ignore_term):
     os._exit(0)
 
 
-def main():
-    pidfile, mode = sys.argv[1], sys.argv[2]
-    ignore_term = "--helper-ignores-term" in sys.argv
-    pid = os.fork()
-    if pid == 0:
-        helper(ignore_term)
+def write_pid(pidfile, pid):
     tmp = pidfile + ".tmp"
     with open(tmp, "w") as f:
         f.write(f"{pid}\n")
     os.rename(tmp, pidfile)
+
+
+def start_helper(pidfile, ignore_term, new_session, double_fork):
+    """Forks the helper (through an intermediate that exits at once when
+    double_fork) and writes its pid to pidfile."""
+    if not double_fork:
+        pid = os.fork()
+        if pid == 0:
+            helper(ignore_term, new_session)
+        write_pid(pidfile, pid)
+        return
+    middle = os.fork()
+    if middle == 0:
+        pid = os.fork()
+        if pid == 0:
+            helper(ignore_term, new_session)
+        write_pid(pidfile, pid)
+        os._exit(0)
+    os.waitpid(middle, 0)
+
+
+def main():
+    pidfile, mode = sys.argv[1], sys.argv[2]
+    start_helper(pidfile, "--helper-ignores-term" in sys.argv, "--helper-setsid" in sys.argv,
+                 "--double-fork" in sys.argv)
     if mode == "exit":
         time.sleep(1.2)
         return 0

@@ -1,0 +1,123 @@
+#include "proc/alog_file.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void alog_file_init(struct alog_file *f, int fd)
+{
+    f->fd = fd;
+    f->error = 0;
+    f->rest_len = 0;
+}
+
+/* write(2) until p[0..n) is all written or the output refuses more; returns
+ * the bytes written, and sets f->error when that is fewer than n. */
+static size_t write_some(struct alog_file *f, const char *p, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(f->fd, p + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            /* 0 bytes for a write of some: trying again would spin */
+            f->error = w < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)w;
+    }
+    return done;
+}
+
+static uint64_t count_lines(const char *p, size_t n)
+{
+    uint64_t lines = 0;
+    for (const char *end = p + n; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+        lines++;
+    return lines;
+}
+
+/* The bytes of the whole lines p[0..n) starts with. */
+static size_t whole_lines(const char *p, size_t n)
+{
+    const char *nl = memrchr(p, '\n', n);
+    return nl ? (size_t)(nl - p) + 1 : 0;
+}
+
+/* The bytes up to the end of the line p starts in, its newline included. */
+static size_t rest_of_line(const char *p, size_t n)
+{
+    const char *nl = memchr(p, '\n', n);
+    return nl ? (size_t)(nl - p) + 1 : n;
+}
+
+/* Takes back the last `cut` bytes written, the start of a line the output
+ * cut short: 1 when the file ends with a whole line again. The fd's offset
+ * is where our write ended, whatever name the file has now (a rotation may
+ * have renamed it: nothing here goes by the path). Only a regular file can
+ * be truncated, and only while it still ends where our write ended: bytes
+ * past that are another process's (during an upgrade the old and the new
+ * master's loggers append to one file), which truncating would destroy. */
+static int take_back(int fd, size_t cut)
+{
+    struct stat st;
+    off_t end = lseek(fd, 0, SEEK_CUR);
+    if (end < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != end ||
+        (uint64_t)end < cut)
+        return 0;
+    return ftruncate(fd, end - (off_t)cut) == 0;
+}
+
+/* Keeps the end of a cut line for the next write: 1, or 0 when it does not
+ * fit (a line longer than a record, which alog_text never makes). */
+static int keep_rest(struct alog_file *f, const char *p, size_t n)
+{
+    if (n > sizeof f->rest)
+        return 0;
+    memcpy(f->rest, p, n);
+    f->rest_len = n;
+    return 1;
+}
+
+/* Writes what is left of a cut line: 1 when the line is whole now. */
+static int finish_cut_line(struct alog_file *f)
+{
+    size_t done = write_some(f, f->rest, f->rest_len);
+    memmove(f->rest, f->rest + done, f->rest_len - done);
+    f->rest_len -= done;
+    return f->rest_len == 0;
+}
+
+uint64_t alog_file_write(struct alog_file *f, const char *text, size_t len)
+{
+    f->error = 0;
+    /* A line must end before the next starts: while its rest is refused,
+     * so is anything after it. */
+    if (f->rest_len && !finish_cut_line(f))
+        return count_lines(text, len);
+    size_t done = write_some(f, text, len);
+    if (done == len)
+        return 0;
+    size_t whole = whole_lines(text, done);
+    if (done == whole || take_back(f->fd, done - whole))
+        return count_lines(text + whole, len - whole);
+    size_t cut_end = done + rest_of_line(text + done, len - done);
+    if (!keep_rest(f, text + done, cut_end - done))
+        return count_lines(text + whole, len - whole);
+    return count_lines(text + cut_end, len - cut_end);
+}
+
+uint64_t alog_file_switch(struct alog_file *f, int fd)
+{
+    uint64_t lost = 0;
+    if (f->rest_len && !finish_cut_line(f)) {
+        f->rest_len = 0; /* its start stays cut in the old output: nothing can mend it now */
+        lost = 1;
+    }
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = fd;
+    return lost;
+}

@@ -1,0 +1,159 @@
+/* proc/alog_file.c: the logger's writes leave whole lines only. A write
+ * the output cuts short is made here without a full disk: a regular file
+ * past RLIMIT_FSIZE (EFBIG, with SIGXFSZ ignored as the logger does) is
+ * cut at the limit, and a non-blocking pipe of one page at its capacity
+ * (EAGAIN). On the file the cut line is taken back; on the pipe, which
+ * cannot be truncated, its rest is written first the next time. Every line
+ * not written is counted. */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc/alog_file.h"
+
+#define LINE 50 /* bytes of each test line, newline included */
+
+/* n lines of LINE bytes, numbered from first: "line 000007 xxx...x\n". */
+static size_t make_lines(char *out, int first, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char *p = out + (size_t)i * LINE;
+        int k = snprintf(p, LINE, "line %06d ", first + i);
+        memset(p + k, 'x', LINE - 1 - (size_t)k);
+        p[LINE - 1] = '\n';
+    }
+    return (size_t)n * LINE;
+}
+
+/* The file holds lines 0..n-1 of make_lines, whole, and nothing else. */
+static int holds_lines(const char *path, int n)
+{
+    static char want[64 * LINE], got[64 * LINE + 1];
+    size_t len = make_lines(want, 0, n);
+    int fd = open(path, O_RDONLY);
+    ssize_t r = fd < 0 ? -1 : read(fd, got, sizeof got);
+    if (fd >= 0)
+        close(fd);
+    if (r == (ssize_t)len && memcmp(got, want, len) == 0)
+        return 1;
+    UNIT_NOTE("the file has %zd bytes, %zu expected", r, len);
+    return 0;
+}
+
+static int open_temp(char *path)
+{
+    int fd = mkstemp(path);
+    if (fd < 0)
+        abort();
+    close(fd);
+    return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+}
+
+TEST(a_file_cut_short_keeps_its_whole_lines)
+{
+    char path[] = "/tmp/herd-alog-file-XXXXXX";
+    int fd = open_temp(path);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_IGN);
+    static struct alog_file f;
+    alog_file_init(&f, fd);
+    char text[64 * LINE];
+
+    /* room for 20 lines and 10 bytes of the 21st */
+    lim = (struct rlimit){.rlim_cur = 20 * LINE + 10, .rlim_max = old.rlim_max};
+    if (!CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0))
+        return;
+    size_t n = make_lines(text, 0, 30);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 10);
+    CHECK_EQ_INT(f.error, EFBIG);
+    CHECK(holds_lines(path, 20));
+
+    /* still full: the next lines are lost whole, the file stays as it was */
+    n = make_lines(text, 20, 5);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 5);
+    CHECK(holds_lines(path, 20));
+
+    /* room again: the lines go on after the last whole one */
+    setrlimit(RLIMIT_FSIZE, &old);
+    n = make_lines(text, 20, 3);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 0);
+    CHECK_EQ_INT(f.error, 0);
+    CHECK(holds_lines(path, 23));
+
+    CHECK_EQ_U64(alog_file_switch(&f, -1), 0);
+    unlink(path);
+}
+
+/* Reads what the pipe holds, appending to *acc. */
+static void empty_pipe(int fd, char *acc, size_t *len, size_t cap)
+{
+    ssize_t r;
+    while (*len < cap && (r = read(fd, acc + *len, cap - *len)) > 0)
+        *len += (size_t)r;
+}
+
+TEST(a_pipe_cut_short_gets_the_rest_of_its_line_first)
+{
+    int p[2];
+    if (!CHECK(pipe2(p, O_NONBLOCK) == 0))
+        return;
+    if (!CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return;
+    static struct alog_file f;
+    alog_file_init(&f, p[1]);
+    static char text[200 * LINE], out[200 * LINE];
+    size_t out_len = 0;
+
+    /* 4096 bytes fit: 81 whole lines and 46 bytes of the 82nd */
+    size_t n = make_lines(text, 0, 100);
+    uint64_t lost = alog_file_write(&f, text, n);
+    CHECK_EQ_INT(f.error, EAGAIN);
+    CHECK_EQ_U64(lost, 100 - 82);
+    CHECK_EQ_U64(f.rest_len, 82 * LINE - 4096);
+
+    /* while the rest of the cut line is refused, so is what follows it */
+    n = make_lines(text, 82, 2);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 2);
+    CHECK_EQ_U64(f.rest_len, 82 * LINE - 4096);
+
+    /* once the pipe is read, the cut line ends before the next lines */
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    n = make_lines(text, 82, 3);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 0);
+    CHECK_EQ_U64(f.rest_len, 0);
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    n = make_lines(text, 0, 85);
+    CHECK(out_len == n && memcmp(out, text, n) == 0);
+
+    /* a cut line whose rest the old output never takes is lost on a switch */
+    n = make_lines(text, 0, 100);
+    alog_file_write(&f, text, n);
+    CHECK(f.rest_len > 0);
+    CHECK_EQ_U64(alog_file_switch(&f, -1), 1);
+    CHECK_EQ_U64(f.rest_len, 0);
+    close(p[0]);
+}
+
+TEST(a_switch_finishes_a_cut_line_when_it_can)
+{
+    int p[2];
+    if (!CHECK(pipe2(p, O_NONBLOCK) == 0) || !CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return;
+    static struct alog_file f;
+    alog_file_init(&f, p[1]);
+    static char text[100 * LINE], out[100 * LINE];
+    size_t out_len = 0;
+    size_t n = make_lines(text, 0, 90);
+    alog_file_write(&f, text, n);
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    CHECK_EQ_U64(alog_file_switch(&f, -1), 0);
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    CHECK(out_len == 82 * LINE && memcmp(out, text, out_len) == 0);
+    close(p[0]);
+}
