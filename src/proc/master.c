@@ -59,6 +59,8 @@ static pid_t spawn_logger(struct master *m)
             dispatch_close_in_child(m->dispatch);
         listeners_close(&m->ls);
         close(m->log_tx);
+        /* as for a worker: on the status page before it has its name */
+        SB_SET(m->sb->logger_pid, getpid());
         prctl(PR_SET_NAME, "herd-logger");
         _exit(logger_main(m->log_rx, m->log_path, &m->sb->log_write_dropped));
     }
@@ -99,6 +101,17 @@ static void place_worker(const struct master *m, int index)
         log_msg(LOG_WARN, "worker %d: worker-cpus: %s", index, err);
 }
 
+/* Both sides of the fork store the same pid and state: the child before it
+ * takes its name, so whoever sees herd-wN (ps, a test) also finds it on the
+ * status page; the parent because it may run first. */
+static void mark_running(struct master *m, int slot, pid_t pid)
+{
+    for (int k = 0; k < m->nthreads; k++) {
+        SB_SET(m->sb->slots[slot + k].pid, pid);
+        SB_SET(m->sb->slots[slot + k].state, SB_RUNNING);
+    }
+}
+
 /* In a new worker: keep the sockets its layout gives it, drop privileges
  * and run the model's worker. Never returns. */
 static void worker_child(struct master *m, int index, int slot, int channel, int handover)
@@ -131,6 +144,7 @@ static void worker_child(struct master *m, int index, int slot, int channel, int
         log_msg(LOG_CRIT, "worker %d: %s", index, err);
         _exit(1);
     }
+    mark_running(m, slot, getpid());
     char name[16];
     snprintf(name, sizeof name, "herd-w%d", index % 1000);
     prctl(PR_SET_NAME, name);
@@ -177,6 +191,15 @@ static pid_t spawn_worker(struct master *m, int index)
         if (handover < 0) /* it serves; on a reload it just drains */
             log_msg(LOG_ERROR, "worker %d: handover channel: %s", index, strerror(-handover));
     }
+    /* Before the fork: the worker's own counters move once it runs, and a
+     * late store of zero from here would undo them. */
+    for (int k = 0; k < m->nthreads; k++) {
+        struct sb_slot *sl = &m->sb->slots[slot + k];
+        SB_SET(sl->index, (uint32_t)(m->nthreads > 1 ? k : index));
+        SB_SET(sl->started, (int64_t)time(NULL));
+        SB_SET(sl->active, 0);
+        SB_SET(sl->idle, 0);
+    }
     pid_t pid = fork();
     if (pid < 0) {
         log_msg(LOG_ERROR, "fork worker: %s", strerror(errno));
@@ -194,14 +217,8 @@ static pid_t spawn_worker(struct master *m, int index)
         close(channel);
     if (handover >= 0)
         close(handover);
+    mark_running(m, slot, pid);
     for (int k = 0; k < m->nthreads; k++) {
-        struct sb_slot *sl = &m->sb->slots[slot + k];
-        SB_SET(sl->pid, pid);
-        SB_SET(sl->index, (uint32_t)(m->nthreads > 1 ? k : index));
-        SB_SET(sl->started, (int64_t)time(NULL));
-        SB_SET(sl->active, 0);
-        SB_SET(sl->idle, 0);
-        SB_SET(sl->state, SB_RUNNING);
         m->w[slot + k] = (struct wproc){.pid = pid, .first = k == 0, .index = index,
                                         .gen = m->gen, .started_ms = clock_now_ms()};
     }
