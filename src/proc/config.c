@@ -104,7 +104,8 @@ const char config_help[] =
     "  --upstream-health NAME=PATH,INTERVAL  the master sends GET PATH to each server\n"
     "                           of group NAME every INTERVAL; a non-2xx/3xx answer,\n"
     "                           no answer within INTERVAL or a failed connect marks\n"
-    "                           it down (skipped) until a check passes; repeatable\n"
+    "                           it down (skipped) until a check passes; INTERVAL\n"
+    "                           at least 100ms; repeatable\n"
     "  --upstream-keepalive N   idle upstream connections kept per worker and server\n"
     "                           (default 32; 0: close after each response)\n"
     "  --upstream-stall DUR     a request without an answer this long while its\n"
@@ -553,6 +554,14 @@ static int set_upstream_health(struct serve_config *cfg, const char *name, const
     }
     if (duration(name, comma + 1, &h.interval_ms, err, errlen) < 0)
         return -1;
+    /* The interval is also the check's deadline: below this a busy backend
+     * is marked down for a slow answer, and the master's connects every
+     * few milliseconds become load of their own. */
+    if (h.interval_ms < HEALTH_MIN_INTERVAL_MS) {
+        snprintf(err, errlen, "%s '%s': INTERVAL below the minimum of %dms", name, v,
+                 HEALTH_MIN_INTERVAL_MS);
+        return -1;
+    }
     memcpy(h.group, v, (size_t)(eq - v));
     memcpy(h.path, eq + 1, plen);
     int i = 0;

@@ -50,6 +50,9 @@ struct upstream_group {
     int64_t health_interval_ms;
 };
 
+/* The shortest --upstream-health INTERVAL accepted. */
+#define HEALTH_MIN_INTERVAL_MS 100
+
 /* An upstream-health line as given (its group may come later): resolved
  * into the group's health_* fields by config_finish. */
 struct upstream_health {

@@ -96,6 +96,8 @@ def test_refused_connect_marks_down_and_all_down_are_tried_anyway(server, pair, 
 @pytest.mark.parametrize("args,msg", [
     (["--upstream-health", "g=/health,0s"], "invalid duration '0s' for upstream-health"),
     (["--upstream-health", "g=/health,soon"], "invalid duration 'soon'"),
+    (["--upstream-health", "g=/health,99ms"], "INTERVAL below the minimum of 100ms"),
+    (["--upstream-health", "g=/health,1ms"], "INTERVAL below the minimum of 100ms"),
     (["--upstream-health", "g=/health"], "expected NAME=/PATH,INTERVAL"),
     (["--upstream-health", "g=health,1s"], "expected NAME=/PATH,INTERVAL"),
     (["--upstream-health", "nope=/health,1s"], "upstream-health nope: unknown upstream 'nope'"),
