@@ -52,8 +52,47 @@ struct health {
     struct check ck[];
 };
 
+/* Where server s of group g sits in the scoreboard's tables: servers are
+ * numbered across groups in config order. */
+static uint32_t server_index(const struct serve_config *cfg, int g, int s)
+{
+    uint32_t index = 0;
+    for (int k = 0; k < g; k++)
+        index += (uint32_t)cfg->upstreams[k].nservers;
+    return index + (uint32_t)s;
+}
+
+/* The group of cfg named name, or -1. */
+static int group_named(const struct serve_config *cfg, const char *name)
+{
+    for (int g = 0; g < cfg->nupstreams; g++)
+        if (!strcmp(cfg->upstreams[g].name, name))
+            return g;
+    return -1;
+}
+
+void health_carry(const struct serve_config *old, const struct serve_config *next,
+                  const struct scoreboard *sb, uint8_t carry[SB_UPSTREAMS])
+{
+    memset(carry, HEALTH_UNCHECKED, SB_UPSTREAMS);
+    for (int g = 0; g < next->nupstreams; g++) {
+        const struct upstream_group *ng = &next->upstreams[g];
+        int og = group_named(old, ng->name);
+        if (og < 0 || !old->upstreams[og].health_path[0])
+            continue;
+        const struct upstream_group *was = &old->upstreams[og];
+        for (int s = 0; s < ng->nservers; s++)
+            for (int k = 0; k < was->nservers; k++) {
+                uint32_t to = server_index(next, g, s), from = server_index(old, og, k);
+                if (!strcmp(ng->servers[s].text, was->servers[k].text) && to < SB_UPSTREAMS &&
+                    from < SB_UPSTREAMS)
+                    carry[to] = SB_GET(sb->upstream_health[from]);
+            }
+    }
+}
+
 struct health *health_create(const struct serve_config *cfg, struct scoreboard *sb,
-                             struct loop *l, uint64_t tag)
+                             struct loop *l, uint64_t tag, const uint8_t *carry)
 {
     int n = 0;
     uint32_t index = 0, skipped = 0;
@@ -81,6 +120,8 @@ struct health *health_create(const struct serve_config *cfg, struct scoreboard *
             h->ck[h->n++] = (struct check){.g = &cfg->upstreams[g], .server = s,
                                            .index = index, .fd = -1,
                                            .next_at = clock_now_ms()};
+            if (carry)
+                SB_SET(sb->upstream_health[index], carry[index]);
         }
     if (skipped)
         log_msg(LOG_WARN, "upstream-health: %u servers past the first %d are not checked",

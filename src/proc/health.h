@@ -26,9 +26,18 @@ struct health;
 
 /* The checks cfg asks for, their sockets in loop l tagged tag | check
  * (tag has the low 16 bits free); NULL when none (or out of memory,
- * logged). Every server starts unchecked (taken) and is checked at once. */
+ * logged). Every server is checked at once; until then it keeps the
+ * verdict in carry (by its index in cfg's order; see health_carry), or
+ * is unchecked (taken) when carry is NULL. */
 struct health *health_create(const struct serve_config *cfg, struct scoreboard *sb,
-                             struct loop *l, uint64_t tag);
+                             struct loop *l, uint64_t tag, const uint8_t *carry);
+/* On a reload, before the old config goes: the verdict each server of next
+ * had under old (the same group name and address, checked before), by its
+ * index in next's order, HEALTH_UNCHECKED for the rest. A server that was
+ * down stays skipped until its first check passes, not taken for up to an
+ * interval because its group was read again. */
+void health_carry(const struct serve_config *old, const struct serve_config *next,
+                  const struct scoreboard *sb, uint8_t carry[SB_UPSTREAMS]);
 /* Closes its sockets; the scoreboard forgets every verdict. */
 void health_destroy(struct health *h);
 /* In a forked child: closes the sockets of checks in flight, frees h. */

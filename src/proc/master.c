@@ -448,6 +448,8 @@ static int reload(struct master *m)
     listen_change_commit(&ch, &m->ls, m->cfg);
     memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
+    static uint8_t carry[SB_UPSTREAMS];
+    health_carry(m->cfg, &next, m->sb, carry);
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
     *m->cfg = next;
     if (log_changed) {
@@ -458,9 +460,10 @@ static int reload(struct master *m)
             spawn_logger(m);
         }
     }
-    /* the checks follow the new groups (server indexes may have moved) */
+    /* the checks follow the new groups (server indexes may have moved);
+     * the verdicts of servers kept go with them */
     health_destroy(m->health);
-    m->health = health_create(m->cfg, m->sb, &m->loop, TAG_HEALTH);
+    m->health = health_create(m->cfg, m->sb, &m->loop, TAG_HEALTH, carry);
     m->gen++;
     SB_SET(m->sb->generation, m->gen);
     for (int i = 0; i < MAX_WORKERS; i++)
@@ -729,7 +732,7 @@ static int start_children(struct master *m)
     }
     if (m->model->layout == LAYOUT_DISPATCH)
         start_dispatch(m);
-    m->health = health_create(cfg, m->sb, &m->loop, TAG_HEALTH);
+    m->health = health_create(cfg, m->sb, &m->loop, TAG_HEALTH, NULL);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
     m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;

@@ -17,7 +17,8 @@ path:
   /chunkext         a chunked body with chunk extensions and trailers
   /chunkbig?n=N     N pattern bytes in chunks of many sizes, each with an
                     extension, then a trailer
-  /health           status .health (200 at start; a test sets 503 to fail it)
+  /health           status .health (200 at start; a test sets 503 to fail it),
+                    after .health_delay seconds
   anything else: echo as JSON
 
 Also runnable as a process (for the test that SIGKILLs it):
@@ -93,6 +94,7 @@ class Backend:
         self.requests = []
         self.dropped = []
         self.health = 200
+        self.health_delay = 0.0     # seconds before /health answers
         self.socks = []
         self.closed = False
         if addr.startswith("unix:"):
@@ -220,6 +222,7 @@ class Backend:
         q = parse_qs(urlsplit(req["target"]).query)
         head_only = req["method"] == "HEAD"
         if path == "/health":
+            time.sleep(self.health_delay)
             s.sendall(b"HTTP/1.1 %d Health\r\nContent-Length: 0\r\n\r\n" % self.health)
             return True
         if path.endswith("/slow"):

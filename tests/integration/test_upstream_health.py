@@ -146,6 +146,34 @@ def test_reload_restarts_the_checks_from_the_new_config(server, pair, tmp_path):
     assert b.paths().count("/health") == n, "a check after the reload removed them"
 
 
+def status_json(srv):
+    return json.loads(srv.get("/st?format=json").body)
+
+
+def test_reload_keeps_a_down_server_down_until_a_check_passes(server, pair, tmp_path):
+    # b's checks time out (no answer within the interval), so after a
+    # reload its first check takes a whole interval to fail: until then it
+    # must keep its verdict, not be taken as unchecked.
+    a, b = pair
+    conf = tmp_path / "herd.conf"
+    conf.write_text(f"upstream = g={a.address},{b.address}\nproxy = /app/=g\n"
+                    "status-path = /st\nworkers = 1\nupstream-health = g=/health,1s\n")
+    b.health_delay = 3
+    srv = server("--config", str(conf))
+    wait_for(lambda: health_of(srv) == {a.address: "up", b.address: "down"}, timeout=4,
+             what="b down")
+    gen = status_json(srv)["generation"]
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: status_json(srv)["generation"] == gen + 1, timeout=3, what="the reload")
+    t_end = time.monotonic() + 0.6         # well inside the first check's second
+    while time.monotonic() < t_end:
+        assert health_of(srv) == {a.address: "up", b.address: "down"}
+        assert served_by(srv, 2) == ["a", "a"]
+    b.health_delay = 0                     # a check that passes takes it back
+    wait_for(lambda: health_of(srv)[b.address] == "up", timeout=4, what="b up again")
+    assert "b" in served_by(srv, 4)
+
+
 def test_unix_socket_server_is_checked_with_a_valid_host(server, tmp_path):
     u = Backend(f"unix:{tmp_path}/u.sock", "u")
     try:
