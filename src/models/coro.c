@@ -538,7 +538,8 @@ static void adopt(const struct handover_msg *h, const char *in, int fd)
 
 /* Takes what the master sends on the handover channel: connections to
  * adopt, ones bounced back, acknowledgements. It outlives a stop until
- * what we handed over is acknowledged or bounced. */
+ * what we handed over is acknowledged or bounced, and on a reload until
+ * no connection is left that could still be handed over. */
 static void *handover_main(void *arg)
 {
     (void)arg;
@@ -549,7 +550,11 @@ static void *handover_main(void *arg)
         int fd;
         int rc = handover_next(ch, &h, in, sizeof in, &fd);
         if (rc == -EAGAIN) {
-            if (coro_stopping() && __atomic_load_n(&M.ho_pending, __ATOMIC_ACQUIRE) <= 0)
+            /* On a reload a busy connection is handed over when it goes
+             * idle, maybe long after the stop, and may come back bounced
+             * (the master is upgrading again): read until none is left. */
+            if (coro_stopping() && __atomic_load_n(&M.ho_pending, __ATOMIC_ACQUIRE) <= 0 &&
+                (!handing_over() || __atomic_load_n(&M.nconns, __ATOMIC_ACQUIRE) == 0))
                 break;
             /* stopped: poll for the acknowledgements, not interruptibly */
             int64_t deadline = coro_stopping() ? clock_now_ms() + 20 : -1;

@@ -862,6 +862,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
         if (m->stopping && stopped(m))
             break;
     }
+    master_handover_pred_end(m);
     finish(m);
     return 0;
 }

@@ -148,6 +148,20 @@ void master_handover_pred_event(struct master *m)
     }
 }
 
+/* New master, on its way out (it was upgraded in turn): the old master's
+ * sends fail from here on (it gives those connections back to its
+ * workers), and those already queued go back too; an exit with them
+ * queued would close them under their clients. */
+void master_handover_pred_end(struct master *m)
+{
+    if (m->pred_fd < 0)
+        return;
+    m->stopping = 1;
+    shutdown(m->pred_fd, SHUT_RD);
+    while (m->pred_fd >= 0) /* the queue, then 0 as if it had gone */
+        master_handover_pred_event(m);
+}
+
 /* Old master: the new one could not place a connection; its worker keeps it. */
 void master_handover_succ_event(struct master *m)
 {

@@ -100,6 +100,8 @@ void master_handover_close_in_child(struct master *m);
  * back (succ). */
 void master_handover_pred_event(struct master *m);
 void master_handover_succ_event(struct master *m);
+/* Before a new master that is stopping exits: sends back what is queued. */
+void master_handover_pred_end(struct master *m);
 
 /* master_upgrade.c, old master: USR2 starts one; the ready pipe's events,
  * the deadline and the new master's death (from reap) end it. */

@@ -319,3 +319,54 @@ def test_three_upgrades_lose_nothing_without_retries(upgradable, model):
     assert load.ok > 100, (load.ok, load.errors[:5])
     assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
                              f"requests: {load.errors[:8]}\n{srv.stderr_text()[-2000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
+                                   "uring"])
+def test_back_to_back_upgrades_keep_a_busy_connection(upgradable, site, model):
+    """A download in progress while USR2 goes to the master and, before the
+    old one is gone, to the new one: the middle master bounces the
+    connection back when it goes idle. It must finish whole and answer its
+    next request (with or without close), not be dropped."""
+    import hashlib
+    import socket
+    srv, pidfile = upgradable("--model", model, "--workers", "1", "--shutdown-timeout", "20s")
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.settimeout(10)
+    try:
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got:
+            data = s.recv(65536)
+            assert data, "closed before the head"
+            got += data
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        for _ in range(2):
+            old = read_pid(pidfile)
+            os.kill(old, signal.SIGUSR2)
+            new = wait_for(lambda: (lambda p: p if p not in (0, old) else None)(read_pid(pidfile)),
+                           timeout=UPGRADE_TIMEOUT, interval=0.02, what="a new master")
+            srv.masters = getattr(srv, "masters", []) + [new]
+            time.sleep(0.2)
+        time.sleep(1)
+        h = hashlib.sha256(body)
+        n = len(body)
+        while n < site.big_size:
+            data = s.recv(1 << 20)
+            assert data, f"closed after {n} of {site.big_size} bytes"
+            h.update(data)
+            n += len(data)
+        assert n == site.big_size and h.hexdigest() == site.big_sha
+        s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b"0123456789abcdefghijklmnopqrstuvwxyz"):
+            data = s.recv(65536)
+            assert data, f"no answer to the next request, {answer!r}\n{srv.stderr_text()[-2000:]}"
+            answer += data
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+    finally:
+        s.close()
