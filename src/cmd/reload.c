@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "proc/config.h"
+#include "proc/daemon.h"
 #include "proc/reload_answer.h"
 
 static const char reload_usage[] =
@@ -43,18 +45,11 @@ static const struct flag_opt opts[] = {
 
 static long read_pid(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "re");
-    long pid = 0;
-    if (!f) {
-        snprintf(err, errlen, "pid file %s: %s (is herd serve running?)", path, strerror(errno));
-        return -1;
-    }
-    if (fscanf(f, "%ld", &pid) != 1 || pid <= 0)
-        pid = 0;
-    fclose(f);
-    if (!pid)
-        snprintf(err, errlen, "pid file %s holds no pid", path);
-    return pid ? pid : -1;
+    pid_t pid = pidfile_read(path, err, errlen);
+    size_t used = strlen(err);
+    if (pid < 0 && access(path, F_OK) < 0)
+        snprintf(err + used, errlen - used, " (is herd serve running?)");
+    return pid;
 }
 
 /* The pid file named by a config file (its relative path resolved). */

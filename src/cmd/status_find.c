@@ -11,23 +11,15 @@
 
 #include "cmd/status_find.h"
 #include "proc/config.h"
+#include "proc/daemon.h"
 
 static int read_pid(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "pid file %s: %s", path, strerror(errno));
+    pid_t pid = pidfile_read(path, err, errlen);
+    if (pid < 0)
         return -1;
-    }
-    long pid = 0;
-    int ok = fscanf(f, "%ld", &pid) == 1 && pid > 0;
-    fclose(f);
-    if (!ok) {
-        snprintf(err, errlen, "pid file %s holds no pid", path);
-        return -1;
-    }
-    if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-        snprintf(err, errlen, "pid file %s names pid %ld, which is not running", path, pid);
+    if (kill(pid, 0) < 0 && errno == ESRCH) {
+        snprintf(err, errlen, "pid file %s names pid %d, which is not running", path, (int)pid);
         return -1;
     }
     return (int)pid;

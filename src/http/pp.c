@@ -73,6 +73,8 @@ static int parse_v1(const char *buf, size_t len, struct pp_info *out)
     if (!cr)
         return len < PP_V1_MAX ? PP_INCOMPLETE : PP_INVALID;
     size_t line = (size_t)(cr - buf);
+    if (line + 2 > PP_V1_MAX) /* the CR LF count: 107 bytes with them */
+        return PP_INVALID;
     if (line + 1 >= len)
         return PP_INCOMPLETE;
     if (cr[1] != '\n' || line < 11 || memcmp(buf, "PROXY ", 6))

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,19 +27,41 @@ int pidfile_write(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* Only what pidfile_write writes: digits, then a newline or nothing. A
+ * value past INT_MAX would wrap in a pid_t, and kill() with 0, -1 or a
+ * negative pid signals a process group or every process. */
+pid_t pidfile_read(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(err, errlen, "pid file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[24];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    if (n && buf[n - 1] == '\n')
+        buf[--n] = 0;
+    long long pid = 0;
+    size_t i = 0;
+    while (i < n && buf[i] >= '0' && buf[i] <= '9' && pid <= INT_MAX)
+        pid = pid * 10 + (buf[i++] - '0');
+    if (!n || i != n || pid <= 0 || pid > INT_MAX) {
+        snprintf(err, errlen, "pid file %s holds no pid (a positive number and a newline)",
+                 path);
+        return -1;
+    }
+    return (pid_t)pid;
+}
+
 void pidfile_remove(const char *path)
 {
     if (!path || !*path)
         return;
     /* Only our own: after a binary upgrade the file belongs to the new master. */
-    FILE *f = fopen(path, "re");
-    long pid = 0;
-    if (f) {
-        if (fscanf(f, "%ld", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
-    if (pid == (long)getpid())
+    char err[64];
+    if (pidfile_read(path, err, sizeof err) == getpid())
         unlink(path);
 }
 

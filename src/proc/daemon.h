@@ -9,6 +9,8 @@
 
 int pidfile_write(const char *path, char *err, size_t errlen);
 void pidfile_remove(const char *path);
+/* The pid in the file at path (as pidfile_write wrote it), or -1 with err. */
+pid_t pidfile_read(const char *path, char *err, size_t errlen);
 
 /* Forks; the parent exits 0, the child starts a new session with stdin
  * and stdout on /dev/null; stderr goes to the error log file when there is

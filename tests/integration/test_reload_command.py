@@ -133,3 +133,27 @@ def test_usage_errors_exit_2(tmp_path):
     assert r.returncode == 2 and "no pid-file line" in r.stderr, r.stderr
     r = run_herd(["reload", "--help"], extra=False)
     assert r.returncode == 0 and "usage: herd reload" in r.stdout
+
+
+# What kill() would make of each if it were taken: a pid past 32 bits wraps
+# (2^32 + P is P, 2^32 the caller's process group, 2^32 - 1 every process);
+# a saturated number is LONG_MAX, which wraps to -1 too.
+@pytest.mark.parametrize("text", [
+    "{wrapped}\n", "4294967295\n", "99999999999999999999999\n", "0\n", "-1\n", "-{sleeper}\n",
+    "{sleeper}abc\n", "{sleeper} {sleeper}\n", "\n", "", " {sleeper}\n", "0x10\n",
+    "{sleeper}\n\n"], ids=["wrapped", "2^32-1", "saturated", "zero", "minus-one", "negative",
+                           "trailing-text", "two", "newline", "empty", "leading-space", "hex",
+                           "two-newlines"])
+def test_a_pid_file_that_is_not_one_pid_signals_nothing(tmp_path, text):
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        pidfile = tmp_path / "odd.pid"
+        pidfile.write_text(text.format(wrapped=2**32 + sleeper.pid, sleeper=sleeper.pid))
+        for cmd in (["reload", "--pid-file", pidfile, "--timeout", "300ms"],
+                    ["status", "--pid-file", pidfile]):
+            r = run_herd(list(map(str, cmd)), timeout=10, extra=False)
+            assert r.returncode in (1, 2) and "holds no pid" in r.stderr, (cmd, r.stderr)
+        assert sleeper.poll() is None, "the sleeper got a signal"
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -102,6 +102,24 @@ TEST(v1_too_long_without_crlf)
     CHECK_EQ_INT(pp_parse(h, sizeof h, &p), -1);
 }
 
+/* The longest line is 107 bytes with its CR LF: 105 before the CR. */
+TEST(v1_at_and_past_its_length)
+{
+    char h[200];
+    struct pp_info p;
+    for (size_t line = 104; line <= 107; line++) {
+        memcpy(h, "PROXY UNKNOWN ", 14);
+        memset(h + 14, 'a', line - 14);
+        memcpy(h + line, "\r\nGET", 5);
+        int want = line + 2 <= PP_V1_MAX ? (int)(line + 2) : -1;
+        if (!CHECK_EQ_INT(pp_parse(h, line + 5, &p), want))
+            fprintf(stderr, "  line of %zu bytes before CR LF\n", line);
+        /* only the CR arrived: a line that can no longer fit is refused */
+        int part = line + 2 <= PP_V1_MAX ? -2 : -1;
+        CHECK_EQ_INT(pp_parse(h, line + 1, &p), part);
+    }
+}
+
 static size_t v2(unsigned char *b, int cmd, int fam, const void *addr, size_t alen)
 {
     memcpy(b, "\r\n\r\n\0\r\nQUIT\n", 12);
