@@ -136,8 +136,9 @@ int cmd_status(int argc, char **argv)
                                                   : "the default; no URL, --config or --pid-file given";
     }
     struct status_target t;
-    if (status_target_parse(url, &t) < 0) {
-        fprintf(stderr, "herd: bad URL '%s' (see herd status --help)\n", url);
+    char why[160];
+    if (status_target_parse(url, &t, why, sizeof why) < 0) {
+        fprintf(stderr, "herd: bad URL '%s': %s (see herd status --help)\n", url, why);
         return 2;
     }
     if (watch)

@@ -23,34 +23,70 @@
  * with room to spare: a client that refused it would be no client. */
 _Static_assert(STATUS_ANSWER_MAX >= 16 * HTTP_STATUS_MAX, "the cap must exceed herd's page");
 
-int status_target_parse(const char *url, struct status_target *t)
+/* A request target we can put on the request line as it is: '/' first,
+ * then no space, control byte or DEL. */
+static int path_ok(const char *p)
+{
+    if (*p != '/')
+        return 0;
+    for (; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* 1..65535 in decimal digits only: "P+65536" must not wrap to P. */
+static int port_ok(const char *p)
+{
+    long v = 0;
+    size_t n = 0;
+    for (; p[n] >= '0' && p[n] <= '9' && n < 6; n++)
+        v = v * 10 + (p[n] - '0');
+    return n && !p[n] && v >= 1 && v <= 65535;
+}
+
+static int refuse(char *err, size_t errlen, const char *why)
+{
+    snprintf(err, errlen, "%s", why);
+    return -1;
+}
+
+int status_target_parse(const char *url, struct status_target *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     if (!strncmp(url, "unix:", 5)) {
         const char *sep = strstr(url + 5, ":/");
         size_t n = sep ? (size_t)(sep - url - 5) : strlen(url + 5);
         if (!n || n >= sizeof t->host)
-            return -1;
+            return refuse(err, errlen, "no socket path, or a longer one than a unix socket takes");
         t->unix_socket = 1;
         memcpy(t->host, url + 5, n);
         snprintf(t->path, sizeof t->path, "%s", sep ? sep + 1 : "/herd-status");
+        if (!path_ok(t->path))
+            return refuse(err, errlen, "the path has a space or a control byte");
         return 0;
     }
     if (!strncmp(url, "http://", 7))
         url += 7;
     const char *slash = strchr(url, '/');
+    if (strstr(url, "://") && (!slash || strstr(url, "://") < slash))
+        return refuse(err, errlen, "herd status speaks plain HTTP: http:// or unix: only");
     size_t hlen = slash ? (size_t)(slash - url) : strlen(url);
     char hostport[256];
     if (!hlen || hlen >= sizeof hostport)
-        return -1;
+        return refuse(err, errlen, "no host, or a longer one than a host name can be");
     memcpy(hostport, url, hlen);
     hostport[hlen] = '\0';
+    if (strlen(slash ? slash : "/herd-status") >= sizeof t->path)
+        return refuse(err, errlen, "the path is too long");
     snprintf(t->path, sizeof t->path, "%s", slash ? slash : "/herd-status");
+    if (!path_ok(t->path))
+        return refuse(err, errlen, "the path has a space or a control byte");
     char *colon = strrchr(hostport, ':');
     if (hostport[0] == '[') {
         char *close = strchr(hostport, ']');
-        if (!close)
-            return -1;
+        if (!close || (close[1] && close[1] != ':'))
+            return refuse(err, errlen, "an IPv6 address goes in brackets: [::1]:8080");
         *close = '\0';
         snprintf(t->host, sizeof t->host, "%s", hostport + 1);
         colon = close[1] == ':' ? close + 1 : NULL;
@@ -59,6 +95,10 @@ int status_target_parse(const char *url, struct status_target *t)
             *colon = '\0';
         snprintf(t->host, sizeof t->host, "%s", hostport);
     }
+    if (!t->host[0])
+        return refuse(err, errlen, "no host");
+    if (colon && !port_ok(colon + 1))
+        return refuse(err, errlen, "the port must be a number from 1 to 65535");
     snprintf(t->port, sizeof t->port, "%s", colon ? colon + 1 : "80");
     return 0;
 }

@@ -23,8 +23,10 @@ struct status_target {
 
 /* http://HOST[:PORT][/PATH] (the scheme optional, IPv6 in brackets) or
  * unix:/SOCKET[:/PATH]; the path defaults to /herd-status. Returns 0, or
- * -1 for a URL it cannot read. */
-int status_target_parse(const char *url, struct status_target *t);
+ * -1 with the reason in err for a URL it cannot read or would send other
+ * than as written (another scheme, a port past 65535, a space in the
+ * path). */
+int status_target_parse(const char *url, struct status_target *t, char *err, size_t errlen);
 
 /* GET the page in fmt ("json", "prometheus" or "table") within timeout_ms.
  * Returns its body (malloc'd, NUL-terminated), or NULL with a sentence in

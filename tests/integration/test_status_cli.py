@@ -395,3 +395,36 @@ def test_watch_prints_a_good_sample(fake):
         p.kill()
         out, err = p.communicate(timeout=5)
     assert "requests 5" in out, (out, err)
+
+
+# ------------------------------------------------------------ the URL itself
+
+@pytest.mark.parametrize("url, why", [
+    ("http://127.0.0.1:{wrap}/herd-status", "port must be a number from 1 to 65535"),
+    ("127.0.0.1:0", "port must be a number"),
+    ("127.0.0.1:-1", "port must be a number"),
+    ("127.0.0.1:", "port must be a number"),
+    ("127.0.0.1:80x", "port must be a number"),
+    ("https://127.0.0.1:{port}/herd-status", "plain HTTP"),
+    ("ftp://127.0.0.1:{port}/", "plain HTTP"),
+    ("http://127.0.0.1:{port}/herd status", "space or a control byte"),
+    ("http://127.0.0.1:{port}/a\tb", "space or a control byte"),
+    ("http://:{port}/", "no host"),
+    ("http://[::1/", "brackets"),
+    ("http://[::1]x/", "brackets"),
+    ("unix:/tmp/x.sock:/a b", "space or a control byte"),
+])
+def test_a_url_it_would_not_send_as_written_is_a_usage_error(fake, url, why):
+    # a live page on the port itself, so that a URL taken anyway would
+    # succeed (the wrapped port is this port + 65536)
+    f = fake(lambda conn, stop: conn.sendall(answer(GOOD)))
+    port = f.sock.getsockname()[1]
+    r, _ = run_status(url.format(port=port, wrap=port + 65536))
+    assert r.returncode == 2 and why in r.stderr, (r.returncode, r.stderr, r.stdout)
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_the_fake_page_itself_is_taken(fake):
+    f = fake(lambda conn, stop: conn.sendall(answer(GOOD)))
+    r, _ = run_status(f.url, "--json")
+    assert r.returncode == 0, r.stderr
