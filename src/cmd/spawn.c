@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "core/log.h"
+#include "net/listen.h"
 #include "proc/spawn.h"
 
 static const char spawn_usage[] =
@@ -118,6 +119,10 @@ static int parse_flags(int argc, char **argv, struct spawn_config *c, int *help)
         return -1;
     if (!c->listen)
         return usage_error("--listen ADDR is required%s", "");
+    struct listen_addr a;
+    char why[160];
+    if (listen_parse(c->listen, &a, why, sizeof why) < 0)
+        return usage_error("%s", why);
     if (i + 1 >= argc)
         return usage_error("no command: put it after '--'%s", "");
     c->argv = argv + i + 1;
