@@ -247,6 +247,24 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
+/* The most runs, threads or connections a merged file may claim: the
+ * totals are 32-bit. */
+#define OPT_COUNT_MAX 1000000
+
+/* An optional count: absent leaves *out as it is; present, it must be a
+ * whole number from 0 to max. */
+static int opt_u64(const struct json *obj, const char *key, uint64_t *out, uint64_t max)
+{
+    uint64_t v;
+    const struct json *j = json_get(obj, key);
+    if (!j)
+        return 0;
+    if (json_get_u64(obj, key, &v) < 0 || v > max || (!j->is_u64 && (double)v != j->num))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int load_merge_json(const char *path, struct load_result *r, char *err, size_t errlen)
 {
     size_t len;
@@ -284,12 +302,25 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         snprintf(err, errlen, "%s: %s", path, why);
         goto out;
     }
-    json_get_u64(root, "connects", &connects);
-    json_get_u64(root, "tls_resumed", &resumed);
-    json_get_u64(root, "runs", &runs);
-    json_get_u64(root, "threads", &threads);
-    json_get_u64(root, "connections", &conns);
-    json_get_double(root, "rate", &rate);
+    if (!(duration > 0 && duration < 1e9) || !(rps >= 0 && rps < 1e15) ||
+        !(bps >= 0 && bps < 1e18)) {
+        snprintf(err, errlen, "%s: duration_s, requests_per_sec or transfer_bytes_per_sec "
+                 "out of range", path);
+        goto out;
+    }
+    const char *bad = opt_u64(root, "connects", &connects, UINT64_MAX) ? "connects"
+                      : opt_u64(root, "tls_resumed", &resumed, UINT64_MAX) ? "tls_resumed"
+                      : opt_u64(root, "runs", &runs, OPT_COUNT_MAX) ? "runs"
+                      : opt_u64(root, "threads", &threads, OPT_COUNT_MAX) ? "threads"
+                      : opt_u64(root, "connections", &conns, OPT_COUNT_MAX) ? "connections"
+                      : NULL;
+    if (!bad && json_get(root, "rate") &&
+        (json_get_double(root, "rate", &rate) || !(rate >= 0 && rate < 1e15)))
+        bad = "rate";
+    if (bad) {
+        snprintf(err, errlen, "%s: %s is not a count herd load writes", path, bad);
+        goto out;
+    }
     const struct json *ka = json_get(root, "keepalive");
     const struct json *url = json_get(root, "url");
     const struct json *first = json_get(root, "first_errors");

@@ -474,6 +474,22 @@ def test_merge_adds_runs(backend, tmp_path):
     no_figures(r)
 
 
+@pytest.mark.parametrize("field, value", [
+    ("duration_s", 0), ("duration_s", -1), ("requests_per_sec", -5),
+    ("connections", -3), ("threads", 2**40), ("runs", 1.5), ("rate", -1), ("connects", "x"),
+])
+def test_merge_refuses_figures_a_run_cannot_have(backend, tmp_path, field, value):
+    b = backend("ok")
+    _, a = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "200ms", b.url())
+    a[field] = value
+    f = tmp_path / "odd.json"
+    f.write_text(json.dumps(a))
+    r = herd_load("--merge", f)
+    assert r.returncode == 1, r.stdout
+    assert "odd.json" in one_line_error(r) and field in r.stderr, r.stderr
+    no_figures(r)
+
+
 # ------------------------------------------------------------ failures: exit 1, a reason, no figure
 
 def free_port():
