@@ -127,7 +127,11 @@ static int describe(int root, int dirfd, char *dir, size_t dlen, struct ai_item 
     return 0;
 }
 
-static int read_names(DIR *d, int dotfiles, struct pick *p)
+/* Names a request could be served from, into p. A symlink (or a name of
+ * unknown type) is looked at now, not only once picked: one that dangles or
+ * leaves the docroot must not take a place among the first
+ * AUTOINDEX_MAX_ENTRIES from a name that would be listed. */
+static int read_names(int root, DIR *d, char *dir, size_t dlen, int dotfiles, struct pick *p)
 {
     struct dirent *de;
     errno = 0;
@@ -139,6 +143,13 @@ static int read_names(DIR *d, int dotfiles, struct pick *p)
         if (de->d_type != DT_REG && de->d_type != DT_DIR && de->d_type != DT_LNK &&
             de->d_type != DT_UNKNOWN)
             continue;
+        if (de->d_type == DT_LNK || de->d_type == DT_UNKNOWN) {
+            struct ai_item probe = {.name = de->d_name, .len = strlen(de->d_name)};
+            if (describe(root, dirfd(d), dir, dlen, &probe) < 0) {
+                errno = 0;
+                continue;
+            }
+        }
         int rc = pick_add(p, n, de->d_type == DT_DIR);
         if (rc < 0)
             return rc;
@@ -174,7 +185,7 @@ int autoindex_build(int root, const char *rel, size_t rlen, const char *url, siz
         return fd < 0 ? fd : -ENOMEM;
     }
     struct pick p = {NULL, 0, 0, 0};
-    int rc = read_names(d, dotfiles, &p);
+    int rc = read_names(root, d, dir, rlen, dotfiles, &p);
     size_t kept = 0;
     for (size_t i = 0; rc == 0 && i < p.n; i++) {
         if (describe(root, dirfd(d), dir, rlen, &p.items[i]) == 0)

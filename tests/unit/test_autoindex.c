@@ -224,6 +224,16 @@ TEST(many_entries)
         }
         close(fd);
     }
+    /* Links that are never listed, named before every file: dangling ones
+     * and ones that leave the docroot. They must not take places among
+     * the first AUTOINDEX_MAX_ENTRIES, nor count as entries not listed. */
+    for (int i = 0; i < 100; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "a%03d", i);
+        CHECK_EQ_INT(symlinkat("nowhere", dfd, n), 0);
+        snprintf(n, sizeof n, "b%03d", i);
+        CHECK_EQ_INT(symlinkat("/etc/passwd", dfd, n), 0);
+    }
     close(dfd);
     int root = open(root_dir, O_PATH | O_DIRECTORY);
     struct timespec t0, t1;
@@ -234,6 +244,7 @@ TEST(many_entries)
     if (page) {
         CHECK(len <= AUTOINDEX_MAX_BYTES);
         CHECK(strstr(page, ">f000000<") != NULL);
+        CHECK(strstr(page, ">a000<") == NULL && strstr(page, ">b099<") == NULL);
         CHECK(strstr(page, ">f009999<") != NULL);
         CHECK(strstr(page, ">f010000<") == NULL);
         char note[64];
