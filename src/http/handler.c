@@ -193,17 +193,17 @@ static void directory_listing(struct http_ctx *ctx, const struct http_request *r
 }
 
 /* A path that is not a regular file: a directory (redirect, listing or
- * 403) or an error. */
+ * 403) or an error. An index.html that cannot be served as a file (none,
+ * a directory, a symlink that dangles or leaves the docroot) is no index:
+ * the directory is listed or forbidden the same way in each case. */
 static void not_a_file(struct http_ctx *ctx, const struct http_request *req, char *path,
                        size_t plen, int want_dir, int rc, int keepalive, struct http_out *out,
                        struct http_plan *plan)
 {
     unsigned status = status_for(rc);
-    if (rc == -EISDIR) {
-        if (!want_dir)
-            return redirect_to_dir(ctx, req, path, plen, keepalive, out, plan);
-        status = 403; /* "index.html" is itself a directory */
-    } else if (rc == -ENOENT && want_dir) {
+    if (rc == -EISDIR && !want_dir)
+        return redirect_to_dir(ctx, req, path, plen, keepalive, out, plan);
+    if (want_dir && (rc == -ENOENT || rc == -EISDIR || rc == -EXDEV || rc == -ELOOP)) {
         size_t dlen = plen - 10; /* without "index.html" */
         if (fc_is_dir(ctx->fc, path + 1, dlen - 1)) {
             if (ctx->cfg->autoindex)

@@ -129,6 +129,27 @@ def test_index_wins_and_default_is_off(server, root):
     check_error(off.get("/d/"), 403)
 
 
+@pytest.mark.parametrize("kind", ["dangling", "escaping", "directory"])
+def test_an_index_that_is_not_a_file_is_no_index(server, root, tmp_path_factory, kind):
+    # as if there were none: 403, or the listing with --autoindex
+    d = root / "odd"
+    d.mkdir()
+    (d / "other.txt").write_bytes(b"x\n")
+    if kind == "dangling":
+        os.symlink("nowhere.html", d / "index.html")
+    elif kind == "escaping":
+        outside = tmp_path_factory.mktemp("outside-index")
+        (outside / "index.html").write_bytes(b"<p>outside</p>\n")
+        os.symlink(outside / "index.html", d / "index.html")
+    else:
+        (d / "index.html").mkdir()
+    check_error(server(docroot=root).get("/odd/"), 403)
+    r = server("--autoindex", docroot=root).get("/odd/")
+    assert r.status == 200 and b"other.txt" in r.body and b"outside" not in r.body, r
+    names = [t for _, t in links_of(r.body)]
+    assert names == (["index.html/", "other.txt"] if kind == "directory" else ["other.txt"])
+
+
 def test_head_and_keepalive(server, root):
     srv = server("--autoindex", docroot=root)
     with srv.connect() as c:
