@@ -363,8 +363,12 @@ static int take_head(struct fetch *f, struct answer *a, size_t scanned)
         return -1;
     }
     if ((uint64_t)a->body_len > STATUS_ANSWER_MAX - a->head_len) {
-        fail(f, "the status page from %s is larger than %u bytes (its Content-Length is %lld)",
-             f->name, STATUS_ANSWER_MAX, (long long)a->body_len);
+        if ((uint64_t)a->body_len == LENGTH_HUGE)
+            fail(f, "the status page from %s is larger than %u bytes (its Content-Length "
+                 "is past 2^62)", f->name, STATUS_ANSWER_MAX);
+        else
+            fail(f, "the status page from %s is larger than %u bytes (its Content-Length "
+                 "is %lld)", f->name, STATUS_ANSWER_MAX, (long long)a->body_len);
         return -1;
     }
     return 0;

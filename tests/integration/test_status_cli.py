@@ -266,6 +266,14 @@ def test_an_endless_answer_stops_at_the_cap(fake, head):
     assert took < 5, took
 
 
+def test_an_overflowing_length_is_not_shown_as_a_number(fake):
+    f = fake(send_then_close(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999"
+                             b"\r\n\r\n" + GOOD))
+    r, _ = run_status("--json", f.url)
+    assert r.returncode == 1, (r.returncode, r.stdout)
+    assert "Content-Length is past 2^62" in r.stderr, r.stderr
+
+
 def test_an_endless_body_without_a_length_is_refused(fake):
     # the red team's endless mode: no Content-Length, body forever
     f = fake(endless_after(b"HTTP/1.1 200 OK\r\n\r\n" + GOOD[:-2]))
