@@ -43,13 +43,26 @@ TEST(doubtful_lengths_are_none)
 TEST(targets)
 {
     struct status_target t;
-    CHECK_EQ_INT(status_target_parse("http://127.0.0.1:8080/st?x=1", &t), 0);
+    char why[160];
+    CHECK_EQ_INT(status_target_parse("http://127.0.0.1:8080/st?x=1", &t, why, sizeof why), 0);
     CHECK(!t.unix_socket && !strcmp(t.host, "127.0.0.1") && !strcmp(t.port, "8080") &&
           !strcmp(t.path, "/st?x=1"));
-    CHECK_EQ_INT(status_target_parse("[::1]", &t), 0);
+    CHECK_EQ_INT(status_target_parse("[::1]", &t, why, sizeof why), 0);
     CHECK(!strcmp(t.host, "::1") && !strcmp(t.port, "80") && !strcmp(t.path, "/herd-status"));
-    CHECK_EQ_INT(status_target_parse("unix:/run/h.sock:/s", &t), 0);
+    CHECK_EQ_INT(status_target_parse("unix:/run/h.sock:/s", &t, why, sizeof why), 0);
     CHECK(t.unix_socket && !strcmp(t.host, "/run/h.sock") && !strcmp(t.path, "/s"));
-    CHECK_EQ_INT(status_target_parse("unix:", &t), -1);
-    CHECK_EQ_INT(status_target_parse("http://[::1/x", &t), -1);
+    CHECK_EQ_INT(status_target_parse("unix:", &t, why, sizeof why), -1);
+    CHECK_EQ_INT(status_target_parse("http://[::1/x", &t, why, sizeof why), -1);
+    /* what would not be sent as written */
+    CHECK_EQ_INT(status_target_parse("127.0.0.1:65535", &t, why, sizeof why), 0);
+    CHECK_EQ_INT(status_target_parse("127.0.0.1:65536", &t, why, sizeof why), -1);
+    CHECK_EQ_INT(status_target_parse("127.0.0.1:0", &t, why, sizeof why), -1);
+    CHECK_EQ_INT(status_target_parse("127.0.0.1:1234567", &t, why, sizeof why), -1);
+    CHECK_EQ_INT(status_target_parse("https://127.0.0.1/", &t, why, sizeof why), -1);
+    CHECK(strstr(why, "plain HTTP") != NULL);
+    CHECK_EQ_INT(status_target_parse("127.0.0.1/a://b", &t, why, sizeof why), 0);
+    CHECK_EQ_INT(status_target_parse("127.0.0.1/a b", &t, why, sizeof why), -1);
+    CHECK_EQ_INT(status_target_parse("127.0.0.1/a\x7f", &t, why, sizeof why), -1);
+    CHECK_EQ_INT(status_target_parse("[::1]:8080", &t, why, sizeof why), 0);
+    CHECK(!strcmp(t.host, "::1") && !strcmp(t.port, "8080"));
 }
