@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +108,28 @@ static void follow_reopen(void)
     __atomic_store_n(&seen_gen, gen, __ATOMIC_RELEASE);
 }
 
+/* Lines a full pipe or socket refused since the last one written. */
+static unsigned lines_dropped;
+
+/* One line to fd without ever waiting: a stderr pipe or a journal socket
+ * whose reader stalls must cost lines (-1 with EAGAIN), never a worker's
+ * loop; a line of a few hundred bytes goes whole or not at all. A regular
+ * file or a terminal takes the write as usual. */
+static ssize_t write_nowait(int fd, const char *p, size_t n)
+{
+    struct stat st;
+    int kind = fstat(fd, &st) == 0 ? (int)(st.st_mode & S_IFMT) : 0;
+    if (kind == S_IFSOCK)
+        return send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (kind == S_IFIFO) {
+        struct iovec iov = {(void *)p, n};
+        ssize_t w = pwritev2(fd, &iov, 1, -1, RWF_NOWAIT);
+        if (w >= 0 || errno != EOPNOTSUPP)
+            return w;
+    }
+    return write(fd, p, n);
+}
+
 static void log_write(enum log_level level, const char *fmt, va_list ap)
 {
     char line[1024];
@@ -123,9 +147,18 @@ static void log_write(enum log_level level, const char *fmt, va_list ap)
     line[n++] = '\n';
     if (shared_gen)
         follow_reopen();
+    unsigned lost = __atomic_exchange_n(&lines_dropped, 0, __ATOMIC_ACQ_REL);
+    if (lost) {
+        char say[160];
+        int k = (int)strftime(say, sizeof say, "%Y/%m/%d %H:%M:%S ", &tm);
+        k += snprintf(say + k, sizeof say - (size_t)k, "[warn] %u error-log lines dropped: "
+                      "the log's reader was not reading\n", lost);
+        if (write_nowait(log_fd, say, (size_t)k) < 0)
+            __atomic_add_fetch(&lines_dropped, lost, __ATOMIC_ACQ_REL);
+    }
     /* One write per line, so lines from several processes never interleave. */
-    ssize_t w = write(log_fd, line, (size_t)n);
-    (void)w;
+    if (write_nowait(log_fd, line, (size_t)n) < 0 && errno == EAGAIN)
+        __atomic_add_fetch(&lines_dropped, 1, __ATOMIC_ACQ_REL);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

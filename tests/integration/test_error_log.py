@@ -177,3 +177,61 @@ def test_unwritable_error_log_fails_at_start(site, tmp_path):
                  timeout=10, extra=False)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert r.stderr.strip() == f"herd: error log {log}: No such file or directory", r.stderr
+
+
+@pytest.mark.parametrize("model", ["reuseport", "coro", "uring"])
+def test_a_stalled_stderr_reader_costs_lines_not_service(site, model):
+    """stderr is a pipe nobody reads (a paused log shipper): every proxied
+    request to a dead upstream logs lines until the pipe is full. The worker
+    must drop lines and keep serving, then say how many it dropped."""
+    import socket
+    require_binary()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]       # closed: connects are refused
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    proc = subprocess.Popen(herd_cmd("serve", str(site.root), "--listen", "127.0.0.1:0",
+                                     "--model", model, "--workers", "1",
+                                     "--upstream", f"app=127.0.0.1:{dead}", "--proxy", "/up/=app"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=w)
+    os.close(w)
+    try:
+        got = b""
+
+        def ready():
+            nonlocal got
+            try:
+                got += os.read(r, 65536)
+            except BlockingIOError:
+                pass
+            return READY.search(got.decode(errors="replace"))
+        port = int(wait_for(ready, timeout=10, what="the listening line").group(1))
+        conn = RawConn.open(("127.0.0.1", port), timeout=5)   # the pipe is not read now
+        for i in range(1500):
+            conn.send(get_req(f"/up/{i}"))
+            assert conn.read_response().status == 502
+        # the pipe (64 KiB) is long full: a static file still comes
+        assert get_ok(port)
+        conn.close()
+        while True:                     # the reader catches up
+            try:
+                if not os.read(r, 1 << 20):
+                    break
+            except BlockingIOError:
+                break
+        with RawConn.open(("127.0.0.1", port), timeout=5) as c:   # one more error line
+            c.send(get_req("/up/last"))
+            assert c.read_response().status == 502
+        said = wait_for(lambda: (lambda t: t if re.search(rb"\d+ error-log lines dropped", t)
+                                 else None)(os.read(r, 1 << 20)), timeout=5,
+                        what="the dropped-lines notice")
+        assert b"[warn]" in said
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        os.close(r)
