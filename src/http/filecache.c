@@ -245,6 +245,14 @@ __attribute__((noinline)) static int reopen(struct filecache *fc, struct fc_entr
             *out = e;
             return 0;
         }
+        /* No fd (or memory) to look again with says nothing about the
+         * file: the entry still holds it open, so serve it and look on the
+         * next request, rather than a 503 for a file we have. */
+        if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM) {
+            fc_ref(e);
+            *out = e;
+            return 0;
+        }
         table_remove(fc, e); /* changed or gone */
     }
     if (fd < 0)

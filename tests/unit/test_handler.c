@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -266,6 +267,38 @@ TEST(status_page_needs_the_bit)
     /* other paths do not care */
     get("/about", &r);
     CHECK_EQ_INT(r.status, 301);
+}
+
+/* Out of fds when a cached file is due to be looked at again: the entry
+ * holds the file open, so it is served (and looked at on a later request),
+ * not dropped for a 503. */
+TEST(cached_file_served_when_out_of_fds)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/cached.txt", g_root);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, "cached\n", 7) == 7);
+    close(fd);
+    struct fc_entry *e, *again;
+    time_t t = 1000;
+    if (!CHECK_EQ_INT(fc_lookup(fc(), "cached.txt", 10, t, &e), 0))
+        return;
+    fc_release(e);
+    struct rlimit old, none;
+    getrlimit(RLIMIT_NOFILE, &old);
+    none = old;
+    none.rlim_cur = 3; /* stdin, stdout, stderr: nothing more opens */
+    setrlimit(RLIMIT_NOFILE, &none);
+    int rc = fc_lookup(fc(), "cached.txt", 10, t + 5, &again);
+    setrlimit(RLIMIT_NOFILE, &old);
+    CHECK_EQ_INT(rc, 0);
+    if (rc == 0) {
+        CHECK(again == e && again->size == 7);
+        fc_release(again);
+    }
+    /* with fds again, the look happens and finds it unchanged */
+    CHECK_EQ_INT(fc_lookup(fc(), "cached.txt", 10, t + 6, &again), 0);
+    fc_release(again);
 }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
