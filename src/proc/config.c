@@ -633,6 +633,7 @@ enum value_kind {
     V_FLAG,      /* no value: the uint8_t field becomes 1 */
     V_STRING,    /* copied into a char array of `size` bytes */
     V_DURATION,  /* int64_t milliseconds, > 0 */
+    V_DURATION0, /* the same, or 0 (or 0s, 0ms): off */
     V_COUNT,     /* an integer in min..max */
     V_SIZE,      /* bytes with k/m/g, in min..max */
     V_WORKERS,   /* 1..CONFIG_MAX_WORKERS, the bound named in the error */
@@ -655,6 +656,7 @@ struct setting {
 #define FLAG(n, f) {n, V_FLAG, FIELD(f), 0, 0, NULL}
 #define STRING(n, f) {n, V_STRING, FIELD(f), 0, 0, NULL}
 #define DURATION(n, f) {n, V_DURATION, FIELD(f), 0, 0, NULL}
+#define DURATION_OR_OFF(n, f) {n, V_DURATION0, FIELD(f), 0, 0, NULL}
 #define COUNT(n, f, lo, hi) {n, V_COUNT, FIELD(f), lo, hi, NULL}
 #define SIZE(n, f, lo, hi) {n, V_SIZE, FIELD(f), lo, hi, NULL}
 #define WORKERS(n, f) {n, V_WORKERS, FIELD(f), 0, 0, NULL}
@@ -704,7 +706,7 @@ static const struct setting settings[] = {
     SETTER("upstream-health", set_upstream_health),
     RR_LEAST("upstream-balance", upstream_least),
     DURATION("upstream-fail-timeout", upstream_fail_timeout_ms),
-    DURATION("upstream-stall", upstream_stall_ms),
+    DURATION_OR_OFF("upstream-stall", upstream_stall_ms),
     COUNT("upstream-keepalive", upstream_keepalive, 0, 4096),
     DURATION("proxy-connect-timeout", proxy_connect_timeout_ms),
     DURATION("proxy-read-timeout", proxy_read_timeout_ms),
@@ -796,6 +798,10 @@ static int apply(struct serve_config *cfg, const struct setting *s, const char *
         return 0;
     case V_STRING:
         return copy_str(field, s->size, v, s->name, err, errlen);
+    case V_DURATION0:
+        if (unit_duration_ms(v, (int64_t *)(void *)field) == 0 && !*(int64_t *)(void *)field)
+            return 0;
+        /* fall through */
     case V_DURATION:
         return duration(s->name, v, (int64_t *)(void *)field, err, errlen);
     case V_SETTER:

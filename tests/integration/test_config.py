@@ -114,6 +114,21 @@ def check(path):
 
 # ------------------------------------------------------------ --check-config
 
+@pytest.mark.parametrize("value, ok", [("0", True), ("0s", True), ("0ms", True), ("250ms", True),
+                                       ("-1", False), ("never", False)])
+def test_upstream_stall_zero_is_never(tmp_path, value, ok):
+    # the help and SPEC say "0: never": it must be taken
+    cfg = tmp_path / "stall.conf"
+    cfg.write_text(f"upstream = a=127.0.0.1:9\nproxy = /=a\nupstream-stall = {value}\n")
+    r = check(cfg)
+    assert r.returncode == (0 if ok else 2), r.stderr
+    r = run_herd(["serve", "--upstream", "a=127.0.0.1:9", "--proxy", "/=a",
+                  "--upstream-stall", value, "--listen", "127.0.0.1:0", "--workers", "0"],
+                 extra=False)
+    # --workers 0 stops it right after the flags: the stall value got through
+    assert ("upstream-stall" in r.stderr) != ok, r.stderr
+
+
 def test_check_config_ok(tmp_path, site):
     cfg = tmp_path / "good.conf"
     cfg.write_text(
