@@ -191,7 +191,16 @@ static void receive_connections(struct server *s)
             ev->accept_paused = 1;
             return;
         }
-        int n = dispatch_receive(s->env->channel_fd, fds, room < 64 ? (int)room : 64);
+        unsigned lost;
+        int n = dispatch_receive(s->env->channel_fd, fds, room < 64 ? (int)room : 64, &lost);
+        if (lost) {
+            s->ac.refused += lost;
+            if (clock_wall() != s->last_limit_log) {
+                s->last_limit_log = clock_wall();
+                log_msg(LOG_CRIT, "out of file descriptors: refusing connections (%ld so far); "
+                        "the master's were closed on arrival", s->ac.refused);
+            }
+        }
         if (n <= 0) {
             if (n == 0 && !ev->stopping) {
                 /* The master dropped us (reload or stop): serve what we have. */

@@ -373,9 +373,10 @@ void dispatch_stop(struct dispatch *d)
     acceptor_close(&d->ac);
 }
 
-int dispatch_receive(int channel, int *fds, int max)
+int dispatch_receive(int channel, int *fds, int max, unsigned *lost)
 {
     int n = 0;
+    *lost = 0;
     while (n < max) {
         char byte;
         struct iovec iov = {&byte, 1};
@@ -396,6 +397,8 @@ int dispatch_receive(int channel, int *fds, int max)
         struct cmsghdr *c = CMSG_FIRSTHDR(&m);
         if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
             memcpy(&fds[n++], CMSG_DATA(c), sizeof(int));
+        else if (m.msg_flags & MSG_CTRUNC)
+            (*lost)++; /* no fd free here: the kernel closed the connection */
     }
     return n;
 }

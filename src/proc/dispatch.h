@@ -53,7 +53,9 @@ void dispatch_set_listeners(struct dispatch *d, const int *fds, int n);
 void dispatch_stop(struct dispatch *d);
 
 /* Worker side: receives up to max fds from a channel; returns the count,
- * 0 at EOF, or -errno (-EAGAIN when nothing is queued). */
-int dispatch_receive(int channel, int *fds, int max);
+ * 0 at EOF, or -errno (-EAGAIN when nothing is queued). *lost: connections
+ * that came without their fd because this process had none free (the
+ * kernel closes them: MSG_CTRUNC). */
+int dispatch_receive(int channel, int *fds, int max, unsigned *lost);
 
 #endif

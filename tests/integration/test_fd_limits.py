@@ -173,6 +173,23 @@ def test_fd_flood_then_every_request_answered_and_idle(site, servers, args):
             "default limits ran the process out of fds:\n" + srv.stderr_text()[-2000:]
 
 
+def test_dispatch_worker_out_of_fds_says_so(site, servers):
+    # --max-connections past the fd table: the worker runs out, and the
+    # connections the master passes it arrive without their fd (MSG_CTRUNC;
+    # the kernel closes them). That must be logged as every model logs it.
+    srv = start(site.root, ["--model", "dispatch", "--workers", "1",
+                            "--max-connections", "5000"], nofile=64)
+    servers.append(srv)
+    socks = flood(srv.port, 100)
+    try:
+        wait_for(lambda: "out of file descriptors" in srv.stderr_text(), timeout=10,
+                 what="the out-of-fds line\n" + srv.stderr_text()[-2000:])
+    finally:
+        for s in socks:
+            s.close()
+    wait_for(lambda: get_ok(srv.port, 2), timeout=10, what="serving again")
+
+
 # The kernel counts fds in flight per user, over all that user's processes:
 # as root, another test's dispatch server with a stopped worker could fill
 # the count for us. So as root the server runs as nobody (no capabilities,
