@@ -697,7 +697,7 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
     M.out_cap = sizing_out_cap(cfg);
     int fds = sizing_fd_limit();
     /* one count for the whole process: coroutines move between threads */
-    M.max_conns = sizing_max_conns(cfg, fds, 1);
+    M.max_conns = sizing_max_conns(cfg, fds, 1, 0);
     M.ct = aligned_alloc(64, (size_t)M.n * sizeof *M.ct);
     M.own_slots = calloc((size_t)M.n, sizeof *M.own_slots);
     if (!M.ct || !M.own_slots)

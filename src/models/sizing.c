@@ -25,13 +25,29 @@ int sizing_fd_limit(void)
     return (int)rl.rlim_cur;
 }
 
-uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loops)
+/* The default --max-connections of a process: what is left of its fd table
+ * after its own fds (listeners, logs, channels, epoll: 64, a quarter of a
+ * tiny table) and the open-file caches, per connection's fds: two where a
+ * route proxies (the client's and its upstream's, as nginx counts them),
+ * else one. Every connection can then hold its fds at once: running out
+ * would refuse upstream connects and file opens on connections we took. */
+static uint32_t default_total(const struct serve_config *cfg, int fd_limit, int loops)
+{
+    int64_t reserve = fd_limit > 256 ? 64 : fd_limit / 4;
+    int64_t cache = fd_limit / 8 < 1024 * (int64_t)loops ? fd_limit / 8 : 1024 * (int64_t)loops;
+    int64_t per = cfg->nupstreams ? 2 : 1;
+    int64_t room = ((int64_t)fd_limit - reserve - cache) / per;
+    return room > 0 ? (uint32_t)room : 1;
+}
+
+uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loops, int index)
 {
     uint32_t n = loops > 1 ? (uint32_t)loops : 1;
     uint32_t total = cfg->max_connections ? cfg->max_connections
-                     : fd_limit > 128     ? (uint32_t)fd_limit - 64
-                                          : 64;
-    return total / n ? total / n : 1;
+                                          : default_total(cfg, fd_limit, (int)n);
+    /* the remainder to the first loops, so that the shares add up to it */
+    uint32_t share = total / n + ((uint32_t)index < total % n);
+    return share ? share : 1;
 }
 
 struct filecache_limits sizing_file_cache(int fd_limit, int loops)

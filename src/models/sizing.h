@@ -22,10 +22,11 @@ size_t sizing_out_cap(const struct serve_config *cfg);
 /* The process's fd limit (RLIMIT_NOFILE), capped at 2^20. */
 int sizing_fd_limit(void);
 
-/* Connections one of `loops` loops in a process may hold: --max-connections
- * (or the fd limit less 64 for the process's own fds) split among them, so
- * loops sharing an fd table never ask for more fds than there are. */
-uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loops);
+/* Connections loop `index` of `loops` in a process may hold: --max-connections
+ * (by default what the fd limit leaves: see sizing.c) split among them, the
+ * shares adding up to it, so loops sharing an fd table never ask for more
+ * fds than there are. (config_finish refuses fewer than one per thread.) */
+uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loops, int index);
 
 /* The open-file cache of one of `loops` caches in a process: an eighth of
  * the fd limit shared among them, at most 1024 entries each. */

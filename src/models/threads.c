@@ -81,6 +81,7 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
         t->env.listen_fds = t->fds;
         t->env.nthreads = 1;
         t->env.loops_in_process = n;
+        t->env.loop_index = i;
         t->env.signal_fd = t->ctl[0];
         t->env.slot = env->slot ? env->slot + i : NULL;
         /* Signals stay blocked in every thread: the mask is inherited. */

@@ -397,7 +397,7 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     alog_init(&s->alog, env->log_fd, cfg->access_log_format, u->slot);
     u->alog = &s->alog;
     u->max_fds = sizing_fd_limit();
-    u->max_conns = sizing_max_conns(cfg, u->max_fds, 1);
+    u->max_conns = sizing_max_conns(cfg, u->max_fds, 1, 0);
     u->conns = calloc((size_t)u->max_fds, sizeof *u->conns);
     u->warm_sink = malloc(FILE_WINDOW);
     u->in_cap = sizing_in_cap(cfg);

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <netinet/in.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "core/units.h"
 #include "proc/daemon.h"
@@ -87,7 +88,8 @@ const char config_help[] =
     "  --upgrade-timeout DUR    a USR2 upgrade's new master must report ready within\n"
     "                           this, else it is killed (default 30s)\n"
     "  --max-connections N      open connections per worker process, split among\n"
-    "                           its threads (default: file limit - 64)\n"
+    "                           its threads (default: what the file limit leaves,\n"
+    "                           halved when a route proxies)\n"
     "  --backlog N              listen queue length (default 511)\n"
     "  --proxy-protocol         every listener expects a PROXY protocol v1/v2 header\n"
     "                           (from HAProxy, AWS NLB...); for one listener only,\n"
@@ -1003,6 +1005,20 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "proxy routes need an event-loop, coro or uring model (not %s)",
                  cfg->model);
         return -1;
+    }
+    /* The threads model splits --max-connections among its loops, each on
+     * a listen socket of its own: a loop with no share would leave the
+     * connections the kernel hands its socket waiting for good. */
+    if (!strcmp(cfg->model, "threads") && cfg->max_connections) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        uint64_t loops = cfg->threads ? cfg->threads : cfg->workers ? cfg->workers
+                         : (uint64_t)(ncpu > 0 ? ncpu : 1);
+        if (cfg->max_connections < loops) {
+            snprintf(err, errlen, "max-connections %u is below the %llu threads of --model "
+                     "threads (each takes at least one)", (unsigned)cfg->max_connections,
+                     (unsigned long long)loops);
+            return -1;
+        }
     }
     return 0;
 }

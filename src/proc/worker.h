@@ -13,6 +13,7 @@ struct worker_env {
     int nthreads;              /* threads in this process (1 unless the model makes more) */
     int loops_in_process;      /* event loops sharing this process's fds and
                                 * --max-connections (threads model); 0: one */
+    int loop_index;            /* which of them (0..loops_in_process-1) */
     int signal_fd;             /* TERM/INT: graceful stop, QUIT: at once */
     int exclusive;             /* listen fds shared by workers: EPOLLEXCLUSIVE */
     int channel_fd;            /* dispatch: connections arrive here (SCM_RIGHTS), else -1 */

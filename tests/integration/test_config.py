@@ -114,6 +114,15 @@ def check(path):
 
 # ------------------------------------------------------------ --check-config
 
+def test_threads_need_a_connection_each():
+    # --model threads splits --max-connections among its threads: fewer
+    # than one each would leave a thread's listen socket unserved
+    r = run_herd(["serve", "--model", "threads", "--threads", "4", "--max-connections", "3",
+                  "--listen", "127.0.0.1:0"], extra=False)
+    assert r.returncode == 2, r.stderr
+    assert "max-connections 3 is below the 4 threads" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("value, ok", [("0", True), ("0s", True), ("0ms", True), ("250ms", True),
                                        ("-1", False), ("never", False)])
 def test_upstream_stall_zero_is_never(tmp_path, value, ok):
