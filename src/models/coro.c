@@ -724,7 +724,7 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         /* An exchange runs pinned to its thread, on this thread's pool. */
         int max_fds = fds > 1 << 20 ? 1 << 20 : (int)fds;
         t->proxy = coro_proxy_create(cfg, &t->step, &t->step.stopping, M.in_cap, max_fds,
-                                     env->sb);
+                                     env->sb, M.n, i);
         if (cfg->nroutes && !t->proxy)
             return -1;
         if (t->proxy) {

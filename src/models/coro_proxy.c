@@ -102,7 +102,7 @@ static const struct up_driver coro_driver = {
 
 struct proxy *coro_proxy_create(const struct serve_config *cfg, struct step_ctx *step,
                                 const uint8_t *stopping, size_t in_cap, int max_fds,
-                                struct scoreboard *sb)
+                                struct scoreboard *sb, int loops, int index)
 {
     char *rbuf = malloc(in_cap);
     if (!rbuf)
@@ -110,6 +110,7 @@ struct proxy *coro_proxy_create(const struct serve_config *cfg, struct step_ctx 
     const struct proxy_env env = {
         .cfg = cfg, .step = step, .stopping = stopping, .rbuf = rbuf, .in_cap = in_cap,
         .max_fds = max_fds, .drv = &coro_driver, .drv_arg = NULL, .sb = sb,
+        .loops = loops, .index = index,
     };
     struct proxy *px = upstream_create(&env);
     if (!px)

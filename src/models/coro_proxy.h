@@ -18,7 +18,7 @@ struct proxy;
  * routes. stopping is the thread's graceful-stop flag. Exits on OOM. */
 struct proxy *coro_proxy_create(const struct serve_config *cfg, struct step_ctx *step,
                                 const uint8_t *stopping, size_t in_cap, int max_fds,
-                                struct scoreboard *sb);
+                                struct scoreboard *sb, int loops, int index);
 void coro_proxy_destroy(struct proxy *px);
 
 enum coro_proxy_end { CP_KEEP, CP_CLOSE, CP_LINGER };

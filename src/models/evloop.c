@@ -381,6 +381,8 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     ev->alog = &s->alog;
     ev->max_fds = sizing_fd_limit();
     int loops = env->loops_in_process > 1 ? env->loops_in_process : 1;
+    ev->loops = loops;
+    ev->loop_index = env->loop_index;
     ev->max_conns = sizing_max_conns(cfg, ev->max_fds, loops, env->loop_index);
     ev->conns = calloc((size_t)ev->max_fds, sizeof *ev->conns);
     ev->in_cap = sizing_in_cap(cfg);

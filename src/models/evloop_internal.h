@@ -104,6 +104,7 @@ struct evloop {
     struct http_ctx http;
     struct conn *conns;      /* indexed by fd */
     int max_fds;
+    int loops, loop_index;       /* this loop among the process's (threads model) */
     uint32_t nconns, max_conns;
     struct timerq q_header, q_keepalive, q_send, q_linger, q_body;
     struct bufpool inbufs;   /* input buffers, each in_cap bytes */

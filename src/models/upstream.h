@@ -75,6 +75,9 @@ struct proxy_env {
     const struct up_driver *drv;
     void *drv_arg;
     struct scoreboard *sb;       /* upstream names and stalls (pools: step->slot); may be NULL */
+    int loops, index;            /* this pool is loop `index` of `loops` in the process
+                                  * (threads, coro): --upstream-keepalive is split
+                                  * among them; 0, 0: the process's only one */
 };
 
 /* NULL when the config has no proxy routes. Exits on OOM (start-up). */

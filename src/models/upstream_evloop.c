@@ -89,6 +89,7 @@ void proxy_create(struct evloop *ev)
         .cfg = ev->cfg, .step = &ev->step, .stopping = &ev->stopping, .rbuf = ev->rbuf,
         .in_cap = ev->in_cap, .max_fds = ev->max_fds, .drv = &evloop_driver, .drv_arg = ev,
         .sb = ev->http.status_arg, /* the scoreboard (evloop.c) */
+        .loops = ev->loops, .index = ev->loop_index,
     };
     ev->proxy = upstream_create(&env);
 }

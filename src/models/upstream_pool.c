@@ -63,7 +63,12 @@ struct proxy *upstream_create(const struct proxy_env *env)
     px->max_fds = env->max_fds;
     px->drv = env->drv;
     px->drv_arg = env->drv_arg;
-    px->keepalive = cfg->upstream_keepalive;
+    /* --upstream-keepalive is per worker process: its loops share it, the
+     * remainder to the first ones (one loop with 0 closes after each
+     * response) */
+    uint32_t loops = env->loops > 1 ? (uint32_t)env->loops : 1;
+    px->keepalive = cfg->upstream_keepalive / loops +
+                    ((uint32_t)env->index < cfg->upstream_keepalive % loops);
     px->least = cfg->upstream_least;
     px->ngroups = cfg->nupstreams;
     uint32_t nservers = 0;
