@@ -222,8 +222,12 @@ void mark_down(struct proxy *px, struct xfer *x, const char *why)
 {
     const struct upstream_group *g = px->groups[x->group].cfg;
     server_of(px, x)->down_until = clock_now_ms() + px->cfg->upstream_fail_timeout_ms;
-    log_msg(LOG_WARN, "upstream %s server %s: %s; skipped for %lld ms", g->name,
-            g->servers[x->server].text, why, (long long)px->cfg->upstream_fail_timeout_ms);
+    if (g->nservers == 1) /* a group of one is never skipped: there is no other */
+        log_msg(LOG_WARN, "upstream %s server %s: %s", g->name, g->servers[x->server].text,
+                why);
+    else
+        log_msg(LOG_WARN, "upstream %s server %s: %s; skipped for %lld ms", g->name,
+                g->servers[x->server].text, why, (long long)px->cfg->upstream_fail_timeout_ms);
 }
 
 void up_arm(struct proxy *px, struct up_conn *uc, int q)

@@ -866,6 +866,18 @@ def test_least_connections(server, backends):
     assert busy not in seen, f"least: {seen} while {busy} held a slow request"
 
 
+def test_a_group_of_one_is_not_said_to_be_skipped(server, tmp_path):
+    # a lone server is tried for every request (there is no other): its
+    # failure line must not promise a skip that never happens
+    srv = server("--workers", "1", "--upstream", f"g=unix:{tmp_path}/none.sock",
+                 "--proxy", "/=g", "--upstream-fail-timeout", "2s")
+    for i in range(2):
+        assert srv.get(f"/a?{i}").status == 502
+    wait_for(lambda: "upstream g server unix:" in srv.stderr_text(), timeout=1.5,
+             what="the failure line")
+    assert "skipped for" not in srv.stderr_text(), srv.stderr_text()[-1000:]
+
+
 def test_down_server_skipped_then_retried(server, backends, tmp_path):
     live = backends("tcp", "live")
     dead_path = f"{tmp_path}/later.sock"
