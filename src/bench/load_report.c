@@ -7,6 +7,7 @@
 #include "bench/hdr.h"
 #include "bench/json.h"
 #include "bench/load_timeline.h"
+#include "core/readfile.h"
 
 static const struct {
     const char *label, *key;
@@ -216,35 +217,11 @@ int load_write_json(const char *path, const struct load_result *r, char *err, si
 
 static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *t = cap < (1u << 30) ? realloc(buf, cap * 2) : NULL;
-        if (!t) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = t;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        snprintf(err, errlen, "cannot read %s: %s", path, bad ? "read error" : "too large");
-        return NULL;
-    }
-    *len = n;
-    return buf;
+    char *text = read_file_bounded(path, (size_t)1 << 30, len);
+    if (!text)
+        snprintf(err, errlen, "cannot read %s: %s", path,
+                 errno == EFBIG ? "too large" : strerror(errno));
+    return text;
 }
 
 /* The most runs, threads or connections a merged file may claim: the

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/readfile.h"
+
 #define SCRIPT_MAX_BYTES (64u << 20)
 
 /* One line of the text: [p, end) without its line break, next after it. */
@@ -119,36 +121,12 @@ static int parse_block(const char *text, size_t len, struct line *l, struct load
 static int slurp(const char *path, struct load_script *s, size_t *len, char *err,
                  size_t errlen)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        snprintf(err, errlen, "cannot read --requests %s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, fp);
-        if (n < cap || cap >= SCRIPT_MAX_BYTES)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (!buf || bad || n >= SCRIPT_MAX_BYTES) {
+    s->text = read_file_bounded(path, SCRIPT_MAX_BYTES, len);
+    if (!s->text) {
         snprintf(err, errlen, "cannot read --requests %s: %s", path,
-                 !buf ? "out of memory" : bad ? "read error" : "over 64 MiB");
-        free(buf);
+                 errno == EFBIG ? "over 64 MiB" : strerror(errno));
         return -1;
     }
-    s->text = buf;
-    *len = n;
     return 0;
 }
 

@@ -2,10 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-char *read_file_whole(const char *path, size_t *len)
+char *read_file_bounded(const char *path, size_t max, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -13,6 +14,12 @@ char *read_file_whole(const char *path, size_t *len)
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
+        if (n > max) { /* one byte past the bound is enough to know */
+            free(buf);
+            buf = NULL;
+            errno = EFBIG;
+            break;
+        }
         if (n + 1 == cap) {
             char *bigger = realloc(buf, cap * 2);
             if (!bigger) {
@@ -42,4 +49,9 @@ char *read_file_whole(const char *path, size_t *len)
     if (buf && len)
         *len = n;
     return buf;
+}
+
+char *read_file_whole(const char *path, size_t *len)
+{
+    return read_file_bounded(path, SIZE_MAX, len);
 }

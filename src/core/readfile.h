@@ -9,5 +9,8 @@
  * is not NULL; NULL when it cannot be opened or read, or memory runs out
  * (errno says which). */
 char *read_file_whole(const char *path, size_t *len);
+/* The same for a file that must hold at most max bytes: NULL with errno
+ * EFBIG when it holds more. */
+char *read_file_bounded(const char *path, size_t max, size_t *len);
 
 #endif

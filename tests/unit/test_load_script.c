@@ -2,11 +2,14 @@
  * ends, comments) and its refusals with FILE:LINE. */
 #include "unit.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "bench/load_script.h"
+#include "core/readfile.h"
 
 static char path[64];
 static char err[256];
@@ -79,4 +82,27 @@ TEST(refusals_name_the_line)
     CHECK(strstr(err, ":1: expected a request line") != NULL);
     CHECK_EQ_INT(load_script_read("/nonexistent/herd", &s, err, sizeof err), -1);
     CHECK(strstr(err, "cannot read --requests /nonexistent/herd") != NULL);
+}
+
+/* The bound the script reader relies on: a file of max bytes is read, one
+ * byte more is EFBIG (and a directory is an error, not an empty file). */
+TEST(bounded_read)
+{
+    char name[] = "/tmp/herd-unit-bounded-XXXXXX";
+    int fd = mkstemp(name);
+    if (!CHECK(fd >= 0))
+        return;
+    char big[10000];
+    memset(big, 'x', sizeof big);
+    CHECK(write(fd, big, sizeof big) == (ssize_t)sizeof big);
+    close(fd);
+    size_t len = 0;
+    char *text = read_file_bounded(name, sizeof big, &len);
+    CHECK(text != NULL && len == sizeof big && text[len] == '\0');
+    free(text);
+    errno = 0;
+    CHECK(read_file_bounded(name, sizeof big - 1, &len) == NULL);
+    CHECK_EQ_INT(errno, EFBIG);
+    CHECK(read_file_bounded("/tmp", 100, &len) == NULL && errno == EISDIR);
+    unlink(name);
 }
