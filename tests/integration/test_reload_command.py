@@ -141,9 +141,9 @@ def test_usage_errors_exit_2(tmp_path):
 @pytest.mark.parametrize("text", [
     "{wrapped}\n", "4294967295\n", "99999999999999999999999\n", "0\n", "-1\n", "-{sleeper}\n",
     "{sleeper}abc\n", "{sleeper} {sleeper}\n", "\n", "", " {sleeper}\n", "0x10\n",
-    "{sleeper}\n\n"], ids=["wrapped", "2^32-1", "saturated", "zero", "minus-one", "negative",
+    "{sleeper}\n\n", "{sleeper}\x00\n", "{sleeper}\r\n"], ids=["wrapped", "2^32-1", "saturated", "zero", "minus-one", "negative",
                            "trailing-text", "two", "newline", "empty", "leading-space", "hex",
-                           "two-newlines"])
+                           "two-newlines", "nul", "crlf"])
 def test_a_pid_file_that_is_not_one_pid_signals_nothing(tmp_path, text):
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
