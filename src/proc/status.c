@@ -14,8 +14,19 @@ struct totals {
     uint64_t tls_handshakes, tls_resumed, tls_failed[4];
     uint64_t file_reads;
     uint32_t workers;
+    /* The slots counted in workers: the page lists these and no others, so
+     * that a worker starting or leaving while it is rendered cannot be
+     * listed without being counted (or the other way round). */
+    uint64_t live[SB_MAX_SLOTS / 64];
     struct sb_latency lat;      /* merged over every slot, like the counters */
 };
+
+_Static_assert(SB_MAX_SLOTS % 64 == 0, "live[] holds a bit per slot");
+
+static int counted(const struct totals *t, uint32_t slot)
+{
+    return (t->live[slot / 64] >> (slot % 64)) & 1;
+}
 
 /* The keys of tls_failed, in enum tls_fail's order (net/tls.h). */
 static const char *const tls_fail_names[4] = {"plain_http", "protocol", "closed", "timeout"};
@@ -72,6 +83,7 @@ static void sum(const struct scoreboard *sb, struct totals *t)
             t->active += s.active;
             t->idle += s.idle;
             t->workers++;
+            t->live[i / 64] |= (uint64_t)1 << (i % 64);
         }
     }
 }
@@ -171,7 +183,7 @@ static void render_json(const struct scoreboard *sb, struct bw *w)
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
         snapshot(&sb->slots[i], &s);
-        if (s.state == SB_FREE)
+        if (!counted(&t, i))
             continue;
         bw_printf(w,
             "%s{\"slot\":%u,\"worker\":%u,\"pid\":%d,\"generation\":%u,\"state\":\"%s\","
@@ -218,13 +230,13 @@ static void prom_latency(struct bw *w, const struct sb_latency *lat)
 }
 
 /* One series per live slot: labels are bounded by --workers. */
-static void prom_per_worker(const struct scoreboard *sb, struct bw *w, const char *name,
-                            const char *help, size_t field)
+static void prom_per_worker(const struct scoreboard *sb, const struct totals *t, struct bw *w,
+                            const char *name, const char *help, size_t field)
 {
     bw_printf(w, "# HELP herd_worker_%s %s\n# TYPE herd_worker_%s counter\n", name, help, name);
     for (uint32_t i = 0; i < sb->nslots; i++) {
         const struct sb_slot *s = &sb->slots[i];
-        if (SB_GET(s->state) == SB_FREE)
+        if (!counted(t, i))
             continue;
         const uint64_t *v = (const uint64_t *)((const char *)s + field);
         bw_printf(w, "herd_worker_%s{slot=\"%u\",worker=\"%u\"} %llu\n", name, i,
@@ -266,9 +278,9 @@ static void render_prometheus(const struct scoreboard *sb, struct bw *w)
          SB_GET(sb->worker_restarts));
     prom(w, "generation", "gauge", "Reload generation.", SB_GET(sb->generation));
     prom_latency(w, &t.lat);
-    prom_per_worker(sb, w, "accepted_connections_total", "Connections accepted, per worker.",
+    prom_per_worker(sb, &t, w, "accepted_connections_total", "Connections accepted, per worker.",
                     offsetof(struct sb_slot, accepted));
-    prom_per_worker(sb, w, "requests_total", "HTTP requests answered, per worker.",
+    prom_per_worker(sb, &t, w, "requests_total", "HTTP requests answered, per worker.",
                     offsetof(struct sb_slot, requests));
 }
 
@@ -305,7 +317,7 @@ static void render_table(const struct scoreboard *sb, struct bw *w)
     for (uint32_t i = 0; i < sb->nslots; i++) {
         struct sb_slot s;
         snapshot(&sb->slots[i], &s);
-        if (s.state == SB_FREE)
+        if (!counted(&t, i))
             continue;
         bw_printf(w, "%4u %6u %8d %4u %-8s %12llu %8llu %6llu %6llu %8llu\n", i, s.index, s.pid,
             s.generation, state_name(s.state), (unsigned long long)s.requests,
