@@ -277,8 +277,11 @@ static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
         /* Read once more before closing: when the server's FIN is already
          * here, it closed first and TIME_WAIT stays on its side, so a
          * connection-per-request run does not exhaust local ports.
-         * Requests pipelined after this response are not answered. */
-        c->outstanding = 0;
+         * Requests pipelined after this response will not be answered:
+         * each is a read error (the server closed before its response),
+         * as it would be without the Connection: close. */
+        for (; c->outstanding; c->outstanding--)
+            note(t, LERR_READ, 0, "the server closed with pipelined requests unanswered");
         c->state = LC_CLOSING;
         c->deadline_ns = now + t->timeout_ns;
         release_stash(t, c);

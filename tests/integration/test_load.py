@@ -55,7 +55,8 @@ class Backend:
     answers), garbage (not HTTP), stall (answers request number stall_at
     after stall_s seconds), twice (two responses per request, in one send),
     closejunk (a response with Connection: close, then junk bytes, then
-    close)."""
+    close), closefirst (answers a connection's first request with
+    Connection: close and closes, as nginx with keepalive_requests 1)."""
 
     def __init__(self, mode="ok", body=b"hello, load\n", stall_at=0, stall_s=0.0, keep=5):
         self.mode, self.body = mode, body
@@ -105,7 +106,7 @@ class Backend:
         if self.mode == "closejunk":
             return (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
                     % (len(b), b) + JUNK)
-        if self.mode in ("ok", "stall", "dropsecond"):
+        if self.mode in ("ok", "stall", "dropsecond", "closefirst"):
             return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
         if self.mode == "status404":
             return b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n%s\r\n%s" % (len(b), conn, b)
@@ -161,7 +162,7 @@ class Backend:
                     if self.mode == "stall" and seq == self.stall_at:
                         time.sleep(self.stall_s)
                     close = (re.search(rb"(?im)^connection:\s*close", head) is not None
-                             or self.mode in ("close10", "midclose", "closejunk"))
+                             or self.mode in ("close10", "midclose", "closejunk", "closefirst"))
                     try:
                         c.sendall(self._answer(seq, close))
                     except OSError:
@@ -324,6 +325,21 @@ def test_large_file_from_herd_serve(server, site, tmp_path):
     assert sum(j["errors"].values()) == 0, j["errors"]
     assert j["requests"] >= 2
     assert j["transfer_bytes"] >= j["requests"] * site.big_size
+
+
+def test_requests_pipelined_behind_a_closing_answer_are_read_errors(backend, tmp_path):
+    """--pipeline 4 against a server that answers one request per connection
+    and closes: the three requests sent behind each answer are never
+    answered, and each is counted as a read error, not dropped from the
+    report (red-team pass 14, finding 1)."""
+    b = backend("closefirst")
+    r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "500ms", "--pipeline", 4, b.url())
+    b.settle()
+    assert j["requests"] > 10
+    others = {k: v for k, v in j["errors"].items() if k != "read" and v}
+    assert not others, j["errors"]
+    assert j["errors"]["read"] == 3 * j["requests"], (j["errors"], j["requests"])
+    assert "pipelined requests unanswered" in json.dumps(j.get("first_errors")), j
 
 
 def test_no_keepalive_opens_one_connection_per_request(backend, tmp_path):
