@@ -295,8 +295,9 @@ static int response_done(struct load_thread *t, struct lconn *c, int64_t now)
     }
     /* With nothing outstanding, the next request waits until the socket
      * is drained (on_read): bytes already received must not pass for its
-     * answer. */
-    c->deadline_ns = c->outstanding ? now + t->timeout_ns : 0;
+     * answer. An answer may come before its request's body was all sent
+     * (RFC 9112 9.3): the rest of it must still go within the timeout. */
+    c->deadline_ns = c->outstanding || c->wr_len ? now + t->timeout_ns : 0;
     return 1;
 }
 
@@ -542,10 +543,18 @@ void lconn_event(struct load_thread *t, struct lconn *c, uint32_t events)
     }
     if (c->state == LC_IDLE)
         return;
+    int was_writing = c->wr_len != 0;
     if ((events & EPOLLOUT) && c->wr_len && flush(t, c) < 0)
         return;
+    uint32_t gen = c->gen;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         on_read(t, c, events);
+    /* The last of a batch went after its answers came (a server may answer
+     * before it reads a whole body): the next batch, as on_read would have
+     * sent it had the write been done. The socket is drained (edge-
+     * triggered reads run to EAGAIN), so no byte read passes for its answer. */
+    if (was_writing && gen == c->gen && c->state == LC_OPEN && !c->wr_len && !c->outstanding)
+        pump(t, c, load_now_ns());
 }
 
 void lconn_tick(struct load_thread *t, struct lconn *c, int64_t now)
@@ -568,6 +577,8 @@ void lconn_tick(struct load_thread *t, struct lconn *c, int64_t now)
     case LC_OPEN:
         if (c->outstanding && c->deadline_ns && now >= c->deadline_ns)
             lconn_fail(t, c, LERR_TIMEOUT, 0, "no complete response within the timeout");
+        else if (c->wr_len && c->deadline_ns && now >= c->deadline_ns)
+            lconn_fail(t, c, LERR_WRITE, ETIMEDOUT, "the rest of a request after its answer");
         break;
     case LC_CLOSING:
         if (now >= c->deadline_ns) {

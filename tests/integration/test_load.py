@@ -342,6 +342,97 @@ def test_requests_pipelined_behind_a_closing_answer_are_read_errors(backend, tmp
     assert "pipelined requests unanswered" in json.dumps(j.get("first_errors")), j
 
 
+class EarlyAnswer:
+    """Answers each request as soon as its head is in, then reads its body
+    and keeps the connection (RFC 9112 9.3 lets a server answer first)."""
+
+    def __init__(self, reads_body=True):
+        self.reads_body = reads_body
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.answered = 0
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            threading.Thread(target=self._conn, args=(c,), daemon=True).start()
+
+    def _conn(self, c):
+        c.settimeout(10)
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                i = buf.index(b"\r\n\r\n") + 4
+                m = re.search(rb"(?im)^content-length:\s*(\d+)", buf[:i])
+                need, buf = int(m.group(1)) if m else 0, buf[i:]
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+                self.answered += 1
+                if not self.reads_body:
+                    time.sleep(5)
+                    return
+                time.sleep(0.05)
+                while len(buf) < need:
+                    d = c.recv(1 << 20)
+                    if not d:
+                        return
+                    buf += d
+                buf = buf[need:]
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def stop(self):
+        self.stopping = True
+        self.sock.close()
+
+
+def test_a_body_still_being_sent_after_its_answer_does_not_stall(tmp_path):
+    """--body larger than the socket buffers, against a server that answers
+    before reading the body: once the body is out, the next request goes.
+    It stalled for good after the first answer (red-team pass 14, finding 4)."""
+    body = tmp_path / "body.bin"
+    body.write_bytes(b"b" * (8 << 20))
+    srv = EarlyAnswer()
+    try:
+        r, j = load_json(tmp_path, "-c", 2, "-t", 1, "-d", "1500ms", "--body", body,
+                         f"http://127.0.0.1:{srv.port}/")
+    finally:
+        srv.stop()
+    assert sum(j["errors"].values()) == 0, (j["errors"], j.get("first_errors"))
+    assert j["requests"] >= 6, j["requests"]
+
+
+def test_a_body_the_server_never_reads_is_a_write_timeout(tmp_path):
+    """The same server, but it never reads the body: the rest of the request
+    cannot go, and after --timeout that is a write error, not a silent
+    connection for the rest of the run."""
+    body = tmp_path / "body.bin"
+    body.write_bytes(b"b" * (8 << 20))
+    srv = EarlyAnswer(reads_body=False)
+    try:
+        r, j = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "1500ms", "--timeout", "400ms",
+                         "--body", body, f"http://127.0.0.1:{srv.port}/")
+    finally:
+        srv.stop()
+    assert j["errors"]["write"] >= 1, (j["errors"], j.get("first_errors"))
+    assert "the rest of a request after its answer" in json.dumps(j.get("first_errors")), j
+
+
 def test_no_keepalive_opens_one_connection_per_request(backend, tmp_path):
     b = backend("ok")
     r, j = load_json(tmp_path, "--no-keepalive", "-c", 3, "-t", 1, "-d", "1s", b.url())
