@@ -35,6 +35,8 @@ enum load_err {
 extern const char *const load_err_names[LOAD_NERR];
 
 #define LOAD_MAX_HEADERS 64
+/* -d and --warmup: 30 days each, so their sum in ns stays far inside int64 */
+#define LOAD_DURATION_MAX_MS (30LL * 24 * 3600 * 1000)
 
 struct load_config {
     struct target target;

@@ -28,7 +28,7 @@ static const char load_usage[] =
     "\n"
     "  -c, --connections N   open connections (default 10)\n"
     "  -t, --threads N       threads, each with its own event loop (default 2)\n"
-    "  -d, --duration DUR    how long to measure (default 10s)\n"
+    "  -d, --duration DUR    how long to measure (default 10s, at most 720h)\n"
     "  -H, --header 'N: V'   add a request header; repeatable\n"
     "      --latency         print the latency distribution\n"
     "  -R, --rate R          open loop: R requests/s over all connections, each\n"
@@ -54,7 +54,7 @@ static const char load_usage[] =
     "  -k, --insecure        https: do not verify the server's certificate\n"
     "      --timeout DUR     connect (with TLS handshake) and response timeout\n"
     "                        (default 2s)\n"
-    "      --warmup DUR      run this long before measuring (default 0)\n"
+    "      --warmup DUR      run this long before measuring (default 0, at most 720h)\n"
     "      --cpus LIST       pin thread i to the i-th CPU of LIST (\"1\", \"0,2-3\")\n"
     "      --json FILE       also write the results as JSON (\"-\": stdout)\n"
     "      --timeline DUR    with --json: add \"timeline\", the measured run in\n"
@@ -183,7 +183,8 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
             cfg->threads = (uint32_t)n;
             break;
         case O_DURATION:
-            if (flag_duration_ms(v, &cfg->duration_ms) < 0 || cfg->duration_ms <= 0)
+            if (flag_duration_ms(v, &cfg->duration_ms) < 0 || cfg->duration_ms <= 0 ||
+                cfg->duration_ms > LOAD_DURATION_MAX_MS)
                 return bad_value(name, v);
             break;
         case O_HEADER:
@@ -236,7 +237,7 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
                 return bad_value(name, v);
             break;
         case O_WARMUP:
-            if (flag_duration_ms(v, &cfg->warmup_ms) < 0)
+            if (flag_duration_ms(v, &cfg->warmup_ms) < 0 || cfg->warmup_ms > LOAD_DURATION_MAX_MS)
                 return bad_value(name, v);
             break;
         case O_CPUS: {

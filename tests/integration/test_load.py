@@ -694,6 +694,9 @@ def test_server_dies_mid_run(tmp_path):
     ["-c", "0", "http://127.0.0.1:1/"],
     ["-c", "2", "-t", "4", "http://127.0.0.1:1/"],
     ["-d", "soon", "http://127.0.0.1:1/"],
+    ["-d", "721h", "http://127.0.0.1:1/"],            # past 720h: it overflowed to an instant run
+    ["-d", "2562048h", "http://127.0.0.1:1/"],
+    ["--warmup", "2562048h", "http://127.0.0.1:1/"],
     ["--rate", "-5", "http://127.0.0.1:1/"],
     ["--no-keepalive", "--pipeline", "4", "http://127.0.0.1:1/"],
     ["--bogus", "http://127.0.0.1:1/"],
