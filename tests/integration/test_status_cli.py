@@ -436,3 +436,48 @@ def test_the_fake_page_itself_is_taken(fake):
     f = fake(lambda conn, stop: conn.sendall(answer(GOOD)))
     r, _ = run_status(f.url, "--json")
     assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------------ server bytes on the terminal
+
+HOSTILE = b"\x1b]0;PWNED\x07\x1b[2J\x1b[31m\x9b31m\x7f"
+
+
+def run_status_bytes(*args):
+    cmd = herd_cmd("status", *args)
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=RUN_TIMEOUT_S)
+
+
+def no_controls(data, keep=b""):
+    bad = [c for c in data if (c < 0x20 and bytes([c]) not in keep) or c >= 0x7f]
+    assert not bad, data
+
+
+def test_a_status_line_with_controls_is_shown_without_them(fake):
+    """The reason of a failed fetch quotes the server's status line: an ESC
+    (window title, screen clear, colours), C1 bytes or a bare LF from the
+    server must not reach the terminal as they are (red-team pass 14)."""
+    f = fake(send_then_close(b"HTTP/1.1 404 " + HOSTILE + b"gone\nfake: line\r\n"
+                             b"Content-Length: 0\r\n\r\n"))
+    r = run_status_bytes(f.url)
+    assert r.returncode == 1, r.stderr
+    assert b"no status page" in r.stderr and b"HTTP/1.1 404" in r.stderr, r.stderr
+    assert b"fake: line" not in r.stderr, r.stderr
+    no_controls(r.stderr, keep=b"\n")
+    assert r.stderr.count(b"\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize("fmt, start", [
+    ("table", b"herd: master 1 "),
+    ("json", b'{"master_pid":1,"x":"'),
+])
+def test_a_page_with_controls_is_printed_without_them(fake, fmt, start):
+    body = start + HOSTILE + b"\n  line two\tx\n"
+    f = fake(send_then_close(answer(body)))
+    args = [f.url] if fmt == "table" else ["--json", f.url]
+    r = run_status_bytes(*args)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(start), r.stdout
+    assert b"line two\tx\n" in r.stdout, r.stdout
+    no_controls(r.stdout, keep=b"\n\t")
