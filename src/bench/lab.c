@@ -57,6 +57,13 @@ void lab_slug(char *out, size_t n, const char *label)
             *p = '-';
 }
 
+void lab_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = '?';
+}
+
 void lab_last_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
@@ -73,6 +80,7 @@ void lab_last_line(const char *path, char *out, size_t n)
             snprintf(out, n, "%.*s", (int)(n - 1), p);
     }
     fclose(f);
+    lab_printable(out);
 }
 
 void lab_describe_exit(int status, char *out, size_t n)

@@ -160,6 +160,37 @@ void lab_manifest_fill(struct lab_manifest *m, const char *herd_bin)
 
 /* ---------------------------------------------------------------- markdown */
 
+/* Text from outside herd (a server's version, a reason quoting its log, a
+ * command line) in a markdown table cell or list item: '|' would end the
+ * cell, and '<' '&' would start HTML in most renderers. In a code span
+ * (code) only '|' and '`' matter: the span shows the rest as it is. */
+static void md_text_in(FILE *f, const char *s, int code)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", f);
+        else if (*s == '`')
+            fputc('\'', f);
+        else if (code)
+            fputc(*s, f);
+        else if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '\\' || *s == '*' || *s == '_' || *s == '[' || *s == ']')
+            fprintf(f, "\\%c", *s);
+        else
+            fputc(*s, f);
+    }
+}
+
+static void md_text(FILE *f, const char *s)
+{
+    md_text_in(f, s, 0);
+}
+
 static const char *ka_title(int ka)
 {
     return ka ? "Keep-alive on" : "Keep-alive off (a new connection per request)";
@@ -443,7 +474,9 @@ static void balance_md(FILE *f, const struct lab *lab)
         }
         fprintf(f, "| %s |", b->label);
         if (!b->ok || !total) {
-            fprintf(f, " failed: %s |\n", b->ok ? "no connections" : b->reason);
+            fputs(" failed: ", f);
+            md_text(f, b->ok ? "no connections" : b->reason);
+            fputs(" |\n", f);
             continue;
         }
         for (int w = 0; w < b->workers; w++)
@@ -596,8 +629,10 @@ int lab_write_md(const struct lab *lab, const char *path)
                     continue;
                 if (!failed++)
                     fprintf(f, "## Failed runs\n\n");
-                fprintf(f, "- %s, keep-alive %s, c=%d: %s\n", s->label, cfg->ka[ki] ? "on" : "off",
-                        cfg->conc[c], p->reason);
+                fprintf(f, "- %s, keep-alive %s, c=%d: ", s->label, cfg->ka[ki] ? "on" : "off",
+                        cfg->conc[c]);
+                md_text(f, p->reason);
+                fputs("\n", f);
             }
     }
     if (failed)
@@ -628,11 +663,14 @@ static void servers_md(FILE *f, const struct lab *lab)
         char pids[200] = "";
         for (int k = 0, o = 0; k < s->npids && o < (int)sizeof pids; k++)
             o += snprintf(pids + o, sizeof pids - (size_t)o, "%s%d", k ? " " : "", (int)s->pids[k]);
-        fprintf(f, "| %s | %s%s%s | %s | `%s` | %s |\n", s->label, state_word(s->state),
-                s->state == SRV_OK || !s->reason[0] ? "" : ": ",
-                s->state == SRV_OK ? "" : s->reason,
-                !strcmp(s->kind, "herd") ? m->herd_version : s->version[0] ? s->version : "?",
-                s->command[0] ? s->command : "-", pids[0] ? pids : "-");
+        fprintf(f, "| %s | %s%s", s->label, state_word(s->state),
+                s->state == SRV_OK || !s->reason[0] ? "" : ": ");
+        md_text(f, s->state == SRV_OK ? "" : s->reason);
+        fputs(" | ", f);
+        md_text(f, !strcmp(s->kind, "herd") ? m->herd_version : s->version[0] ? s->version : "?");
+        fputs(" | `", f);
+        md_text_in(f, s->command[0] ? s->command : "-", 1);
+        fprintf(f, "` | %s |\n", pids[0] ? pids : "-");
     }
     fprintf(f, "\nRaw output of every run of herd load is in raw/, server logs and configs in "
                "servers/, every figure in report.json.\n");

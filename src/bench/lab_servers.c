@@ -273,6 +273,7 @@ void lab_server_version(struct lab_server *s, const char *dir, int cpu)
         char *dash = strstr(s->version, " - ");
         if (dash)
             *dash = 0;
+        lab_printable(s->version);
     }
     fclose(f);
 }

@@ -739,3 +739,34 @@ def test_relative_out_dir_with_nginx(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads((tmp_path / "rel" / "report.json").read_text())
     assert [(s["label"], s["state"]) for s in rep["servers"]] == [("nginx", "ran")], rep["servers"]
+
+
+def test_a_servers_own_text_reaches_terminal_and_report_escaped(tmp_path):
+    """What a compared server prints (its -v line, its log's last line when it
+    fails) goes into the terminal and report.md: ESC sequences must not, and
+    '|' or HTML must not break the servers table (red-team pass 14)."""
+    fake = tmp_path / "fake-nginx"
+    fake.write_text(
+        "#!/usr/bin/env python3\n"
+        "import sys\n"
+        "if '-v' in sys.argv:\n"
+        "    sys.stderr.write('nginx version: nginx/1.0 | x | <img src=x> \\x1b]0;T\\x07\\n')\n"
+        "    sys.exit(0)\n"
+        "sys.stderr.write('emerg: \\x1b[2J | col | <b>bold</b>\\n')\n"
+        "sys.exit(1)\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, NGINX_BIN=str(fake))
+    out = tmp_path / "out"
+    r = subprocess.run(lab_cmd(out, "--models", "none", "--compare", "nginx", "--concurrency", 1,
+                               "--duration", "500ms", "--warmup", "0", "--balance-workers", 0),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=env)
+    assert b"\x1b" not in r.stdout + r.stderr, r.stderr
+    assert b"nginx: failed" in r.stderr, r.stderr
+    md = (out / "report.md").read_bytes()
+    assert b"\x1b" not in md
+    part = md.split(b"\n## Servers", 1)[1].split(b"\n## ", 1)[0]
+    row = [l for l in part.split(b"\n") if l.startswith(b"| nginx |")]
+    assert len(row) == 1, part
+    # five cells: every '|' inside one is escaped
+    assert len(re.findall(rb"(?<!\\)\|", row[0])) == 6, row[0]
+    assert b"<b>" not in row[0] and b"<img" not in row[0], row[0]
