@@ -211,18 +211,27 @@ int hdr_add_json(struct hdr *h, const struct json *obj, const char *unit,
             snprintf(err, errlen, "histogram bucket is not [value, count]");
             return -1;
         }
-        seen += c->u64;
+        if (__builtin_add_overflow(seen, c->u64, &seen)) {
+            snprintf(err, errlen, "histogram counts do not add up");
+            return -1;
+        }
     }
     if (seen != count || (count && (min > max || max > HDR_MAX))) {
         snprintf(err, errlen, "histogram counts do not add up");
+        return -1;
+    }
+    uint64_t total, total_sum; /* each bucket is at most the total: it cannot wrap either */
+    if (__builtin_add_overflow(h->total, count, &total) ||
+        __builtin_add_overflow(h->sum, sum, &total_sum)) {
+        snprintf(err, errlen, "histogram count or sum past 2^64 once added");
         return -1;
     }
     if (!count)
         return 0;
     for (const struct json *e = b->child; e; e = e->next)
         h->counts[index_of(e->child->u64)] += e->child->next->u64;
-    h->total += count;
-    h->sum += sum;
+    h->total = total;
+    h->sum = total_sum;
     if (min < h->min)
         h->min = min;
     if (max > h->max)

@@ -298,6 +298,19 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         snprintf(err, errlen, "%s: %s is not a count herd load writes", path, bad);
         goto out;
     }
+    uint64_t sum_req, sum_bytes, sum_conn, sum_res, sum_e[LOAD_NERR];
+    int wraps = __builtin_add_overflow(r->requests, requests, &sum_req) |
+                __builtin_add_overflow(r->bytes, bytes, &sum_bytes) |
+                __builtin_add_overflow(r->connects, connects, &sum_conn) |
+                __builtin_add_overflow(r->tls_resumed, resumed, &sum_res) |
+                (r->runs + runs > UINT32_MAX) | (r->threads + threads > UINT32_MAX) |
+                (r->conns + conns > UINT32_MAX);
+    for (int k = 0; k < LOAD_NERR; k++)
+        wraps |= __builtin_add_overflow(r->errors[k], e[k], &sum_e[k]);
+    if (wraps) {
+        snprintf(err, errlen, "%s: its counts added to the others' pass 2^64", path);
+        goto out;
+    }
     const struct json *ka = json_get(root, "keepalive");
     const struct json *url = json_get(root, "url");
     const struct json *first = json_get(root, "first_errors");
@@ -312,19 +325,24 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
     r->threads += (uint32_t)threads;
     r->conns += (uint32_t)conns;
     r->rate += rate;
-    r->requests += requests;
-    r->bytes += bytes;
-    r->connects += connects;
-    r->tls_resumed += resumed;
+    r->requests = sum_req;
+    r->bytes = sum_bytes;
+    r->connects = sum_conn;
+    r->tls_resumed = sum_res;
     r->requests_per_sec += rps;
     r->bytes_per_sec += bps;
     if (duration > r->duration_s)
         r->duration_s = duration;
     for (int k = 0; k < LOAD_NERR; k++) {
-        r->errors[k] += e[k];
+        r->errors[k] = sum_e[k];
         const struct json *w = json_get(first, load_err_names[k]);
-        if (!r->why[k][0] && w && w->type == JSON_STR)
+        if (!r->why[k][0] && w && w->type == JSON_STR) {
+            /* printed on the terminal: a file's controls become '?' */
             snprintf(r->why[k], sizeof r->why[k], "%s", w->str);
+            for (char *p = r->why[k]; *p; p++)
+                if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+                    *p = '?';
+        }
     }
     rc = 0;
 out:

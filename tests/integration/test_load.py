@@ -597,6 +597,43 @@ def test_merge_refuses_figures_a_run_cannot_have(backend, tmp_path, field, value
     no_figures(r)
 
 
+def test_merge_refuses_counts_that_wrap_when_added(backend, tmp_path):
+    """A file claiming 2^64-1 requests merged with a real run summed to fewer
+    than the real run, and bucket counts that wrap "added up"; both are
+    refused now, and a file's first_errors text reaches the terminal only
+    as printable ASCII (red-team pass 14)."""
+    b = backend("ok")
+    _, a = load_json(tmp_path, "-c", 1, "-t", 1, "-d", "200ms", b.url())
+    fa = tmp_path / "a.json"
+    fa.write_text(json.dumps(a))
+    huge = dict(a, requests=2**64 - 1)
+    fb = tmp_path / "huge.json"
+    fb.write_text(json.dumps(huge))
+    r = herd_load("--merge", fa, fb)
+    assert r.returncode == 1, r.stdout
+    assert "huge.json" in one_line_error(r) and "2^64" in r.stderr, r.stderr
+    no_figures(r)
+
+    h = dict(a["histogram"])
+    v = h["buckets"][0][0]
+    h.update(buckets=[[v, 2**64 - 1], [v, 2]], count=1, min=v, max=v)
+    fc = tmp_path / "wrap.json"
+    fc.write_text(json.dumps(dict(a, histogram=h)))
+    r = herd_load("--merge", fa, fc)
+    assert r.returncode == 1, r.stdout
+    assert "wrap.json" in one_line_error(r) and "add up" in r.stderr, r.stderr
+
+    noisy = dict(a, first_errors={"read": "recv: \x1b]0;T\x07\x9b31m gone"},
+                 errors=dict(a["errors"], read=1))
+    fd = tmp_path / "noisy.json"
+    fd.write_text(json.dumps(noisy))
+    r = subprocess.run(herd_cmd("load", "--merge", str(fa), str(fd)), stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=RUN_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert b"gone" in r.stdout + r.stderr, r.stdout
+    assert not [c for c in r.stdout + r.stderr if (c < 0x20 and c not in b"\n\t") or c >= 0x7f]
+
+
 # ------------------------------------------------------------ failures: exit 1, a reason, no figure
 
 def free_port():
