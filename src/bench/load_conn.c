@@ -82,6 +82,10 @@ static void pump(struct load_thread *t, struct lconn *c, int64_t now);
 /* Open for requests: connected, and for https past the handshake. */
 static void ready(struct load_thread *t, struct lconn *c, int64_t now)
 {
+    if (t->stopping) { /* set up after the end (load_run.c waits for it): it carries nothing */
+        close_conn(t, c);
+        return;
+    }
     c->state = LC_OPEN;
     c->deadline_ns = 0;
     if (t->measuring) {
@@ -604,6 +608,8 @@ void lconn_stop(struct load_thread *t, struct lconn *c)
     c->retry_ns = 0;
     if (c->heap_pos >= 0)
         load_heap_remove(t, c);
-    if (c->state != LC_OPEN || !c->outstanding)
+    /* what is in flight (load_run.c) stays until it ends or times out */
+    if ((c->state != LC_OPEN || !c->outstanding) && c->state != LC_CONNECTING &&
+        c->state != LC_HANDSHAKE)
         close_conn(t, c);
 }

@@ -136,10 +136,18 @@ static void sample_rps(struct load_thread *t, int64_t now)
     t->rps_at = now;
 }
 
+/* A request in flight, or a connection still being set up (TCP connect,
+ * TLS handshake): the end of the run waits for it, up to --timeout. */
+static int in_flight(const struct lconn *c)
+{
+    return (c->state == LC_OPEN && c->outstanding) || c->state == LC_CONNECTING ||
+           c->state == LC_HANDSHAKE;
+}
+
 static int busy(const struct load_thread *t)
 {
     for (uint32_t i = 0; i < t->nconns; i++)
-        if (t->conns[i].state == LC_OPEN && t->conns[i].outstanding)
+        if (in_flight(&t->conns[i]))
             return 1;
     return 0;
 }
@@ -216,9 +224,15 @@ static void *thread_main(void *arg)
         }
     }
     /* Whatever is still in flight has outlived the timeout. */
-    for (uint32_t i = 0; i < t->nconns; i++)
-        if (t->conns[i].state == LC_OPEN && t->conns[i].outstanding)
-            lconn_fail(t, &t->conns[i], LERR_TIMEOUT, 0, "no complete response within the timeout");
+    for (uint32_t i = 0; i < t->nconns; i++) {
+        struct lconn *c = &t->conns[i];
+        if (c->state == LC_OPEN && c->outstanding)
+            lconn_fail(t, c, LERR_TIMEOUT, 0, "no complete response within the timeout");
+        else if (c->state == LC_CONNECTING)
+            lconn_fail(t, c, LERR_CONNECT, ETIMEDOUT, "connect");
+        else if (c->state == LC_HANDSHAKE)
+            lconn_fail(t, c, LERR_TLS, ETIMEDOUT, "handshake");
+    }
     publish(t);
     __atomic_add_fetch(t->threads_done, 1, __ATOMIC_RELEASE);
     return NULL;

@@ -705,6 +705,20 @@ def test_silent_server_times_out(backend):
     no_figures(r)
 
 
+def test_a_handshake_that_never_ends_is_counted_at_the_end_of_the_run(backend):
+    """https against a server that reads and never answers, with --timeout
+    as long as the run: the handshakes still pending at the end are waited
+    for like requests in flight and counted as TLS errors. They were
+    dropped uncounted (red-team pass 14, finding 7)."""
+    b = backend("silent")
+    r = herd_load("--insecure", "-c", 2, "-t", 1, "-d", "600ms", "--timeout", "600ms",
+                  f"https://127.0.0.1:{b.port}/x")
+    assert r.returncode == 1
+    line = one_line_error(r)
+    assert "2 tls errors" in line and "handshake" in line, line
+    no_figures(r)
+
+
 def test_server_dies_mid_run(tmp_path):
     """Some responses succeeded, then the port went dead: a result with the
     connect errors counted, not a crash and not a hang."""
