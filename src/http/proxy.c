@@ -356,6 +356,11 @@ long proxy_build_response(const struct upstream_response *r, enum upstream_body 
         if (dropped(r->headers, r->nheaders, &h->name) ||
             (!pass_server && (is(&h->name, "server") || is(&h->name, "date"))))
             continue;
+        /* RFC 9110 8.6: never in a 1xx or 204; a client that believed one
+         * would wait for the body, or take the next answer's first bytes
+         * for it (nginx's header filter drops it too). */
+        if ((r->status < 200 || r->status == 204) && is(&h->name, "content-length"))
+            continue;
         bw_put(&w, h->name.p, h->name.len);
         bw_put(&w, ": ", 2);
         bw_put(&w, h->value.p, h->value.len);

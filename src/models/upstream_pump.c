@@ -243,6 +243,16 @@ static int retry_elsewhere(struct proxy *px, struct xfer *x, int timeout)
     return up_connect(px, x);
 }
 
+/* The upstream broke off a response whose head went to the client: the
+ * client gets a truncated answer and a close, and the log says why (nginx:
+ * "upstream prematurely closed connection while reading upstream"). */
+static void log_cut_short(struct proxy *px, struct xfer *x, const char *how)
+{
+    if (x->head_done)
+        log_msg(LOG_WARN, "upstream %s: %s inside the response body; the client's answer "
+                "is cut short", px->groups[x->group].cfg->name, how);
+}
+
 /* The upstream failed (error, early close, timeout). Before the response
  * head: retry when retry_elsewhere may, else answer 502 (504 on timeout).
  * After it: close the client (a truncated response; never re-sent). */
@@ -483,6 +493,7 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
             x->up_readable = 0;
             return 0;
         }
+        log_cut_short(px, x, strerror(errno));
         return upstream_failed(px, x, 0);
     }
     x->up_progress = 1;
@@ -503,6 +514,7 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
             respond_error(px, x, 502);
             return 1;
         }
+        log_cut_short(px, x, "closed");
         return upstream_failed(px, x, 0);
     }
     if (!x->got_bytes)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import HERD_ARGS
-from herdtest import RawConn, build_request
+from herdtest import RawConn, build_request, wait_for
 from lenient_backend import Lenient
 from proxy_backend import PATTERN, Backend, pattern_sha
 
@@ -290,6 +290,75 @@ def test_broken_chunked_response(server, model, when):
             c.read_until(b"abc")  # the head and the first chunk went out
             up.sendall(b"zz\r\nxx\r\n0\r\n\r\n")
             c.read_to_close(timeout=5)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def upstream_request(ls):
+    """Accepts herd's connection and reads one request head from it."""
+    up, _ = ls.accept()
+    up.settimeout(10)
+    got = b""
+    while b"\r\n\r\n" not in got:
+        more = up.recv(65536)
+        assert more, got
+        got += more
+    return up
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+def test_a_body_cut_short_upstream_is_logged(server, model, how):
+    """The upstream ends a body early (a close or a reset) after the head
+    went out: the client gets the truncated answer and a close, and the
+    error log says why; it said nothing (red-team pass 15)."""
+    ls = raw_upstream()
+    srv = server(*model, "--upstream", f"cut=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/up/=cut")
+    socks = [ls]
+    try:
+        c = srv.connect(timeout=10)
+        socks.append(c)
+        c.send(build_request("GET", "/up/x"))
+        up = upstream_request(ls)
+        socks.append(up)
+        up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nPARTIAL")
+        c.read_until(b"PARTIAL")
+        if how == "reset":
+            up.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        up.close()
+        assert c.read_to_close(timeout=5) == b""
+        wait_for(lambda: "inside the response body" in srv.stderr_text(), timeout=5,
+                 what="the log line")
+        line = [l for l in srv.stderr_text().splitlines() if "inside the response body" in l]
+        assert "upstream cut:" in line[0] and "cut short" in line[0], line
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_a_204_loses_the_content_length_its_upstream_gave_it(server, model):
+    """RFC 9110 8.6: no Content-Length in a 204. A client that believed the
+    upstream's would wait for a body, or take the next answer's first bytes
+    for it (red-team pass 15)."""
+    ls = raw_upstream()
+    srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/up/=r")
+    socks = [ls]
+    try:
+        c = srv.connect(timeout=10)
+        socks.append(c)
+        c.send(build_request("GET", "/up/x"))
+        up = upstream_request(ls)
+        socks.append(up)
+        up.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 4\r\nX-Kept: yes\r\n\r\nEVIL")
+        head = c.read_until(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 204 "), head
+        assert b"x-kept: yes" in head.lower() and b"content-length" not in head.lower(), head
+        # the connection goes on, and nothing of the stray body reaches it
+        c.send(build_request("GET", "/small.txt"))
+        r = c.read_response()
+        assert r.status == 200 and b"EVIL" not in r.body, r
     finally:
         for s in socks:
             s.close()

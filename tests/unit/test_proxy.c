@@ -357,3 +357,23 @@ TEST(response_head_for_client)
     CHECK(has(out, n, "\r\nConnection: close\r\n\r\n"));
     CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, 0, out, 20), -1);
 }
+
+TEST(no_content_length_in_a_204)
+{
+    /* RFC 9110 8.6: a 204 never carries one, whatever its upstream said; a
+     * 304's (the selected representation's length) and a HEAD's stay */
+    char out[512];
+    struct upstream_response r;
+    const char *no = "HTTP/1.1 204 No Content\r\nContent-Length: 4\r\nX-A: 1\r\n\r\n";
+    CHECK(upstream_parse_response(no, strlen(no), 16384, &r) > 0);
+    long n = proxy_build_response(&r, UB_NONE, 1, 1, 0, out, sizeof out);
+    CHECK(n > 0 && has(out, n, "\r\nX-A: 1\r\n") && !has(out, n, "Content-Length"));
+    const char *nm = "HTTP/1.1 304 Not Modified\r\nContent-Length: 4\r\n\r\n";
+    CHECK(upstream_parse_response(nm, strlen(nm), 16384, &r) > 0);
+    n = proxy_build_response(&r, UB_NONE, 1, 1, 0, out, sizeof out);
+    CHECK(n > 0 && has(out, n, "\r\nContent-Length: 4\r\n"));
+    const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n";
+    CHECK(upstream_parse_response(ok, strlen(ok), 16384, &r) > 0);
+    n = proxy_build_response(&r, UB_NONE, 1, 1, 0, out, sizeof out); /* a HEAD's */
+    CHECK(n > 0 && has(out, n, "\r\nContent-Length: 4\r\n"));
+}
