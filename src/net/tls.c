@@ -42,8 +42,30 @@ static int failure(SSL *ssl, int ret)
     return -EPROTO;
 }
 
+/* Before OpenSSL reads a byte: is the client speaking plain HTTP? A TLS
+ * record starts with its type (0x16 for a handshake; an SSLv2-style hello
+ * has the top bit set), a request with a method's first letter. OpenSSL
+ * itself says so only for GET, HEAD, POST and PUT (SSL_R_HTTP_REQUEST),
+ * so DELETE or OPTIONS would get a reset where they should get the 400.
+ * nginx decides on this byte too. One MSG_PEEK per connection, until the
+ * first byte is here. */
+static int plain_http_first(SSL *ssl)
+{
+    BIO *rb = SSL_get_rbio(ssl);
+    if (!rb || BIO_number_read(rb) != 0)
+        return 0;
+    unsigned char b;
+    ssize_t n = recv(SSL_get_rfd(ssl), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 1 && b >= 'A' && b <= 'Z';
+}
+
 int tls_handshake(SSL *ssl, enum tls_fail *why)
 {
+    if (plain_http_first(ssl)) {
+        *why = TLS_FAIL_PLAIN_HTTP;
+        SSL_set_quiet_shutdown(ssl, 1);
+        return -EPROTO;
+    }
     ERR_clear_error();
     int ret = SSL_do_handshake(ssl);
     if (ret == 1)
@@ -52,7 +74,9 @@ int tls_handshake(SSL *ssl, enum tls_fail *why)
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return -EAGAIN;
     unsigned long err = ERR_peek_error();
-    *why = ERR_GET_REASON(err) == SSL_R_HTTP_REQUEST ? TLS_FAIL_PLAIN_HTTP
+    *why = ERR_GET_REASON(err) == SSL_R_HTTP_REQUEST ||
+                   ERR_GET_REASON(err) == SSL_R_HTTPS_PROXY_REQUEST
+               ? TLS_FAIL_PLAIN_HTTP
            : e == SSL_ERROR_SSL                        ? TLS_FAIL_PROTOCOL
                                                        : TLS_FAIL_CLOSED;
     SSL_set_quiet_shutdown(ssl, 1);

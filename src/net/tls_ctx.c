@@ -1,9 +1,12 @@
 #include "net/tls_ctx.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -74,6 +77,16 @@ int tls_conf_add_sni(struct tls_conf *c, const char *v, char *err, size_t errlen
         snprintf(err, errlen, "tls-sni '%s': too long", v);
         return -1;
     }
+    if (!tls_sni_name_valid(v, nl)) {
+        snprintf(err, errlen, "tls-sni '%.*s': NAME must be a host name (letters, digits, '-', "
+                 "dot-separated labels, no trailing dot) or *.domain", (int)nl, v);
+        return -1;
+    }
+    for (int i = 0; i < c->nsni; i++)
+        if (strlen(c->sni[i].name) == nl && !strncasecmp(c->sni[i].name, v, nl)) {
+            snprintf(err, errlen, "tls-sni '%.*s' is given twice", (int)nl, v);
+            return -1;
+        }
     memset(e, 0, sizeof *e);
     memcpy(e->name, v, nl);
     memcpy(e->cert, eq + 1, cl);
@@ -82,11 +95,33 @@ int tls_conf_add_sni(struct tls_conf *c, const char *v, char *err, size_t errlen
     return 0;
 }
 
-/* OpenSSL's reason for the last failure (never any key material). */
+/* Why a file OpenSSL could not load cannot be read, as nginx says it:
+ * OpenSSL's own reason for that is "system lib" or "PEM lib". NULL when
+ * the file is a readable, non-empty regular file. */
+static const char *file_problem(const char *file)
+{
+    struct stat st;
+    if (stat(file, &st) < 0)
+        return strerror(errno);
+    if (S_ISDIR(st.st_mode))
+        return "is a directory";
+    if (!S_ISREG(st.st_mode))
+        return "not a regular file";
+    if (access(file, R_OK) < 0)
+        return strerror(errno);
+    if (st.st_size == 0)
+        return "empty file";
+    return NULL;
+}
+
+/* The reason for the last failure: the file's own problem, else OpenSSL's
+ * (never any key material). */
 static void ssl_reason(const char *what, const char *file, char *err, size_t errlen)
 {
     unsigned long e = ERR_peek_last_error();
-    const char *r = e ? ERR_reason_error_string(e) : NULL;
+    const char *r = file_problem(file);
+    if (!r)
+        r = e ? ERR_reason_error_string(e) : NULL;
     snprintf(err, errlen, "%s %s: %s", what, file, r ? r : "cannot load");
     ERR_clear_error();
 }

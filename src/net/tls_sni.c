@@ -41,3 +41,29 @@ int tls_sni_name_matches(const char *pattern, const char *host)
     }
     return !strcasecmp(pattern, host);
 }
+
+int tls_sni_name_valid(const char *name, size_t len)
+{
+    if (len >= 2 && name[0] == '*' && name[1] == '.') {
+        name += 2;
+        len -= 2;
+    }
+    if (!len || len > TLS_SNI_MAX)
+        return 0;
+    size_t label = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (c == '.') {
+            if (!label || name[i - 1] == '-')
+                return 0;
+            label = 0;
+            continue;
+        }
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (c != '-' || !label))
+            return 0;
+        if (++label > 63)
+            return 0;
+    }
+    return label && name[len - 1] != '-';
+}

@@ -20,4 +20,11 @@ int tls_sni_from_ext(const unsigned char *ext, size_t len, char *out);
  * ignored. */
 int tls_sni_name_matches(const char *pattern, const char *host);
 
+/* Is name[0..len) a NAME --tls-sni takes: a host name (labels of letters,
+ * digits and '-', 1..63 bytes each, not starting or ending with '-',
+ * dot-separated, no trailing dot, at most TLS_SNI_MAX bytes) or "*." and
+ * one. A trailing dot is refused rather than kept: the client's name is
+ * compared without one, so such a NAME would never match. */
+int tls_sni_name_valid(const char *name, size_t len);
+
 #endif

@@ -983,6 +983,12 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
      * (the old config stays), rather than every worker, over and over. */
     if (user_ids(cfg->user, cfg->group, &cfg->uid, &cfg->gid, err, errlen) < 0)
         return -1;
+    /* a ticket's lifetime hint is whole seconds, and OpenSSL takes 0 for
+     * its own default (2 hours): below 1s it would promise what it is not */
+    if (cfg->tls.session_timeout_ms < 1000) {
+        snprintf(err, errlen, "tls-session-timeout: at least 1s (tickets count whole seconds)");
+        return -1;
+    }
     if (config_has_tls(cfg)) {
         if (!cfg->tls.cert[0] || !cfg->tls.key[0]) {
             snprintf(err, errlen, "a TLS listener needs --tls-cert and --tls-key");

@@ -811,3 +811,65 @@ def test_testssl_finds_nothing_high_or_critical(server, pki, tmp_path):
     findings = json.loads(out.read_text())
     bad = [f for f in findings if f.get("severity") in ("HIGH", "CRITICAL")]
     assert bad == [], bad
+
+
+# ------------------------------------------------------------ red-team pass 13
+
+@pytest.mark.parametrize("model", ["reuseport", "coro", "single"])
+def test_plain_http_with_any_method_gets_the_400(server, pki, model):
+    """OpenSSL itself knows plain HTTP only by GET, HEAD, POST and PUT (and
+    CONNECT as a proxy request): DELETE, OPTIONS and PATCH got a reset and
+    counted as protocol failures. Now the first byte decides, as in nginx."""
+    srv = start(server, pki, model=model)
+    for method in ("DELETE", "OPTIONS", "PATCH", "GET"):
+        with srv.connect() as c:
+            c.send(build_request(method, "/small.txt"))
+            r = c.read_response()
+            assert r.status == 400 and b"HTTPS" in r.body, (method, r)
+    with srv.connect() as c:
+        c.send(b"CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 400, r
+    failed = status(srv, pki)["tls"]["failed"]
+    assert failed["plain_http"] == 5 and failed["protocol"] == 0, failed
+
+
+@pytest.mark.parametrize("name", ["c.test.", "*", "**.test", "a b", "a..test", "-a.test",
+                                  "a_b.test", "a.*.test"])
+def test_a_sni_name_that_can_never_match_is_refused(pki, tmp_path, name):
+    from conftest import run_herd
+    r = run_herd(["serve", str(tmp_path), "--tls-sni", f"{name}={pki.other_cert},{pki.other_key}"],
+                 extra=False)
+    assert r.returncode == 2 and "NAME must be a host name" in r.stderr, r.stderr
+
+
+def test_a_sni_name_given_twice_is_refused(pki, tmp_path):
+    from conftest import run_herd
+    pair = f"{pki.other_cert},{pki.other_key}"
+    r = run_herd(["serve", str(tmp_path), "--tls-sni", f"other.test={pair}",
+                  "--tls-sni", f"OTHER.test={pair}"], extra=False)
+    assert r.returncode == 2 and "given twice" in r.stderr, r.stderr
+
+
+def test_a_session_timeout_under_a_second_is_refused(tmp_path):
+    """Tickets carry whole seconds and OpenSSL takes 0 for its default of 2
+    hours: 500ms advertised a 7200 s lifetime."""
+    from conftest import run_herd
+    r = run_herd(["serve", str(tmp_path), "--tls-session-timeout", "500ms"], extra=False)
+    assert r.returncode == 2 and "at least 1s" in r.stderr, r.stderr
+
+
+def test_an_unreadable_certificate_or_key_says_why(pki, tmp_path):
+    """OpenSSL's reason for a missing file is "system lib", and "PEM lib"
+    for a directory or an empty one: the message says what nginx says."""
+    from conftest import run_herd
+    empty = tmp_path / "empty.pem"
+    empty.write_text("")
+    cases = [(tmp_path / "nope.pem", pki.key, "No such file or directory"),
+             (tmp_path, pki.key, "is a directory"),
+             (empty, pki.key, "empty file"),
+             (pki.cert, tmp_path / "nope.key", "No such file or directory")]
+    for cert, key, why in cases:
+        r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
+                      str(cert), "--tls-key", str(key)], extra=False)
+        assert r.returncode == 1 and why in r.stderr, (cert, key, r.stderr)

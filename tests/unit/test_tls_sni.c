@@ -123,3 +123,34 @@ TEST(name_matching)
     CHECK(!tls_sni_name_matches("*.test", ".test"));
     CHECK(!tls_sni_name_matches("*.test", "a.b.test"));
 }
+
+static int valid(const char *n)
+{
+    return tls_sni_name_valid(n, strlen(n));
+}
+
+TEST(names_sni_takes)
+{
+    CHECK(valid("a.test") && valid("A-1.Test") && valid("*.test") && valid("localhost"));
+    CHECK(valid("xn--bcher-kva.example") && valid("1.2.3.4"));
+    /* a trailing dot would never match: the client's name loses its own */
+    CHECK(!valid("c.test.") && !valid("*") && !valid("**.test") && !valid("*.") && !valid(""));
+    CHECK(!valid("a b.test") && !valid("a..test") && !valid(".a.test") && !valid("-a.test"));
+    CHECK(!valid("a-.test") && !valid("a_b.test") && !valid("a.*.test") && !valid("a\r\n.test"));
+    CHECK(!tls_sni_name_valid("a\0b", 3));
+    char label[80];
+    memset(label, 'x', 63);
+    label[63] = 0;
+    CHECK(valid(label));
+    memset(label, 'x', 64);
+    label[64] = 0;
+    CHECK(!valid(label));
+    char longname[300];
+    size_t n = 0;
+    while (n + 10 < sizeof longname) {
+        memcpy(longname + n, "abcdefgh.", 9);
+        n += 9;
+    }
+    memcpy(longname + n, "z", 2);
+    CHECK(strlen(longname) > 255 && !valid(longname));
+}
