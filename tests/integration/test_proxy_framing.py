@@ -4,6 +4,7 @@ retries only of idempotent requests, header names with '_', and
 100 Continue only to HTTP/1.1 clients. Each test runs on the event-loop
 models that proxy (picked here, as test_proxy.py does)."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -255,22 +256,18 @@ def test_upstream_sees_only_herds_chunk_lines(server, model):
             s.close()
 
 
-@pytest.mark.parametrize("when", ["with the head", "after the head"])
-def test_broken_chunked_response(server, model, when):
-    """An upstream chunked body with a broken chunk line: when it came in
-    the same read as the head, nothing has reached the client and it gets
-    a clean 502 on a connection that stays open; once the head went out,
-    the only honest signal left is a truncated answer and a close."""
+@contextlib.contextmanager
+def one_exchange(server, model, group):
+    """herd proxying /up/ to a hand-played upstream, a client whose GET /up/x
+    has reached it: yields (srv, client, upstream side); closes them all."""
     ls = raw_upstream()
-    srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
-                 "--proxy", "/up/=r")
+    srv = server(*model, "--upstream", f"{group}=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", f"/up/={group}")
     socks = [ls]
-    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-    broken = b"3\r\nabc\r\nzz\r\nxx\r\n0\r\n\r\n"
     try:
         c = srv.connect(timeout=10)
         socks.append(c)
-        c.send(build_request("GET", "/up/raw"))
+        c.send(build_request("GET", "/up/x"))
         up, _ = ls.accept()
         socks.append(up)
         up.settimeout(10)
@@ -279,6 +276,21 @@ def test_broken_chunked_response(server, model, when):
             more = up.recv(65536)
             assert more, got
             got += more
+        yield srv, c, up
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("when", ["with the head", "after the head"])
+def test_broken_chunked_response(server, model, when):
+    """An upstream chunked body with a broken chunk line: when it came in
+    the same read as the head, nothing has reached the client and it gets
+    a clean 502 on a connection that stays open; once the head went out,
+    the only honest signal left is a truncated answer and a close."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    broken = b"3\r\nabc\r\nzz\r\nxx\r\n0\r\n\r\n"
+    with one_exchange(server, model, "r") as (srv, c, up):
         if when == "with the head":
             up.sendall(head + broken)
             r = c.read_response()
@@ -290,21 +302,6 @@ def test_broken_chunked_response(server, model, when):
             c.read_until(b"abc")  # the head and the first chunk went out
             up.sendall(b"zz\r\nxx\r\n0\r\n\r\n")
             c.read_to_close(timeout=5)
-    finally:
-        for s in socks:
-            s.close()
-
-
-def upstream_request(ls):
-    """Accepts herd's connection and reads one request head from it."""
-    up, _ = ls.accept()
-    up.settimeout(10)
-    got = b""
-    while b"\r\n\r\n" not in got:
-        more = up.recv(65536)
-        assert more, got
-        got += more
-    return up
 
 
 @pytest.mark.parametrize("how", ["close", "reset"])
@@ -312,16 +309,7 @@ def test_a_body_cut_short_upstream_is_logged(server, model, how):
     """The upstream ends a body early (a close or a reset) after the head
     went out: the client gets the truncated answer and a close, and the
     error log says why; it said nothing (red-team pass 15)."""
-    ls = raw_upstream()
-    srv = server(*model, "--upstream", f"cut=127.0.0.1:{ls.getsockname()[1]}",
-                 "--proxy", "/up/=cut")
-    socks = [ls]
-    try:
-        c = srv.connect(timeout=10)
-        socks.append(c)
-        c.send(build_request("GET", "/up/x"))
-        up = upstream_request(ls)
-        socks.append(up)
+    with one_exchange(server, model, "cut") as (srv, c, up):
         up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nPARTIAL")
         c.read_until(b"PARTIAL")
         if how == "reset":
@@ -332,25 +320,13 @@ def test_a_body_cut_short_upstream_is_logged(server, model, how):
                  what="the log line")
         line = [l for l in srv.stderr_text().splitlines() if "inside the response body" in l]
         assert "upstream cut:" in line[0] and "cut short" in line[0], line
-    finally:
-        for s in socks:
-            s.close()
 
 
 def test_a_204_loses_the_content_length_its_upstream_gave_it(server, model):
     """RFC 9110 8.6: no Content-Length in a 204. A client that believed the
     upstream's would wait for a body, or take the next answer's first bytes
     for it (red-team pass 15)."""
-    ls = raw_upstream()
-    srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
-                 "--proxy", "/up/=r")
-    socks = [ls]
-    try:
-        c = srv.connect(timeout=10)
-        socks.append(c)
-        c.send(build_request("GET", "/up/x"))
-        up = upstream_request(ls)
-        socks.append(up)
+    with one_exchange(server, model, "r") as (srv, c, up):
         up.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 4\r\nX-Kept: yes\r\n\r\nEVIL")
         head = c.read_until(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 204 "), head
@@ -359,9 +335,6 @@ def test_a_204_loses_the_content_length_its_upstream_gave_it(server, model):
         c.send(build_request("GET", "/small.txt"))
         r = c.read_response()
         assert r.status == 200 and b"EVIL" not in r.body, r
-    finally:
-        for s in socks:
-            s.close()
 
 
 # ------------------------------------------------------------ retries
