@@ -19,6 +19,7 @@
 #include "bench/json.h"
 #include "bench/lab_internal.h"
 #include "bench/lab_proc.h"
+#include "core/printable.h"
 
 const char *const lab_lat_keys[LAT_N] = {"p50", "p90", "p99", "p999", "max", "mean"};
 
@@ -57,13 +58,6 @@ void lab_slug(char *out, size_t n, const char *label)
             *p = '-';
 }
 
-void lab_printable(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
-            *s = '?';
-}
-
 void lab_last_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
@@ -80,7 +74,7 @@ void lab_last_line(const char *path, char *out, size_t n)
             snprintf(out, n, "%.*s", (int)(n - 1), p);
     }
     fclose(f);
-    lab_printable(out);
+    text_printable(out, strlen(out), 0);
 }
 
 void lab_describe_exit(int status, char *out, size_t n)

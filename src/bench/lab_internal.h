@@ -179,9 +179,6 @@ int lab_point_from_json(const struct json *j, struct lab_point *p);
 int lab_wait_quiet(const struct lab *lab);  /* 1: a stop signal came */
 void lab_slug(char *out, size_t n, const char *label);        /* "herd/x" -> "herd-x" */
 void lab_last_line(const char *path, char *out, size_t n);    /* a log's last line, printable */
-/* A server's own text (its version line, its log) goes to the terminal and
- * the reports: controls (ESC sequences), DEL and bytes >= 0x80 become '?'. */
-void lab_printable(char *s);
 void lab_describe_exit(int status, char *out, size_t n);      /* "exit status 1" */
 int lab_write_reports(struct lab *lab);
 

@@ -12,6 +12,7 @@
 
 #include "bench/lab_internal.h"
 #include "bench/lab_proc.h"
+#include "core/printable.h"
 
 /* A new model of herd serve is added here, and nowhere else in the lab. */
 const char *const lab_herd_models[] = {
@@ -273,7 +274,7 @@ void lab_server_version(struct lab_server *s, const char *dir, int cpu)
         char *dash = strstr(s->version, " - ");
         if (dash)
             *dash = 0;
-        lab_printable(s->version);
+        text_printable(s->version, strlen(s->version), 0);
     }
     fclose(f);
 }

@@ -608,8 +608,6 @@ void lconn_stop(struct load_thread *t, struct lconn *c)
     c->retry_ns = 0;
     if (c->heap_pos >= 0)
         load_heap_remove(t, c);
-    /* what is in flight (load_run.c) stays until it ends or times out */
-    if ((c->state != LC_OPEN || !c->outstanding) && c->state != LC_CONNECTING &&
-        c->state != LC_HANDSHAKE)
+    if (!lconn_in_flight(c)) /* the rest ends or times out (load_run.c) */
         close_conn(t, c);
 }

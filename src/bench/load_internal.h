@@ -122,8 +122,15 @@ void lconn_event(struct load_thread *t, struct lconn *c, uint32_t events);
 void lconn_tick(struct load_thread *t, struct lconn *c, int64_t now);
 /* Open loop: the connection's next request is due. */
 void lconn_due(struct load_thread *t, struct lconn *c, int64_t now);
-/* The run is over: stop idle and connecting connections, let the rest drain. */
+/* The run is over: close what is not in flight, let the rest drain. */
 void lconn_stop(struct load_thread *t, struct lconn *c);
+/* A request in flight, or a connection still being set up (TCP connect,
+ * TLS handshake): the end of the run waits for it, up to --timeout. */
+static inline int lconn_in_flight(const struct lconn *c)
+{
+    return (c->state == LC_OPEN && c->outstanding) || c->state == LC_CONNECTING ||
+           c->state == LC_HANDSHAKE;
+}
 /* Counts a failure of kind on c (described by what, and errnum when not 0),
  * closes it and arranges the reconnect. */
 void lconn_fail(struct load_thread *t, struct lconn *c, enum load_err kind, int errnum,

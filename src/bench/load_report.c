@@ -7,6 +7,7 @@
 #include "bench/hdr.h"
 #include "bench/json.h"
 #include "bench/load_timeline.h"
+#include "core/printable.h"
 #include "core/readfile.h"
 
 static const struct {
@@ -339,9 +340,7 @@ int load_merge_json(const char *path, struct load_result *r, char *err, size_t e
         if (!r->why[k][0] && w && w->type == JSON_STR) {
             /* printed on the terminal: a file's controls become '?' */
             snprintf(r->why[k], sizeof r->why[k], "%s", w->str);
-            for (char *p = r->why[k]; *p; p++)
-                if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                    *p = '?';
+            text_printable(r->why[k], strlen(r->why[k]), 0);
         }
     }
     rc = 0;

@@ -136,18 +136,10 @@ static void sample_rps(struct load_thread *t, int64_t now)
     t->rps_at = now;
 }
 
-/* A request in flight, or a connection still being set up (TCP connect,
- * TLS handshake): the end of the run waits for it, up to --timeout. */
-static int in_flight(const struct lconn *c)
-{
-    return (c->state == LC_OPEN && c->outstanding) || c->state == LC_CONNECTING ||
-           c->state == LC_HANDSHAKE;
-}
-
 static int busy(const struct load_thread *t)
 {
     for (uint32_t i = 0; i < t->nconns; i++)
-        if (in_flight(&t->conns[i]))
+        if (lconn_in_flight(&t->conns[i]))
             return 1;
     return 0;
 }

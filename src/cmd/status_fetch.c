@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/printable.h"
 #include "http/handler.h"
 
 /* herd's own page, whatever the number of workers and upstreams, must fit
@@ -447,26 +448,12 @@ static int is_status_body(const char *body, size_t len, const char *fmt)
     return !strncmp(body, "herd: master ", 13);
 }
 
-/* Server bytes go to a terminal: controls (ESC starts a sequence that
- * can retitle the window or clear it), DEL and bytes >= 0x80 (C1 controls
- * in some encodings) become '?'; line feeds and tabs stay where keep_lines.
- * herd's own pages are ASCII (their names escaped), so they pass as they
- * are. */
-static void make_printable(char *s, size_t n, int keep_lines)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c < 0x20 && !(keep_lines && (c == '\n' || c == '\t'))) || c >= 0x7f)
-            s[i] = '?';
-    }
-}
-
 /* Why an answer that is not a 200 is not the page, from its status line. */
 static void fail_not_200(struct fetch *f, struct answer *a)
 {
     a->buf[a->len] = '\0';
     a->buf[strcspn(a->buf, "\r\n")] = '\0';
-    make_printable(a->buf, strlen(a->buf), 0);
+    text_printable(a->buf, strlen(a->buf), 0);
     if (!strncmp(a->buf, "HTTP/1.1 403", 12))
         fail(f, "the status page at %s refused this client (%s); the server's "
                 "--status-allow does not list its address", f->t->path, a->buf);
@@ -499,7 +486,9 @@ static char *take_body(struct fetch *f, struct answer *a, const char *fmt)
                 "server's --status-path? e.g. /herd-status)", f->t->path);
         return NULL;
     }
-    make_printable(a->buf, want, 1);
+    /* server bytes go to a terminal; herd's own pages are ASCII (their
+     * names escaped), so they pass as they are */
+    text_printable(a->buf, want, 1);
     return a->buf;
 }
 
