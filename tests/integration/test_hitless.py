@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, descendants, worker_pids
+from conftest import HERD_ARGS, comm, descendants, worker_pids
 from herdtest import RawConn, get_req, wait_for
 from proxy_backend import Backend
 
@@ -95,6 +95,7 @@ class Load:
         self.ok = 0
         self.errors = []
         self.closes = 0          # server said Connection: close (honoured)
+        self.stuck_where = ""    # where unanswered requests waited (finish)
 
     def start(self):
         now = time.monotonic()
@@ -151,18 +152,58 @@ class Load:
             self.closes += 1
             c.close(self.sel)
 
-    def finish(self, limit=5.0):
-        """Lets every request on the wire complete (bounded), then closes."""
+    def finish(self, limit=5.0, on_stuck=None):
+        """Lets every request on the wire complete (bounded), then closes;
+        on_stuck(client ports) runs first when some never completed."""
         end = time.monotonic() + limit
         for c in self.clients:
             c.due = float("inf")
         while any(c.waiting for c in self.clients) and time.monotonic() < end:
             self.step(time.monotonic())
+        stuck = [c.sock.getsockname()[1] for c in self.clients if c.waiting]
+        if stuck and on_stuck:
+            on_stuck(stuck)
         for c in self.clients:
             if c.waiting:
                 self.errors.append(("no response", None, c.reused))
             c.close(self.sel)
         self.sel.close()
+
+
+def where_stuck(srv, client_ports, show=8):
+    """Where the requests nobody answered wait, for the failure message: per
+    connection, the server side's TCP state and queues (/proc/net/tcp: a
+    request unread has rx > 0, an answer unsent tx > 0) and which process of
+    the server holds it (by pid and name), or "nobody" (in flight in a
+    channel, or closed)."""
+    want = set(client_ports)
+    sockets = {}                 # inode -> (client port, state, tx, rx)
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            lport = int(fields[1].rsplit(":", 1)[1], 16)
+            rport = int(fields[2].rsplit(":", 1)[1], 16)
+            if lport == srv.port and rport in want:
+                tx, rx = (int(x, 16) for x in fields[4].split(":"))
+                sockets[fields[9]] = (rport, fields[3], tx, rx)
+    holders = {}
+    for p in [srv.pid] + descendants(srv.pid):
+        try:
+            names = os.listdir(f"/proc/{p}/fd")
+        except OSError:
+            continue
+        for name in names:
+            try:
+                target = os.readlink(f"/proc/{p}/fd/{name}")
+            except OSError:
+                continue
+            if target[8:-1] in sockets:
+                holders[target[8:-1]] = f"{p} {comm(p)} fd {name}"
+    rows = [f"port {v[0]} state {v[1]} tx {v[2]} rx {v[3]}: {holders.get(k, 'nobody')}"
+            for k, v in sockets.items()]
+    return (f"{len(want)} unanswered, {len(sockets)} still in /proc/net/tcp; "
+            + "; ".join(rows[:show]))
 
 
 def reload_under_load(srv, nconns, hups):
@@ -187,8 +228,21 @@ def reload_under_load(srv, nconns, hups):
     end = time.monotonic() + 0.5   # serve on a little with the last generation
     while time.monotonic() < end:
         load.step(time.monotonic())
-    load.finish()
+    finish(load, srv)
     return load, took
+
+
+def finish(load, srv):
+    """load.finish, noting where any unanswered request waits."""
+    load.finish(on_stuck=lambda ports: setattr(load, "stuck_where", where_stuck(srv, ports)))
+
+
+def errors_told(load, srv):
+    """The failure message: the errors, where unanswered requests waited,
+    and the end of the server's error log."""
+    return (f"{len(load.errors)} errors in {load.ok + len(load.errors)} requests: "
+            f"{load.errors[:8]}; {load.stuck_where}\n"
+            + "\n".join(srv.stderr_text().splitlines()[-20:]))
 
 
 def server_args(model, extra=()):
@@ -211,8 +265,7 @@ def test_hups_lose_no_request(server, model, nconns):
     # Each old generation left by handing its connections over, not at the
     # 5 s shutdown timeout.
     assert max(took) < 4, took
-    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
-                             f"requests: {load.errors[:8]}")
+    assert not load.errors, f"HUPs took {took}; " + errors_told(load, srv)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -311,10 +364,9 @@ def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
     end = time.monotonic() + 0.5
     while time.monotonic() < end:
         load.step(time.monotonic())
-    load.finish()
+    finish(load, srv)
     assert load.ok > 100, (load.ok, load.errors[:5])
-    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
-                             f"requests: {load.errors[:8]}")
+    assert not load.errors, errors_told(load, srv)
 
 
 @pytest.mark.parametrize("model", MODELS)
