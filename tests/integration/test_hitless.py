@@ -98,6 +98,7 @@ class Load:
         self.stuck_where = ""    # where unanswered requests waited (finish)
 
     def start(self):
+        self.dropped_before = softnet_dropped()
         now = time.monotonic()
         for c in self.clients:
             c.open(self.sel)
@@ -152,9 +153,14 @@ class Load:
             self.closes += 1
             c.close(self.sel)
 
-    def finish(self, limit=5.0, on_stuck=None):
+    def finish(self, limit=15.0, on_stuck=None):
         """Lets every request on the wire complete (bounded), then closes;
-        on_stuck(client ports) runs first when some never completed."""
+        on_stuck(client ports) runs first when some never completed. The
+        bound is long because loopback loses packets too: a burst past the
+        kernel's backlog (net.core.netdev_max_backlog) is dropped, and TCP's
+        retransmission backs off on a loaded machine for seconds. It stays
+        under the server's 30 s keep-alive timeout, so a connection nobody
+        serves still fails here."""
         end = time.monotonic() + limit
         for c in self.clients:
             c.due = float("inf")
@@ -170,23 +176,40 @@ class Load:
         self.sel.close()
 
 
-def where_stuck(srv, client_ports, show=8):
-    """Where the requests nobody answered wait, for the failure message: per
-    connection, the server side's TCP state and queues (/proc/net/tcp: a
-    request unread has rx > 0, an answer unsent tx > 0) and which process of
-    the server holds it (by pid and name), or "nobody" (in flight in a
-    channel, or closed)."""
-    want = set(client_ports)
-    sockets = {}                 # inode -> (client port, state, tx, rx)
+def softnet_dropped():
+    """Packets the kernel dropped for a full backlog, all CPUs
+    (/proc/net/softnet_stat, 2nd column): loopback traffic counts there."""
+    with open("/proc/net/softnet_stat") as f:
+        return sum(int(line.split()[1], 16) for line in f)
+
+
+def tcp_rows(port, client_ports):
+    """/proc/net/tcp rows of the connections between port and client_ports,
+    keyed by (client port, side): side "srv" is the server's end."""
+    rows = {}
     with open("/proc/net/tcp") as f:
         next(f)
         for line in f:
-            fields = line.split()
-            lport = int(fields[1].rsplit(":", 1)[1], 16)
-            rport = int(fields[2].rsplit(":", 1)[1], 16)
-            if lport == srv.port and rport in want:
-                tx, rx = (int(x, 16) for x in fields[4].split(":"))
-                sockets[fields[9]] = (rport, fields[3], tx, rx)
+            x = line.split()
+            lport = int(x[1].rsplit(":", 1)[1], 16)
+            rport = int(x[2].rsplit(":", 1)[1], 16)
+            if lport == port and rport in client_ports:
+                rows[(rport, "srv")] = x
+            elif rport == port and lport in client_ports:
+                rows[(lport, "cli")] = x
+    return rows
+
+
+def where_stuck(srv, client_ports, show=6):
+    """Where the requests nobody answered wait, for the failure message: per
+    connection, each end's TCP state from /proc/net/tcp (queues: a request
+    unread has srv rx > 0, an answer unsent or unacknowledged srv tx > 0, a
+    request not yet acknowledged cli tx > 0; retransmission timeouts so far
+    and the timeout now, in jiffies), and which process of the server holds
+    its end (pid and name), or "nobody" (in flight in a channel, or closed)."""
+    want = set(client_ports)
+    rows = tcp_rows(srv.port, want)
+    inodes = {rows[k][9]: k[0] for k in rows if k[1] == "srv"}
     holders = {}
     for p in [srv.pid] + descendants(srv.pid):
         try:
@@ -198,12 +221,19 @@ def where_stuck(srv, client_ports, show=8):
                 target = os.readlink(f"/proc/{p}/fd/{name}")
             except OSError:
                 continue
-            if target[8:-1] in sockets:
-                holders[target[8:-1]] = f"{p} {comm(p)} fd {name}"
-    rows = [f"port {v[0]} state {v[1]} tx {v[2]} rx {v[3]}: {holders.get(k, 'nobody')}"
-            for k, v in sockets.items()]
-    return (f"{len(want)} unanswered, {len(sockets)} still in /proc/net/tcp; "
-            + "; ".join(rows[:show]))
+            if target[8:-1] in inodes:
+                holders[inodes[target[8:-1]]] = f"{p} {comm(p)} fd {name}"
+
+    def end(port, side):
+        x = rows.get((port, side))
+        if x is None:
+            return f"{side} gone"
+        tx, rx = (int(v, 16) for v in x[4].split(":"))
+        return (f"{side} st {x[3]} tx {tx} rx {rx} retrans {int(x[6], 16)} "
+                f"rto {x[12] if len(x) > 12 else '?'}")
+    told = [f"port {p}: {end(p, 'srv')}, {end(p, 'cli')}, held by {holders.get(p, 'nobody')}"
+            for p in sorted(want)]
+    return f"{len(want)} unanswered: " + "; ".join(told[:show])
 
 
 def reload_under_load(srv, nconns, hups):
@@ -241,7 +271,9 @@ def errors_told(load, srv):
     """The failure message: the errors, where unanswered requests waited,
     and the end of the server's error log."""
     return (f"{len(load.errors)} errors in {load.ok + len(load.errors)} requests: "
-            f"{load.errors[:8]}; {load.stuck_where}\n"
+            f"{load.errors[:8]}; {load.stuck_where}; the kernel dropped "
+            f"{softnet_dropped() - load.dropped_before} packets for a full backlog "
+            f"meanwhile\n"
             + "\n".join(srv.stderr_text().splitlines()[-20:]))
 
 
