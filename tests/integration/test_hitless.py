@@ -104,9 +104,11 @@ class Load:
             c.open(self.sel)
             c.due = now + (random.uniform(0, 0.5) if c.idle else 0)
 
-    def step(self, now, timeout=0.02):
+    def step(self, now, timeout=0.02, reopen=True):
         for c in self.clients:
             if c.sock is None:
+                if not reopen:
+                    continue
                 c.open(self.sel)
             if not c.waiting and now >= c.due:
                 try:
@@ -164,8 +166,11 @@ class Load:
         end = time.monotonic() + limit
         for c in self.clients:
             c.due = float("inf")
+        # No new connections now: a connect is blocking, and one whose SYN a
+        # full listen queue dropped waits a second or more for its retry,
+        # while the answers to the requests on the wire wait unread.
         while any(c.waiting for c in self.clients) and time.monotonic() < end:
-            self.step(time.monotonic())
+            self.step(time.monotonic(), reopen=False)
         stuck = [c.sock.getsockname()[1] for c in self.clients if c.waiting]
         if stuck and on_stuck:
             on_stuck(stuck)
