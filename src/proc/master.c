@@ -757,6 +757,9 @@ static void wait_events(struct master *m)
         if (t >= 0 && (timeout < 0 || t < timeout))
             timeout = t;
     }
+    int acks = master_handover_retry(m);
+    if (acks >= 0 && (timeout < 0 || acks < timeout))
+        timeout = acks;
     int nev = loop_wait(&m->loop, ev, 64, timeout);
     clock_update();
     for (int i = 0; i < nev; i++) {

@@ -2,18 +2,31 @@
  * proc/handover.h): a channel per worker process; what an old worker
  * sends is passed on to a worker of the current generation, preferably
  * the one with the same worker index, or bounced back to its sender when
- * no channel takes it. The master holds no connection between events, so
- * nothing here needs a queue or a timer; each batch it placed is
- * acknowledged, so an old worker leaves only once its connections have
- * arrived somewhere. */
+ * no channel takes it. Each connection placed is acknowledged, so an old
+ * worker leaves only once its connections have arrived somewhere. When
+ * every channel is full (a small net.core.wmem_max, workers slow to read)
+ * the master holds what it could neither place nor bounce, and the
+ * acknowledgements it owes, and tries again every few ms: closing the
+ * connection instead reset a client's request, and a dropped
+ * acknowledgement kept the old worker to its shutdown timeout. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/log.h"
 #include "proc/master_internal.h"
 
-#define BATCH 64 /* messages per event: the master has other work */
+#define BATCH 64    /* messages per event: the master has other work */
+#define RETRY_MS 10 /* a connection or acknowledgement a full channel refused: the next try */
+
+/* A connection from an old worker that no channel took yet. */
+struct ho_held {
+    int slot;               /* the old worker's, for the bounce and the ack */
+    int fd;
+    struct handover_msg h;  /* kind HO_CONN */
+    char *in;               /* h.in_len unparsed bytes, or NULL */
+};
 
 int master_handover_open(struct master *m, int slot)
 {
@@ -49,28 +62,98 @@ static int place(struct master *m, int index, const struct handover_msg *h, cons
     return -EAGAIN;
 }
 
-/* What an old worker in slot sent: place it, or bounce it back. */
+enum { FWD_PLACED, FWD_BOUNCED, FWD_FULL };
+
+/* What an old worker in slot sent: place it, or bounce it back; FWD_FULL
+ * when no channel took it (the caller keeps fd and tries again). */
 static int forward(struct master *m, int slot, struct handover_msg *h, const void *in, int fd)
 {
-    if (h->kind == HO_CONN && !m->stopping && place(m, m->w[slot].index, h, in, fd) == 0)
-        return 1;
+    if (!m->stopping && place(m, m->w[slot].index, h, in, fd) == 0)
+        return FWD_PLACED;
     /* upgraded: the new master takes it (and bounces it back if it cannot) */
     h->pad = (uint32_t)slot;
-    if (h->kind == HO_CONN && m->succ_fd >= 0 && handover_send(m->succ_fd, h, in, fd) == 0)
-        return 1;
-    h->kind = HO_BOUNCE;
-    int rc = handover_send(m->ho[slot], h, in, fd);
-    if (rc < 0)
-        log_msg(LOG_ERROR, "handover: no worker could take a connection and slot %d cannot "
-                "take it back (%s): closing it", slot, strerror(-rc));
+    if (m->succ_fd >= 0 && handover_send(m->succ_fd, h, in, fd) == 0)
+        return FWD_PLACED;
+    if (m->ho[slot] < 0) /* its worker has gone: nobody to give it back to */
+        return FWD_FULL;
+    struct handover_msg back = *h;
+    back.kind = HO_BOUNCE;
+    /* full, or its worker has just exited (the reap closes the channel,
+     * and then the connection goes to a new worker or closes) */
+    return handover_send(m->ho[slot], &back, in, fd) == 0 ? FWD_BOUNCED : FWD_FULL;
+}
+
+/* Keeps a connection no channel took; 0, or -1 (out of memory: the
+ * caller closes it). */
+static int hold(struct master *m, int slot, const struct handover_msg *h, const char *in, int fd)
+{
+    if (m->nho_held == m->cap_ho_held) {
+        int cap = m->cap_ho_held ? m->cap_ho_held * 2 : 64;
+        struct ho_held *n = realloc(m->ho_held, (size_t)cap * sizeof *n);
+        if (!n)
+            return -1;
+        m->ho_held = n;
+        m->cap_ho_held = cap;
+    }
+    char *copy = NULL;
+    if (h->in_len && !(copy = malloc(h->in_len)))
+        return -1;
+    if (copy)
+        memcpy(copy, in, h->in_len);
+    m->ho_held[m->nho_held++] = (struct ho_held){.slot = slot, .fd = fd, .h = *h, .in = copy};
     return 0;
+}
+
+static void owe_ack(struct master *m, int slot)
+{
+    if (m->ho[slot] < 0)
+        return; /* it has gone: nobody waits for it */
+    m->ho_owing += !m->ho_owed[slot];
+    m->ho_owed[slot]++;
+}
+
+/* Tries the held connections again, oldest first. Once their worker has
+ * gone and no new one takes them, they close: nobody can serve them. */
+static void retry_held(struct master *m)
+{
+    int kept = 0;
+    for (int i = 0; i < m->nho_held; i++) {
+        struct ho_held *e = &m->ho_held[i];
+        int r = forward(m, e->slot, &e->h, e->in, e->fd);
+        if (r == FWD_FULL && m->ho[e->slot] >= 0) {
+            m->ho_held[kept++] = *e;
+            continue;
+        }
+        if (r == FWD_PLACED)
+            owe_ack(m, e->slot);
+        else if (r == FWD_FULL)
+            log_msg(LOG_ERROR, "handover: a connection from a worker that has gone found no "
+                    "worker to take it: closing it");
+        close(e->fd);
+        free(e->in);
+    }
+    m->nho_held = kept;
+}
+
+/* The old worker in slot leaves once every connection it sent is placed
+ * or back, so what it is owed goes now, or (its channel full: a small
+ * net.core.wmem_max, a worker slow to read) with the next event or retry,
+ * summed into one message; giving up here kept it to its shutdown timeout. */
+static void send_acks(struct master *m, int slot)
+{
+    if (!m->ho_owed[slot] || m->ho[slot] < 0)
+        return;
+    struct handover_msg ack = {.kind = HO_ACK, .count = m->ho_owed[slot]};
+    if (handover_send(m->ho[slot], &ack, NULL, -1) < 0)
+        return;
+    m->ho_owed[slot] = 0;
+    m->ho_owing--;
 }
 
 void master_handover_event(struct master *m, int slot)
 {
     static char in[HANDOVER_IN_MAX];
     struct handover_msg h;
-    uint32_t placed = 0;
     for (int i = 0; i < BATCH && m->ho[slot] >= 0; i++) {
         int fd;
         int rc = handover_recv(m->ho[slot], &h, in, sizeof in, &fd);
@@ -94,19 +177,34 @@ void master_handover_event(struct master *m, int slot)
                 close(fd);
             continue;
         }
-        placed += (uint32_t)forward(m, slot, &h, in, fd);
+        int r = forward(m, slot, &h, in, fd);
+        if (r == FWD_FULL && hold(m, slot, &h, in, fd) == 0)
+            continue; /* the master keeps its reference until a channel takes it */
+        if (r == FWD_PLACED)
+            owe_ack(m, slot);
+        else if (r == FWD_FULL)
+            log_msg(LOG_ERROR, "handover: out of memory holding a connection no channel "
+                    "took: closing it");
         close(fd); /* the new holder has its own reference now */
     }
-    if (placed && m->ho[slot] >= 0) {
-        struct handover_msg ack = {.kind = HO_ACK, .count = placed};
-        if (handover_send(m->ho[slot], &ack, NULL, -1) < 0)
-            log_msg(LOG_WARN, "handover: cannot acknowledge %u connections to slot %d; it "
-                    "waits for its shutdown timeout", placed, slot);
-    }
+    send_acks(m, slot);
+}
+
+int master_handover_retry(struct master *m)
+{
+    if (m->nho_held)
+        retry_held(m);
+    for (int s = 0; m->ho_owing && s < nslots(m); s++)
+        send_acks(m, s);
+    return m->nho_held || m->ho_owing ? RETRY_MS : -1;
 }
 
 void master_handover_close(struct master *m, int slot)
 {
+    if (m->ho_owed[slot]) {
+        m->ho_owed[slot] = 0;
+        m->ho_owing--;
+    }
     if (m->ho[slot] < 0)
         return;
     loop_del(&m->loop, m->ho[slot]);
@@ -192,6 +290,10 @@ void master_handover_succ_event(struct master *m)
 
 void master_handover_close_in_child(struct master *m)
 {
+    /* a held connection kept alive in a child that never serves it would
+     * hang its client */
+    for (int i = 0; i < m->nho_held; i++)
+        close(m->ho_held[i].fd);
     if (m->pred_fd >= 0)
         close(m->pred_fd);
     if (m->succ_fd >= 0)

@@ -53,6 +53,10 @@ struct master {
     struct loop loop;
     struct dispatch *dispatch;
     int ho[SB_MAX_SLOTS];   /* handover channels, on a process's first slot, or -1 */
+    uint32_t ho_owed[SB_MAX_SLOTS]; /* placed connections not yet acknowledged to it */
+    int ho_owing;           /* slots with ho_owed > 0 */
+    struct ho_held *ho_held; /* connections no channel took yet (master_handover.c) */
+    int nho_held, cap_ho_held;
     int pred_fd;            /* upgrade: connections from the old master come here, or -1 */
     int succ_fd;            /* upgraded: ours go to the new master here, or -1 */
     struct listeners ls;
@@ -96,6 +100,10 @@ int master_handover_open(struct master *m, int slot);
 void master_handover_event(struct master *m, int slot);
 void master_handover_close(struct master *m, int slot);
 void master_handover_close_in_child(struct master *m);
+/* Tries again what full channels refused (held connections, then the
+ * acknowledgements owed); the ms until the next try while some are left,
+ * else -1. */
+int master_handover_retry(struct master *m);
 /* Upgrade: what the old master sends us (pred), what the new one bounces
  * back (succ). */
 void master_handover_pred_event(struct master *m);
