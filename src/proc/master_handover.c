@@ -22,7 +22,8 @@
 
 /* A connection from an old worker that no channel took yet. */
 struct ho_held {
-    int slot;               /* the old worker's, for the bounce and the ack */
+    int slot;               /* the old worker's, for the bounce and the ack... */
+    pid_t pid;              /* ...while that worker still holds the slot */
     int fd;
     struct handover_msg h;  /* kind HO_CONN */
     char *in;               /* h.in_len unparsed bytes, or NULL */
@@ -64,9 +65,11 @@ static int place(struct master *m, int index, const struct handover_msg *h, cons
 
 enum { FWD_PLACED, FWD_BOUNCED, FWD_FULL };
 
-/* What an old worker in slot sent: place it, or bounce it back; FWD_FULL
- * when no channel took it (the caller keeps fd and tries again). */
-static int forward(struct master *m, int slot, struct handover_msg *h, const void *in, int fd)
+/* What an old worker in slot sent: place it, or bounce it back unless
+ * that worker has gone; FWD_FULL when no channel took it (the caller
+ * keeps fd and tries again). */
+static int forward(struct master *m, int slot, int sender_here, struct handover_msg *h,
+                   const void *in, int fd)
 {
     if (!m->stopping && place(m, m->w[slot].index, h, in, fd) == 0)
         return FWD_PLACED;
@@ -74,7 +77,7 @@ static int forward(struct master *m, int slot, struct handover_msg *h, const voi
     h->pad = (uint32_t)slot;
     if (m->succ_fd >= 0 && handover_send(m->succ_fd, h, in, fd) == 0)
         return FWD_PLACED;
-    if (m->ho[slot] < 0) /* its worker has gone: nobody to give it back to */
+    if (!sender_here || m->ho[slot] < 0) /* nobody to give it back to */
         return FWD_FULL;
     struct handover_msg back = *h;
     back.kind = HO_BOUNCE;
@@ -87,6 +90,7 @@ static int forward(struct master *m, int slot, struct handover_msg *h, const voi
  * caller closes it). */
 static int hold(struct master *m, int slot, const struct handover_msg *h, const char *in, int fd)
 {
+    pid_t pid = m->w[slot].pid;
     if (m->nho_held == m->cap_ho_held) {
         int cap = m->cap_ho_held ? m->cap_ho_held * 2 : 64;
         struct ho_held *n = realloc(m->ho_held, (size_t)cap * sizeof *n);
@@ -100,7 +104,8 @@ static int hold(struct master *m, int slot, const struct handover_msg *h, const 
         return -1;
     if (copy)
         memcpy(copy, in, h->in_len);
-    m->ho_held[m->nho_held++] = (struct ho_held){.slot = slot, .fd = fd, .h = *h, .in = copy};
+    m->ho_held[m->nho_held++] =
+        (struct ho_held){.slot = slot, .pid = pid, .fd = fd, .h = *h, .in = copy};
     return 0;
 }
 
@@ -113,18 +118,20 @@ static void owe_ack(struct master *m, int slot)
 }
 
 /* Tries the held connections again, oldest first. Once their worker has
- * gone and no new one takes them, they close: nobody can serve them. */
+ * gone (its slot may hold a new one by now: no bounce or ack goes there)
+ * and no new one takes them, they close: nobody can serve them. */
 static void retry_held(struct master *m)
 {
     int kept = 0;
     for (int i = 0; i < m->nho_held; i++) {
         struct ho_held *e = &m->ho_held[i];
-        int r = forward(m, e->slot, &e->h, e->in, e->fd);
-        if (r == FWD_FULL && m->ho[e->slot] >= 0) {
+        int here = m->w[e->slot].pid == e->pid && m->ho[e->slot] >= 0;
+        int r = forward(m, e->slot, here, &e->h, e->in, e->fd);
+        if (r == FWD_FULL && here) {
             m->ho_held[kept++] = *e;
             continue;
         }
-        if (r == FWD_PLACED)
+        if (r == FWD_PLACED && here)
             owe_ack(m, e->slot);
         else if (r == FWD_FULL)
             log_msg(LOG_ERROR, "handover: a connection from a worker that has gone found no "
@@ -177,7 +184,7 @@ void master_handover_event(struct master *m, int slot)
                 close(fd);
             continue;
         }
-        int r = forward(m, slot, &h, in, fd);
+        int r = forward(m, slot, 1, &h, in, fd);
         if (r == FWD_FULL && hold(m, slot, &h, in, fd) == 0)
             continue; /* the master keeps its reference until a channel takes it */
         if (r == FWD_PLACED)
