@@ -14,18 +14,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "proc/master_internal.h"
 
 #define BATCH 64    /* messages per event: the master has other work */
 #define RETRY_MS 10 /* a connection or acknowledgement a full channel refused: the next try */
 
-/* A connection from an old worker that no channel took yet. */
+/* A connection no channel took yet, and where it is bound. */
+enum held_how {
+    HELD_FORWARD,   /* from an old worker of ours: place it, or bounce it back */
+    HELD_BOUNCE,    /* old master: the new one sent it back; to its old worker */
+    HELD_BACK,      /* new master: from the old one; place it, or send it back */
+};
+
 struct ho_held {
+    int how;                /* enum held_how */
     int slot;               /* the old worker's, for the bounce and the ack... */
     pid_t pid;              /* ...while that worker still holds the slot */
     int fd;
-    struct handover_msg h;  /* kind HO_CONN */
+    struct handover_msg h;
     char *in;               /* h.in_len unparsed bytes, or NULL */
 };
 
@@ -88,9 +96,10 @@ static int forward(struct master *m, int slot, int sender_here, struct handover_
 
 /* Keeps a connection no channel took; 0, or -1 (out of memory: the
  * caller closes it). */
-static int hold(struct master *m, int slot, const struct handover_msg *h, const char *in, int fd)
+static int hold(struct master *m, int how, int slot, const struct handover_msg *h,
+                const char *in, int fd)
 {
-    pid_t pid = m->w[slot].pid;
+    pid_t pid = slot >= 0 ? m->w[slot].pid : 0;
     if (m->nho_held == m->cap_ho_held) {
         int cap = m->cap_ho_held ? m->cap_ho_held * 2 : 64;
         struct ho_held *n = realloc(m->ho_held, (size_t)cap * sizeof *n);
@@ -105,7 +114,7 @@ static int hold(struct master *m, int slot, const struct handover_msg *h, const 
     if (copy)
         memcpy(copy, in, h->in_len);
     m->ho_held[m->nho_held++] =
-        (struct ho_held){.slot = slot, .pid = pid, .fd = fd, .h = *h, .in = copy};
+        (struct ho_held){.how = how, .slot = slot, .pid = pid, .fd = fd, .h = *h, .in = copy};
     return 0;
 }
 
@@ -117,29 +126,66 @@ static void owe_ack(struct master *m, int slot)
     m->ho_owed[slot]++;
 }
 
-/* Tries the held connections again, oldest first. Once their worker has
- * gone (its slot may hold a new one by now: no bounce or ack goes there)
- * and no new one takes them, they close: nobody can serve them. */
-static void retry_held(struct master *m)
+/* One more try for a held connection: 1 when it has gone somewhere (or
+ * cannot go anywhere: it is closed then), 0 to keep it. A worker that has
+ * gone may have left its slot to a new one: no bounce or ack goes there. */
+static int retry_one(struct master *m, struct ho_held *e)
 {
-    int kept = 0;
-    for (int i = 0; i < m->nho_held; i++) {
-        struct ho_held *e = &m->ho_held[i];
-        int here = m->w[e->slot].pid == e->pid && m->ho[e->slot] >= 0;
+    int here = e->slot >= 0 && m->w[e->slot].pid == e->pid && m->ho[e->slot] >= 0;
+    if (e->how == HELD_FORWARD) {
         int r = forward(m, e->slot, here, &e->h, e->in, e->fd);
-        if (r == FWD_FULL && here) {
-            m->ho_held[kept++] = *e;
-            continue;
-        }
+        if (r == FWD_FULL && here)
+            return 0;
         if (r == FWD_PLACED && here)
             owe_ack(m, e->slot);
         else if (r == FWD_FULL)
             log_msg(LOG_ERROR, "handover: a connection from a worker that has gone found no "
                     "worker to take it: closing it");
+        return 1;
+    }
+    if (e->how == HELD_BOUNCE) {
+        if (here && handover_send(m->ho[e->slot], &e->h, e->in, e->fd) < 0)
+            return 0;
+        if (!here)
+            log_msg(LOG_ERROR, "handover: a connection the new master sent back has no "
+                    "worker here to go to: closing it");
+        return 1;
+    }
+    if (!m->stopping && place(m, -1, &e->h, e->in, e->fd) == 0)
+        return 1;
+    struct handover_msg back = e->h;
+    back.kind = HO_BOUNCE;
+    if (m->pred_fd >= 0 && handover_send(m->pred_fd, &back, e->in, e->fd) < 0)
+        return 0;
+    if (m->pred_fd < 0)
+        log_msg(LOG_ERROR, "handover: a connection from the old master could not be placed "
+                "nor sent back: closing it");
+    return 1;
+}
+
+/* Tries the held connections again, oldest first (only_back: those bound
+ * back to the old master). */
+static void retry_held(struct master *m, int only_back)
+{
+    int kept = 0;
+    for (int i = 0; i < m->nho_held; i++) {
+        struct ho_held *e = &m->ho_held[i];
+        if ((only_back && e->how != HELD_BACK) || !retry_one(m, e)) {
+            m->ho_held[kept++] = *e;
+            continue;
+        }
         close(e->fd);
         free(e->in);
     }
     m->nho_held = kept;
+}
+
+static int held_back(const struct master *m)
+{
+    for (int i = 0; i < m->nho_held; i++)
+        if (m->ho_held[i].how == HELD_BACK)
+            return 1;
+    return 0;
 }
 
 /* The old worker in slot leaves once every connection it sent is placed
@@ -185,7 +231,7 @@ void master_handover_event(struct master *m, int slot)
             continue;
         }
         int r = forward(m, slot, 1, &h, in, fd);
-        if (r == FWD_FULL && hold(m, slot, &h, in, fd) == 0)
+        if (r == FWD_FULL && hold(m, HELD_FORWARD, slot, &h, in, fd) == 0)
             continue; /* the master keeps its reference until a channel takes it */
         if (r == FWD_PLACED)
             owe_ack(m, slot);
@@ -200,7 +246,7 @@ void master_handover_event(struct master *m, int slot)
 int master_handover_retry(struct master *m)
 {
     if (m->nho_held)
-        retry_held(m);
+        retry_held(m, 0);
     for (int s = 0; m->ho_owing && s < nslots(m); s++)
         send_acks(m, s);
     return m->nho_held || m->ho_owing ? RETRY_MS : -1;
@@ -219,6 +265,28 @@ void master_handover_close(struct master *m, int slot)
     m->ho[slot] = -1;
 }
 
+/* New master, before the channel from the old one closes: what waits to
+ * go back to it goes now. On our way out (pred_end: the old master is
+ * there and reads) that is worth a second of tries; once it has gone,
+ * one try, and the rest close. */
+static void give_back_held(struct master *m)
+{
+    int64_t until = clock_now_ms() + (m->stopping ? 1000 : 0);
+    for (;;) {
+        retry_held(m, 1);
+        if (!held_back(m) || clock_now_ms() >= until)
+            break;
+        usleep(1000);
+        clock_update();
+    }
+    if (!held_back(m))
+        return;
+    int fd = m->pred_fd;
+    m->pred_fd = -1; /* what is left closes */
+    retry_held(m, 1);
+    m->pred_fd = fd;
+}
+
 /* New master: a connection from the old master's workers goes to one of
  * ours, or back (its pad names the old worker's slot). */
 void master_handover_pred_event(struct master *m)
@@ -230,7 +298,8 @@ void master_handover_pred_event(struct master *m)
         int rc = handover_recv(m->pred_fd, &h, in, sizeof in, &fd);
         if (rc == -EAGAIN)
             break;
-        if (rc == 0) { /* the old master has gone */
+        if (rc == 0) { /* the old master has gone, or we stop (pred_end) */
+            give_back_held(m);
             loop_del(&m->loop, m->pred_fd);
             close(m->pred_fd);
             m->pred_fd = -1;
@@ -244,10 +313,14 @@ void master_handover_pred_event(struct master *m)
             continue;
         }
         if (m->stopping || place(m, -1, &h, in, fd) < 0) {
-            h.kind = HO_BOUNCE;
-            if (handover_send(m->pred_fd, &h, in, fd) < 0)
+            struct handover_msg back = h;
+            back.kind = HO_BOUNCE;
+            if (handover_send(m->pred_fd, &back, in, fd) < 0) {
+                if (hold(m, HELD_BACK, -1, &h, in, fd) == 0)
+                    continue;
                 log_msg(LOG_ERROR, "handover: a connection from the old master could not "
                         "be placed nor sent back: closing it");
+            }
         }
         close(fd);
     }
@@ -283,10 +356,13 @@ void master_handover_succ_event(struct master *m)
             m->succ_fd = -1;
             break;
         }
-        if (rc == 1 && fd >= 0 && h.pad < SB_MAX_SLOTS && m->ho[h.pad] >= 0 &&
-            handover_send(m->ho[h.pad], &h, in, fd) == 0) {
-            close(fd);
-            continue;
+        if (rc == 1 && fd >= 0 && h.pad < SB_MAX_SLOTS && m->ho[h.pad] >= 0) {
+            if (handover_send(m->ho[h.pad], &h, in, fd) == 0) {
+                close(fd);
+                continue;
+            }
+            if (hold(m, HELD_BOUNCE, (int)h.pad, &h, in, fd) == 0)
+                continue; /* its worker's channel is full: again shortly */
         }
         log_msg(LOG_ERROR, "handover: a connection the new master sent back has no worker "
                 "here to go to: closing it");

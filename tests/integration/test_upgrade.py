@@ -18,7 +18,7 @@ import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, Server, descendants, fd_count, require_binary
 from herdtest import get_req, wait_for
-from test_hitless import Load
+from test_hitless import SOCKBUF_CAP, Load
 from test_reload import Hammer, gone
 
 pytestmark = pytest.mark.skipif(
@@ -287,18 +287,13 @@ def test_upgrade_timeout_abandons_a_binary_that_never_gets_ready(upgradable, tmp
     still_serving(srv, pidfile, first)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
-                                   "uring"])
-def test_three_upgrades_lose_nothing_without_retries(upgradable, model):
-    """Three USR2 upgrades under a client that never retries (test_hitless's
-    Load: 100 keep-alive connections, half busy, half idling 0-500 ms): the
-    old master's idle connections move to the new master's workers, so
-    every request gets its whole response on the connection it was sent on."""
-    srv, pidfile = upgradable("--model", model, "--workers", "2", "--keepalive-timeout", "30s")
+def upgrades_under_load(srv, pidfile, model, nconns, upgrades=3):
+    """upgrades USR2 upgrades under test_hitless's Load (nconns keep-alive
+    connections, half busy, half idling 0-500 ms, never retrying); returns
+    the load, finished."""
     nprocs = 1 if model in ("threads", "coro") else 2
     wait_for(lambda: len(descendants(srv.pid)) == nprocs, timeout=5, what="the workers")
-    load = Load(("127.0.0.1", srv.port), 100)
+    load = Load(("127.0.0.1", srv.port), nconns)
     load.start()
     stop = threading.Event()
 
@@ -309,17 +304,54 @@ def test_three_upgrades_lose_nothing_without_retries(upgradable, model):
     t.start()
     try:
         time.sleep(0.3)
-        for _ in range(3):
+        for _ in range(upgrades):
             upgrade(srv, pidfile)
         time.sleep(0.3)
     finally:
         stop.set()
         t.join(10)
     load.finish()
+    return load
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
+                                   "uring"])
+def test_three_upgrades_lose_nothing_without_retries(upgradable, model):
+    """Three USR2 upgrades under a client that never retries (test_hitless's
+    Load: 100 keep-alive connections, half busy, half idling 0-500 ms): the
+    old master's idle connections move to the new master's workers, so
+    every request gets its whole response on the connection it was sent on."""
+    srv, pidfile = upgradable("--model", model, "--workers", "2", "--keepalive-timeout", "30s")
+    load = upgrades_under_load(srv, pidfile, model, 100)
     assert load.ok > 100, (load.ok, load.errors[:5])
     assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
                              f"requests: {load.errors[:8]}\n{srv.stderr_text()[-2000:]}")
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
+                                   "uring"])
+def test_upgrades_with_full_handover_channels_lose_nothing(upgradable, monkeypatch, model):
+    """The same with 1000 connections and socket buffers as small as the
+    kernel allows (tests/tools/sockbuf_cap.c): the channels between the
+    masters and to their workers fill after a few messages, and what none
+    takes waits in a master and goes again shortly, in either direction
+    (the old master closed a connection the new one sent back when its old
+    worker's channel was full)."""
+    if not SOCKBUF_CAP.exists():
+        pytest.fail(f"{SOCKBUF_CAP} missing: run `make build/sockbuf_cap.so`", pytrace=False)
+    monkeypatch.setenv("LD_PRELOAD", str(SOCKBUF_CAP))   # the new masters inherit it
+    monkeypatch.setenv("SOCKBUF_CAP", "4608")
+    if "asan" in str(HERD_BIN):   # the shim is loaded before ASan's runtime
+        monkeypatch.setenv("ASAN_OPTIONS", ":".join(filter(None, [
+            os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0"])))
+    srv, pidfile = upgradable("--model", model, "--workers", "2", "--keepalive-timeout", "30s")
+    monkeypatch.delenv("LD_PRELOAD")
+    load = upgrades_under_load(srv, pidfile, model, 1000)
+    assert load.ok > 1000, (load.ok, load.errors[:5])
+    assert not load.errors, (f"{len(load.errors)} errors in {load.ok + len(load.errors)} "
+                             f"requests: {load.errors[:8]}\n{srv.stderr_text()[-2000:]}")
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro",
