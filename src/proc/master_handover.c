@@ -122,7 +122,6 @@ static void owe_ack(struct master *m, int slot)
 {
     if (m->ho[slot] < 0)
         return; /* it has gone: nobody waits for it */
-    m->ho_owing += !m->ho_owed[slot];
     m->ho_owed[slot]++;
 }
 
@@ -200,7 +199,6 @@ static void send_acks(struct master *m, int slot)
     if (handover_send(m->ho[slot], &ack, NULL, -1) < 0)
         return;
     m->ho_owed[slot] = 0;
-    m->ho_owing--;
 }
 
 void master_handover_event(struct master *m, int slot)
@@ -247,17 +245,17 @@ int master_handover_retry(struct master *m)
 {
     if (m->nho_held)
         retry_held(m, 0);
-    for (int s = 0; m->ho_owing && s < nslots(m); s++)
+    int owing = 0;
+    for (int s = 0; s < nslots(m); s++) {
         send_acks(m, s);
-    return m->nho_held || m->ho_owing ? RETRY_MS : -1;
+        owing |= m->ho_owed[s] != 0;
+    }
+    return m->nho_held || owing ? RETRY_MS : -1;
 }
 
 void master_handover_close(struct master *m, int slot)
 {
-    if (m->ho_owed[slot]) {
-        m->ho_owed[slot] = 0;
-        m->ho_owing--;
-    }
+    m->ho_owed[slot] = 0;
     if (m->ho[slot] < 0)
         return;
     loop_del(&m->loop, m->ho[slot]);

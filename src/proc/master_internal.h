@@ -54,7 +54,6 @@ struct master {
     struct dispatch *dispatch;
     int ho[SB_MAX_SLOTS];   /* handover channels, on a process's first slot, or -1 */
     uint32_t ho_owed[SB_MAX_SLOTS]; /* placed connections not yet acknowledged to it */
-    int ho_owing;           /* slots with ho_owed > 0 */
     struct ho_held *ho_held; /* connections no channel took yet (master_handover.c) */
     int nho_held, cap_ho_held;
     int pred_fd;            /* upgrade: connections from the old master come here, or -1 */

@@ -162,41 +162,55 @@ def tree_fd_count(pid, sockets_only=False):
     return total
 
 
+def tree_fds(pid):
+    """(pid, fd, target) of every fd of pid and its descendants, e.g.
+    (1234, '7', 'socket:[5678]'); processes and fds that go meanwhile are
+    skipped."""
+    for p in [pid] + descendants(pid):
+        try:
+            names = os.listdir(f"/proc/{p}/fd")
+        except OSError:
+            continue
+        for name in names:
+            try:
+                yield p, name, os.readlink(f"/proc/{p}/fd/{name}")
+            except OSError:
+                continue
+
+
+def tcp_sockets(tables=("/proc/net/tcp",)):
+    """(local port, remote port, fields) of every TCP socket in tables
+    (fields: the line split; [3] the state, [4] tx:rx queues, [9] the
+    inode)."""
+    for table in tables:
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    yield (int(fields[1].rsplit(":", 1)[1], 16),
+                           int(fields[2].rsplit(":", 1)[1], 16), fields)
+        except FileNotFoundError:
+            pass
+
+
 def fd_targets(pid):
     """Counter of (pid, fd target) over pid and its descendants, e.g.
     (1234, 'socket:[5678]') or (1234, '/srv/www/big.bin')."""
     from collections import Counter
     out = Counter()
-    for p in [pid] + descendants(pid):
-        try:
-            names = os.listdir(f"/proc/{p}/fd")
-        except FileNotFoundError:
-            continue
-        for name in names:
-            try:
-                t = os.readlink(f"/proc/{p}/fd/{name}")
-            except OSError:
-                continue
-            out[(p, re.sub(r"\[\d+\]$", "[]", t) if t.startswith(("socket:", "pipe:"))
-                 else t)] += 1
+    for p, _, t in tree_fds(pid):
+        out[(p, re.sub(r"\[\d+\]$", "[]", t) if t.startswith(("socket:", "pipe:"))
+             else t)] += 1
     return out
 
 
 def socket_inode(server_port, client_port):
     """Inode of the server-side TCP socket of one connection (from
     /proc/net/tcp{,6}); 0 or None once the server closed it."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    lport = int(fields[1].rsplit(":", 1)[1], 16)
-                    rport = int(fields[2].rsplit(":", 1)[1], 16)
-                    if lport == server_port and rport == client_port:
-                        return int(fields[9])
-        except FileNotFoundError:
-            pass
+    for lport, rport, fields in tcp_sockets(("/proc/net/tcp", "/proc/net/tcp6")):
+        if lport == server_port and rport == client_port:
+            return int(fields[9])
     return None
 
 
@@ -205,17 +219,7 @@ def tree_holds_socket(pid, inode):
     if not inode:
         return False
     target = f"socket:[{inode}]"
-    for p in [pid] + descendants(pid):
-        try:
-            for name in os.listdir(f"/proc/{p}/fd"):
-                try:
-                    if os.readlink(f"/proc/{p}/fd/{name}") == target:
-                        return True
-                except OSError:
-                    pass
-        except FileNotFoundError:
-            pass
-    return False
+    return any(t == target for _, _, t in tree_fds(pid))
 
 
 # --------------------------------------------------------------- server

@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, REPO_ROOT, comm, descendants, worker_pids
+from conftest import (HERD_ARGS, HERD_BIN, REPO_ROOT, comm, descendants, tcp_sockets,
+                      tree_fds, worker_pids)
 from herdtest import RawConn, get_req, wait_for
 from proxy_backend import Backend
 
@@ -189,23 +190,6 @@ def softnet_dropped():
         return sum(int(line.split()[1], 16) for line in f)
 
 
-def tcp_rows(port, client_ports):
-    """/proc/net/tcp rows of the connections between port and client_ports,
-    keyed by (client port, side): side "srv" is the server's end."""
-    rows = {}
-    with open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            x = line.split()
-            lport = int(x[1].rsplit(":", 1)[1], 16)
-            rport = int(x[2].rsplit(":", 1)[1], 16)
-            if lport == port and rport in client_ports:
-                rows[(rport, "srv")] = x
-            elif rport == port and lport in client_ports:
-                rows[(lport, "cli")] = x
-    return rows
-
-
 def where_stuck(srv, client_ports, show=6):
     """Where the requests nobody answered wait, for the failure message: per
     connection, each end's TCP state from /proc/net/tcp (queues: a request
@@ -214,21 +198,15 @@ def where_stuck(srv, client_ports, show=6):
     and the timeout now, in jiffies), and which process of the server holds
     its end (pid and name), or "nobody" (in flight in a channel, or closed)."""
     want = set(client_ports)
-    rows = tcp_rows(srv.port, want)
+    rows = {}                    # (client port, "srv" or "cli") -> fields
+    for lport, rport, fields in tcp_sockets():
+        if lport == srv.port and rport in want:
+            rows[(rport, "srv")] = fields
+        elif rport == srv.port and lport in want:
+            rows[(lport, "cli")] = fields
     inodes = {rows[k][9]: k[0] for k in rows if k[1] == "srv"}
-    holders = {}
-    for p in [srv.pid] + descendants(srv.pid):
-        try:
-            names = os.listdir(f"/proc/{p}/fd")
-        except OSError:
-            continue
-        for name in names:
-            try:
-                target = os.readlink(f"/proc/{p}/fd/{name}")
-            except OSError:
-                continue
-            if target[8:-1] in inodes:
-                holders[inodes[target[8:-1]]] = f"{p} {comm(p)} fd {name}"
+    holders = {inodes[t[8:-1]]: f"{p} {comm(p)} fd {fd}"
+               for p, fd, t in tree_fds(srv.pid) if t[8:-1] in inodes}
 
     def end(port, side):
         x = rows.get((port, side))

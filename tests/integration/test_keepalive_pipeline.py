@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import descendants
+from conftest import descendants, tcp_sockets, tree_fds
 from herdtest import (OP_TIMEOUT, RawConn, build_request, check_common, etag_for, get_req,
                       parse_head, segments_without_data, wait_for)
 
@@ -388,34 +388,13 @@ def tree_rss_kib(pid):
 def server_inodes(server_port, client_ports):
     """Inodes of the server-side sockets of these client ports (one pass over
     /proc/net/tcp)."""
-    out = set()
-    with open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            lport = int(fields[1].rsplit(":", 1)[1], 16)
-            rport = int(fields[2].rsplit(":", 1)[1], 16)
-            if lport == server_port and rport in client_ports and int(fields[9]):
-                out.add(int(fields[9]))
-    return out
+    return {int(f[9]) for lport, rport, f in tcp_sockets()
+            if lport == server_port and rport in client_ports and int(f[9])}
 
 
 def held_sockets(pid):
     """Inodes of the sockets pid and its descendants hold."""
-    out = set()
-    for p in [pid] + descendants(pid):
-        try:
-            names = os.listdir(f"/proc/{p}/fd")
-        except FileNotFoundError:
-            continue
-        for name in names:
-            try:
-                t = os.readlink(f"/proc/{p}/fd/{name}")
-            except OSError:
-                continue
-            if t.startswith("socket:["):
-                out.add(int(t[8:-1]))
-    return out
+    return {int(t[8:-1]) for _, _, t in tree_fds(pid) if t.startswith("socket:[")}
 
 
 # What a stalled connection may own: its input buffer (16 KiB) and the heads
