@@ -51,14 +51,23 @@ def status_json(srv):
     return json.loads(r.body)
 
 
-def read_lines(path):
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return []
-    assert not data or data.endswith(b"\n"), f"partial last line in {path}: {data[-200:]!r}"
-    return data.decode("latin-1").splitlines()
+def read_lines(path, settle=2.0):
+    """The file's lines. A partial last line fails, unless a later read ends
+    whole within `settle` s: the logger writes whole lines in one write(2),
+    but Linux does not make that atomic to a concurrent read(2) (the file
+    grows a page at a time, so a read racing a write that crosses a page
+    boundary sees the start of a line; CI saw that once)."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        if not data or data.endswith(b"\n"):
+            return data.decode("latin-1").splitlines()
+        assert time.monotonic() < deadline, f"partial last line in {path}: {data[-200:]!r}"
+        time.sleep(0.01)
 
 
 def wait_lines(path, pred, count, timeout=LOG_WAIT):
