@@ -48,7 +48,11 @@ static int failure(SSL *ssl, int ret)
  * itself says so only for GET, HEAD, POST and PUT (SSL_R_HTTP_REQUEST),
  * so DELETE or OPTIONS would get a reset where they should get the 400.
  * nginx decides on this byte too. One MSG_PEEK per connection, until the
- * first byte is here. */
+ * first byte is here: 1 plain HTTP, 0 not (or nothing to decide on: an
+ * EOF or an error, which OpenSSL then reports), -EAGAIN no byte yet.
+ * OpenSSL must not read before that byte is seen: a request arriving
+ * between an empty peek and OpenSSL's read was taken for a broken record
+ * (a protocol failure, and a reset for the client, on a loaded machine). */
 static int plain_http_first(SSL *ssl)
 {
     BIO *rb = SSL_get_rbio(ssl);
@@ -56,12 +60,17 @@ static int plain_http_first(SSL *ssl)
         return 0;
     unsigned char b;
     ssize_t n = recv(SSL_get_rfd(ssl), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return -EAGAIN;
     return n == 1 && b >= 'A' && b <= 'Z';
 }
 
 int tls_handshake(SSL *ssl, enum tls_fail *why)
 {
-    if (plain_http_first(ssl)) {
+    int plain = plain_http_first(ssl);
+    if (plain == -EAGAIN)
+        return -EAGAIN; /* the caller waits to read, as OpenSSL would */
+    if (plain) {
         *why = TLS_FAIL_PLAIN_HTTP;
         SSL_set_quiet_shutdown(ssl, 1);
         return -EPROTO;

@@ -178,6 +178,19 @@ def tree_fds(pid):
                 continue
 
 
+def shim_env(name, **settings):
+    """The environment that preloads the test shim tests/tools/<name>.c
+    (built as build/<name>.so) into herd, with its settings."""
+    shim = REPO_ROOT / "build" / f"{name}.so"
+    if not shim.exists():
+        pytest.fail(f"{shim} missing: run `make build/{name}.so`", pytrace=False)
+    env = {"LD_PRELOAD": str(shim), **{k: str(v) for k, v in settings.items()}}
+    if "asan" in HERD_BIN:   # the shim is loaded before ASan's runtime
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                                      "verify_asan_link_order=0"]))
+    return env
+
+
 def tcp_sockets(tables=("/proc/net/tcp",)):
     """(local port, remote port, fields) of every TCP socket in tables
     (fields: the line split; [3] the state, [4] tx:rx queues, [9] the

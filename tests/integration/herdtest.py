@@ -37,6 +37,21 @@ def wait_for(cond, timeout=OP_TIMEOUT, interval=0.02, what="condition"):
         time.sleep(interval)
 
 
+def log_lines(path):
+    """The whole lines of a log a server is still writing: none while the
+    file does not exist, and not the last line while it is being written.
+    The writer writes whole lines, but Linux does not make a write(2)
+    atomic to a concurrent read(2): the file grows a page at a time, so a
+    read can end inside a line (a test that took that part for the whole
+    line, or parsed it, failed in CI)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    return data[:data.rfind(b"\n") + 1].decode("utf-8", "replace").splitlines()
+
+
 def build_request(method="GET", target="/", version="HTTP/1.1", headers=None,
                   body=b"", host="test"):
     """Build request bytes. headers: list of (name, value) or dict.

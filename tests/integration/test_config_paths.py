@@ -7,7 +7,7 @@ that is not a switch is reported as such."""
 import pytest
 
 from conftest import HERD_ARGS, Server, finish_all, herd_cmd, run_herd
-from herdtest import get_req, wait_for
+from herdtest import get_req, log_lines, wait_for
 
 pytestmark = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="drives the master/worker model itself")
@@ -62,7 +62,7 @@ def test_relative_paths_in_a_file_resolve_against_its_folder(started, layout):
     pid = wait_for(lambda: (conf / "herd.pid").exists() and (conf / "herd.pid").read_text(),
                    timeout=5, what="the pid file in the config's folder")
     assert int(pid) == srv.pid
-    wait_for(lambda: b"GET / " in (conf / "logs" / "access.log").read_bytes(), timeout=5,
+    wait_for(lambda: any("GET / " in l for l in log_lines(conf / "logs" / "access.log")), timeout=5,
              what="the access log in conf/logs")
     assert not (cwd / "logs").exists() and not (cwd / "herd.pid").exists()
 

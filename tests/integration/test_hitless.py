@@ -8,7 +8,6 @@ error, as wrk and ab count it. A response that says Connection: close is
 honoured (the client then opens a new connection): that is not an error."""
 
 import json
-import os
 import random
 import re
 import selectors
@@ -20,9 +19,8 @@ import time
 
 import pytest
 
-from conftest import (HERD_ARGS, HERD_BIN, REPO_ROOT, comm, descendants, tcp_sockets,
-                      tree_fds, worker_pids)
-from herdtest import RawConn, get_req, wait_for
+from conftest import HERD_ARGS, comm, descendants, shim_env, tcp_sockets, tree_fds, worker_pids
+from herdtest import RawConn, get_req, log_lines, wait_for
 from proxy_backend import Backend
 
 pytestmark = pytest.mark.skipif(
@@ -33,7 +31,6 @@ TARGET = "/small.txt"
 BODY = b"0123456789abcdefghijklmnopqrstuvwxyz"
 REQ = f"GET {TARGET} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
 HEAD_RE = re.compile(rb"^HTTP/1\.1 (\d{3}) ")
-SOCKBUF_CAP = REPO_ROOT / "build" / "sockbuf_cap.so"   # tests/tools/sockbuf_cap.c
 
 
 
@@ -295,13 +292,7 @@ def test_full_handover_channels_lose_no_request(server, model):
     has room: no request is lost (the master closed those connections: 24
     to 35 resets in 1000 on dispatch) and no old generation waits for its
     shutdown timeout (it did, 5 s, for an acknowledgement dropped)."""
-    if not SOCKBUF_CAP.exists():
-        pytest.fail(f"{SOCKBUF_CAP} missing: run `make build/sockbuf_cap.so`", pytrace=False)
-    env = {"LD_PRELOAD": str(SOCKBUF_CAP), "SOCKBUF_CAP": "4608"}
-    if "asan" in str(HERD_BIN):   # the shim is loaded before ASan's runtime
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
-                                                      "verify_asan_link_order=0"]))
-    srv = server(*server_args(model), env=env)
+    srv = server(*server_args(model), env=shim_env("sockbuf_cap", SOCKBUF_CAP=4608))
     load, took = reload_under_load(srv, 1000, 3)
     assert len(took) == 3, took
     assert max(took) < 4, took
@@ -334,10 +325,9 @@ def test_idle_connection_moves_to_the_new_generation(server, tmp_path, model):
 
     def records():
         out = {}
-        if log.exists():
-            for line in log.read_text().splitlines():
-                rec = json.loads(line)
-                out[rec["request"].split()[1]] = rec
+        for line in log_lines(log):
+            rec = json.loads(line)
+            out[rec["request"].split()[1]] = rec
         return out
     recs = wait_for(lambda: len(records()) >= 2 and records(), timeout=5,
                     what="both access-log records")

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import HERD_ARGS, HERD_BIN, descendants, herd_cmd, run_herd
-from herdtest import (ConnClosed, RawConn, ThreadedListener, build_request, segments_without_data,
-                      wait_for)
+from herdtest import (ConnClosed, RawConn, ThreadedListener, build_request, log_lines,
+                      segments_without_data, wait_for)
 from proxy_backend import PATTERN, Backend, pattern_sha
 
 pytestmark = pytest.mark.skipif(
@@ -483,8 +483,7 @@ def test_client_that_leaves_is_logged_499_and_upstream_closed(server, backends, 
     c.reset() if leave == "reset" else c.close()
 
     def logged():
-        text = log.read_text() if log.exists() else ""
-        return [l for l in text.splitlines() if "/api/slow?s=6" in l]
+        return [l for l in log_lines(log) if "/api/slow?s=6" in l]
     got = wait_for(logged, timeout=3, what="the access-log line of the request that left")
     assert '"GET /api/slow?s=6 HTTP/1.1" 499 0' in got[0], got
     wait_for(lambda: srv.socket_count() <= sockets, timeout=3,
@@ -519,8 +518,7 @@ def test_half_close_sent_with_the_request_is_499_whatever_the_timing(server, bac
             assert time.monotonic() - t0 < 1.5, "noticed before the upstream answered"
 
     def logged():
-        text = log.read_text() if log.exists() else ""
-        got = [l for l in text.splitlines() if "/api/slow?s=2" in l]
+        got = [l for l in log_lines(log) if "/api/slow?s=2" in l]
         return got if len(got) == rounds else None
     got = wait_for(logged, timeout=5, what="every round's access-log line")
     assert all('" 499 0' in line for line in got), got
@@ -572,8 +570,7 @@ def test_pipelining_once_does_not_excuse_a_later_close(server, backends, tmp_pat
         c.expect_close(timeout=2)
 
     def logged():
-        text = log.read_text() if log.exists() else ""
-        return [l for l in text.splitlines() if "late=1" in l]
+        return [l for l in log_lines(log) if "late=1" in l]
     line = wait_for(logged, timeout=5, what="the late request's line")[0]
     assert '" 499 0' in line, line
 
@@ -672,8 +669,7 @@ def test_a_stalled_request_body_is_the_clients_timeout_not_the_upstreams(server,
     assert took >= 1.5, f"closed after {took:.2f}s: not the 2 s body timer"
 
     def logged():
-        text = log.read_text() if log.exists() else ""
-        return [l for l in text.splitlines() if "/api/stalled" in l]
+        return [l for l in log_lines(log) if "/api/stalled" in l]
     line = wait_for(logged, timeout=5, what="the access-log line")[0]
     assert '"POST /api/stalled HTTP/1.1" 408 0' in line, line
     echo(srv.get("/api/after"))  # the upstream was not marked down
@@ -1282,8 +1278,8 @@ def test_access_log_and_counters(server, backends, tmp_path):
     assert srv.get("/api/malformed").status == 502
 
     def lines():
-        text = log.read_text() if log.exists() else ""
-        return [l for l in text.splitlines() if "/api/" in l] if text.count("\n") >= 2 else None
+        got = [l for l in log_lines(log) if "/api/" in l]
+        return got if len(got) >= 2 else None
 
     got = wait_for(lines, what="two access-log lines")
     assert f'"GET /api/logged?m=proxy-mark HTTP/1.1" 200 {len(r.body)}' in got[0]
@@ -1328,8 +1324,7 @@ def test_log_lines_of_reused_exchanges_name_their_own_request(server, backends, 
             assert echo(c.read_response())["target"] == f"/api/r{i}"
 
     def lines():
-        text = log.read_text() if log.exists() else ""
-        got = [l for l in text.splitlines() if "/api/" in l]
+        got = [l for l in log_lines(log) if "/api/" in l]
         return got if len(got) == len(agents) else None
 
     got = wait_for(lines, what="a log line per request")

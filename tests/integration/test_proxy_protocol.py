@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import HERD_ARGS, run_herd
-from herdtest import OP_TIMEOUT, RawConn, build_request, wait_for
+from herdtest import OP_TIMEOUT, RawConn, build_request, log_lines, wait_for
 
 V2_SIG = b"\r\n\r\n\x00\r\nQUIT\n"
 
@@ -38,10 +38,7 @@ def log_records(path, marker, count, timeout=10):
     if NO_ACCESS_LOG:
         pytest.skip("no access log on --model single (the requests above were checked)")
     def ready():
-        try:
-            lines = [l for l in path.read_text().splitlines() if marker in l]
-        except FileNotFoundError:
-            return None
+        lines = [l for l in log_lines(path) if marker in l]
         return lines if len(lines) >= count else None
     return [json.loads(l) for l in wait_for(ready, timeout, what=f"{count} log lines")]
 

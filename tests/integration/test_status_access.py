@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import HERD_ARGS, ipv6_available, run_herd
-from herdtest import build_request, check_error, wait_for
+from herdtest import build_request, check_error, log_lines, wait_for
 
 STATUS = "/herd-status"
 NO_ACCESS_LOG = "single" in HERD_ARGS
@@ -84,10 +84,7 @@ def test_loopback_refused_when_not_listed(server, tmp_path):
     if NO_ACCESS_LOG:
         return
     def logged():
-        try:
-            recs = [json.loads(l) for l in (tmp_path / "a.json").read_text().splitlines()]
-        except FileNotFoundError:
-            return None
+        recs = [json.loads(l) for l in log_lines(tmp_path / "a.json")]
         mine = [r for r in recs if STATUS in r["request"]]
         return mine if len(mine) >= 3 else None
     recs = wait_for(logged, what="3 access-log lines")

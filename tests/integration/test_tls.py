@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, Server, herd_cmd, worker_pids
-from herdtest import OP_TIMEOUT, RawConn, build_request, evict, wait_for
+from conftest import HERD_ARGS, Server, herd_cmd, shim_env, worker_pids
+from herdtest import OP_TIMEOUT, RawConn, build_request, evict, log_lines, wait_for
 from test_fastcgi import docroot, php_cgi  # noqa: F401 - fixtures
 from test_socket_activation import launched, tcp_listener  # noqa: F401 - a fixture
 from test_upgrade import upgradable  # noqa: F401 - a fixture
@@ -90,9 +90,9 @@ def tls_args(p, *extra):
     return ["--tls-cert", p.cert, "--tls-key", p.key, *extra]
 
 
-def start(server, p, *args, model="reuseport", cert=None, key=None):
+def start(server, p, *args, model="reuseport", cert=None, key=None, env=None):
     return server("--model", model, "--tls-cert", cert or p.cert, "--tls-key", key or p.key,
-                  "--status-path", STATUS, *args, listen=("127.0.0.1:0 tls",))
+                  "--status-path", STATUS, *args, listen=("127.0.0.1:0 tls",), env=env)
 
 
 def client_ctx(p, alpn=None, maxver=None):
@@ -371,8 +371,7 @@ def test_a_tls_client_that_leaves_while_upstream_is_499(server, pki, tmp_path, m
             raw.shutdown(socket.SHUT_WR)  # a bare FIN, no close_notify
 
         def logged():
-            text = log.read_text() if log.exists() else ""
-            return [l for l in text.splitlines() if "/api/slow?s=4" in l]
+            return [l for l in log_lines(log) if "/api/slow?s=4" in l]
         line = wait_for(logged, timeout=3, what="the access-log line")[0]
         assert '" 499 0' in line, line
         assert time.monotonic() - t0 < 3, "noticed long before the upstream answered"
@@ -832,6 +831,26 @@ def test_plain_http_with_any_method_gets_the_400(server, pki, model):
         assert r.status == 400, r
     failed = status(srv, pki)["tls"]["failed"]
     assert failed["plain_http"] == 5 and failed["protocol"] == 0, failed
+
+
+@pytest.mark.parametrize("model", ["reuseport", "coro", "single"])
+def test_a_request_that_arrives_after_an_empty_first_look_still_gets_the_400(server, pki, model):
+    """The first byte herd peeks at decides plain HTTP; when it is not here
+    yet herd waits for it, as OpenSSL would. It handed the socket to
+    OpenSSL instead, which read a request that had arrived in between as a
+    broken record: a protocol failure and a reset for a DELETE (CI saw it
+    on a loaded machine). tests/tools/slow_peek.c makes the empty peek
+    return 50 ms late; the client sends 10 ms after its connect."""
+    srv = start(server, pki, model=model, env=shim_env("slow_peek", SLOW_PEEK_MS=50))
+    for method in ("DELETE", "OPTIONS"):
+        for _ in range(3):
+            with srv.connect() as c:
+                time.sleep(0.01)
+                c.send(build_request(method, "/small.txt"))
+                r = c.read_response()
+                assert r.status == 400 and b"HTTPS" in r.body, (method, r)
+    failed = status(srv, pki)["tls"]["failed"]
+    assert failed["plain_http"] == 6 and failed["protocol"] == 0, failed
 
 
 @pytest.mark.parametrize("name", ["c.test.", "*", "**.test", "a b", "a..test", "-a.test",

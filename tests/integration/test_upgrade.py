@@ -16,9 +16,10 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, Server, descendants, fd_count, require_binary
+from conftest import (HERD_ARGS, HERD_BIN, Server, descendants, fd_count, require_binary,
+                      shim_env)
 from herdtest import get_req, wait_for
-from test_hitless import SOCKBUF_CAP, Load
+from test_hitless import Load
 from test_reload import Hammer, gone
 
 pytestmark = pytest.mark.skipif(
@@ -339,13 +340,8 @@ def test_upgrades_with_full_handover_channels_lose_nothing(upgradable, monkeypat
     takes waits in a master and goes again shortly, in either direction
     (the old master closed a connection the new one sent back when its old
     worker's channel was full)."""
-    if not SOCKBUF_CAP.exists():
-        pytest.fail(f"{SOCKBUF_CAP} missing: run `make build/sockbuf_cap.so`", pytrace=False)
-    monkeypatch.setenv("LD_PRELOAD", str(SOCKBUF_CAP))   # the new masters inherit it
-    monkeypatch.setenv("SOCKBUF_CAP", "4608")
-    if "asan" in str(HERD_BIN):   # the shim is loaded before ASan's runtime
-        monkeypatch.setenv("ASAN_OPTIONS", ":".join(filter(None, [
-            os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0"])))
+    for k, v in shim_env("sockbuf_cap", SOCKBUF_CAP=4608).items():
+        monkeypatch.setenv(k, v)   # the new masters inherit it
     srv, pidfile = upgradable("--model", model, "--workers", "2", "--keepalive-timeout", "30s")
     monkeypatch.delenv("LD_PRELOAD")
     load = upgrades_under_load(srv, pidfile, model, 1000)
