@@ -343,7 +343,8 @@ def test_config_unix_and_tcp_listeners_with_workers(herd_proc, tmp_path):
         time.sleep(0.5)
         dead = [l for l in p.lines if "respawning" in l or "[crit]" in l]
         assert not dead, "workers die at start:\n" + "\n".join(dead[:6])
-        assert worker_comms(p.pid) == ["herd-w0", "herd-w1", "herd-w2"]
+        wait_for(lambda: worker_comms(p.pid) == ["herd-w0", "herd-w1", "herd-w2"], timeout=5,
+                 what="three workers named herd-w0 to herd-w2")
         for _ in range(12):
             assert p.get("/").body == b"two listeners\n"
             assert p.get("/", addr=sock).body == b"two listeners\n"

@@ -288,7 +288,7 @@ def test_killed_worker_is_respawned(server, site):
     for _ in range(40):
         r = srv.get("/small.txt")
         assert r.status == 200 and r.body == site.files["small.txt"]
-    assert sorted(kids_by_comm(srv.pid)) == ["herd-w0", "herd-w1"]
+    wait_tree(srv.pid, ["herd-w0", "herd-w1"])   # the new worker names itself after its fork
     # the death is in the error log, with the pid and how it died
     err = srv.stderr_text()
     lines = [l for l in err.splitlines() if str(victim) in l and "worker" in l]
