@@ -32,7 +32,10 @@ if not os.path.isabs(HERD_BIN):
 SVG_NS = "{http://www.w3.org/2000/svg}"
 MODELS = ["reuseport", "iterative"]
 CONCURRENCY = [1, 4]
-PORTS = (43100, 43199)
+# Below the kernel's ephemeral range (32768-60999 here): the lab picks a
+# free port and the server binds it later, and in between any outgoing
+# connection could take a port from that range (nginx failed to bind one).
+PORTS = (23100, 23199)
 # a bound, not a speed check: a loaded machine's runs take longer
 RUN_TIMEOUT = 180
 # Each metric gets a table per keep-alive mode.
@@ -596,7 +599,7 @@ def test_profile_writes_flame_graphs(tmp_path):
 
 NGINX = shutil.which("nginx") or next(
     (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
-RELOAD_PORTS = (43200, 43299)
+RELOAD_PORTS = (23200, 23299)
 
 
 @pytest.fixture(scope="module")
@@ -620,6 +623,14 @@ def reload_table(md, section):
     return {(cells[0], int(cells[1])): dict(zip(head, cells)) for cells in body}
 
 
+def load_outputs(out):
+    """The end of each herd load run's own text: it names the first reason
+    of each kind of error (3 errors once under USR2 on a loaded machine,
+    of a kind the report alone did not tell)."""
+    return "\n".join(f"{p.name}: ...{p.read_text(errors='replace')[-600:]}"
+                     for p in sorted((out / "raw").glob("*.txt")))
+
+
 def test_reload_report_md(reload_lab):
     out, _, elapsed = reload_lab
     assert elapsed < 45, f"the reload lab took {elapsed:.0f} s"
@@ -632,7 +643,7 @@ def test_reload_report_md(reload_lab):
     assert set(usr2) == {("herd/reuseport", 5)}, usr2     # nginx: HUP only
     for table in (hup, usr2):
         row = table[("herd/reuseport", 5)]
-        assert row["errors"] == "0", row
+        assert row["errors"] == "0", (row, load_outputs(out))
         assert row["errors/reload (per reload)"] == "0.0 (0 0)", row
         assert row["old gone"] == "2 of 2", row
         assert int(row["requests"].replace(",", "")) > 0, row
@@ -655,9 +666,12 @@ def test_reload_report_json(reload_lab):
         assert run["concurrency"] == 5
         marks = run["reloads"]
         assert len(marks) == 2, run
-        # signals at about 1 s and 2 s after measuring began
-        for k, m in enumerate(marks):
-            assert abs(m["t_s"] - (k + 1)) < 0.3, marks
+        # signals 1 s apart, inside the measured 3 s. The lab times them
+        # from herd load's start, and herd load measures from its own start
+        # plus the warm-up: a loaded machine put 0.44 s of herd load's
+        # start-up between the two (the marks at 0.56 s and 1.57 s)
+        assert abs(marks[1]["t_s"] - marks[0]["t_s"] - 1) < 0.3, marks
+        assert 0 < marks[0]["t_s"] < marks[1]["t_s"] < 3, marks
         assert sum(m["errors"] for m in marks) + run["errors_before_first"] == run["errors_total"]
         assert run["errors_per_reload"] == run["errors_total"] / 2
         assert run["requests"] > 0 and run["latency_us"]["p99_away"] > 0
@@ -665,7 +679,7 @@ def test_reload_report_json(reload_lab):
         assert len(slices) == 30 and sum(slices) > 0, slices   # 3 s in 100 ms slices
         assert (out / run["raw"]).is_file()
         if key[0].startswith("herd/"):
-            assert run["errors_total"] == 0, run
+            assert run["errors_total"] == 0, (run, load_outputs(out))
             assert all(m["old_generation_gone"] for m in marks), marks
     # after USR2 the second signal went to the new master
     up = runs[("herd/reuseport", "usr2")]["reloads"]
