@@ -121,19 +121,33 @@ static void start_measuring(struct load_thread *t)
     t->measuring = 1;
     t->nrps = 0;
     t->rps_reqs = 0;
-    t->rps_at = load_now_ns();
+    t->rps_at = t->measure_ns; /* a thread that starts late owes the samples it missed */
 }
 
 /* One Req/Sec sample per LOAD_RPS_INTERVAL_NS of measuring. */
+static void record_rps(struct load_thread *t, int64_t now)
+{
+    /* One sample per interval spanned: a thread that did not run for a
+     * while (a loaded machine) records its average rate once for each
+     * interval it missed, not once for all of them, so every thread has
+     * about as many samples as the run has intervals and the mean over
+     * all samples stays the per-thread share of the run's rate. */
+    int64_t span = now - t->rps_at;
+    if (span < LOAD_RPS_INTERVAL_NS)
+        return; /* a tail shorter than an interval is no sample */
+    float rate = (float)((double)(t->st.requests - t->rps_reqs) * 1e9 / (double)span);
+    for (int64_t k = span / LOAD_RPS_INTERVAL_NS; k > 0; k--)
+        if (t->nrps < sizeof t->rps / sizeof t->rps[0])
+            t->rps[t->nrps++] = rate;
+    t->rps_reqs = t->st.requests;
+    t->rps_at = now;
+}
+
 static void sample_rps(struct load_thread *t, int64_t now)
 {
     if (!t->measuring || t->stopping || now - t->rps_at < LOAD_RPS_INTERVAL_NS)
         return;
-    if (t->nrps < sizeof t->rps / sizeof t->rps[0])
-        t->rps[t->nrps++] = (float)((double)(t->st.requests - t->rps_reqs) * 1e9 /
-                                    (double)(now - t->rps_at));
-    t->rps_reqs = t->st.requests;
-    t->rps_at = now;
+    record_rps(t, now);
 }
 
 static int busy(const struct load_thread *t)
@@ -225,6 +239,11 @@ static void *thread_main(void *arg)
         else if (c->state == LC_HANDSHAKE)
             lconn_fail(t, c, LERR_TLS, ETIMEDOUT, "handshake");
     }
+    /* The end of the run counts from the last answer (load_run's `end`):
+     * whole intervals since the last sample, e.g. a thread that did not
+     * run across the end, are sampled too. */
+    if (t->measuring)
+        record_rps(t, t->last_done_ns > t->stop_ns ? t->last_done_ns : t->stop_ns);
     publish(t);
     __atomic_add_fetch(t->threads_done, 1, __ATOMIC_RELEASE);
     return NULL;

@@ -542,7 +542,10 @@ def test_rate_latency_counts_the_stall(backend, tmp_path):
     b.settle()
     lat = j["latency_us"]
     assert j["requests"] == b.requests
-    assert 190 <= j["requests"] <= 202, j["requests"]
+    # the ~60 requests overdue after the stall go one round trip at a time
+    # in the 0.9 s left, and what is still unsent at the end is not sent:
+    # a client paused 0.3 s by a loaded machine made 182
+    assert 150 <= j["requests"] <= 202, j["requests"]
     assert lat["p50"] < 100_000, lat
     assert lat["p90"] > 150_000, lat         # many requests waited for the stall
     assert lat["max"] >= 550_000, lat
