@@ -359,9 +359,11 @@ static int next_timeout(struct server *s)
         next = log_due;
     int retry = conn_handover_retry(ev);
     /* Done but for acknowledgements: another thread of the process may be
-     * the one that reads them, and nothing would wake us. */
-    if (ev->stopping && ev->nconns == 0 && !conn_handover_settled())
-        retry = retry >= 0 && retry < 10 ? retry : 10;
+     * the one that reads them, and nothing would wake us. Once they are in
+     * (another loop read them after our exit check), go round at once to
+     * leave: sleeping to the stop deadline kept a reload 5 s on threads. */
+    if (ev->stopping && ev->nconns == 0)
+        retry = conn_handover_settled() ? 0 : retry >= 0 && retry < 10 ? retry : 10;
     if (retry >= 0 && (next < 0 || clock_now_ms() + retry < next))
         next = clock_now_ms() + retry;
     if (next < 0)
