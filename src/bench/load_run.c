@@ -124,25 +124,26 @@ static void start_measuring(struct load_thread *t)
     t->rps_at = t->measure_ns; /* a thread that starts late owes the samples it missed */
 }
 
-/* One Req/Sec sample per LOAD_RPS_INTERVAL_NS of measuring. */
+/* The Req/Sec samples since the last, one per interval spanned: a thread
+ * that did not run for a while (a loaded machine) records its average rate
+ * once for each interval it missed, not once for all of them, so every
+ * thread has about as many samples as the run has intervals and the mean
+ * over all samples stays the per-thread share of the run's rate. */
 static void record_rps(struct load_thread *t, int64_t now)
 {
-    /* One sample per interval spanned: a thread that did not run for a
-     * while (a loaded machine) records its average rate once for each
-     * interval it missed, not once for all of them, so every thread has
-     * about as many samples as the run has intervals and the mean over
-     * all samples stays the per-thread share of the run's rate. */
     int64_t span = now - t->rps_at;
     if (span < LOAD_RPS_INTERVAL_NS)
         return; /* a tail shorter than an interval is no sample */
     float rate = (float)((double)(t->st.requests - t->rps_reqs) * 1e9 / (double)span);
-    for (int64_t k = span / LOAD_RPS_INTERVAL_NS; k > 0; k--)
-        if (t->nrps < sizeof t->rps / sizeof t->rps[0])
-            t->rps[t->nrps++] = rate;
+    int64_t k = span / LOAD_RPS_INTERVAL_NS;
+    int64_t room = (int64_t)(sizeof t->rps / sizeof t->rps[0]) - (int64_t)t->nrps;
+    for (k = k < room ? k : room; k > 0; k--)
+        t->rps[t->nrps++] = rate;
     t->rps_reqs = t->st.requests;
     t->rps_at = now;
 }
 
+/* One Req/Sec sample per LOAD_RPS_INTERVAL_NS of measuring. */
 static void sample_rps(struct load_thread *t, int64_t now)
 {
     if (!t->measuring || t->stopping || now - t->rps_at < LOAD_RPS_INTERVAL_NS)
