@@ -858,6 +858,35 @@ def test_per_thread_req_per_sec_row(backend, tmp_path):
     assert row, r.stdout
 
 
+def test_per_thread_rate_holds_when_the_client_is_paused(backend, tmp_path):
+    """A client the machine does not run for 400 ms (SIGSTOP here, a loaded
+    machine in CI): each thread's samples still cover every 100 ms of the
+    run, so twice the mean per thread stays the run's rate. One sample
+    for the whole pause, weighted like a 100 ms one, put it at 1.7 times
+    that (8 of 8 runs failed so)."""
+    b = backend("ok")
+    out = tmp_path / "paused.json"
+    require_binary()
+    proc = subprocess.Popen(herd_cmd("load", "-c", "2", "-t", "2", "-d", "1s", "--json", str(out),
+                                     b.url()),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        time.sleep(0.4)
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.4)
+        os.kill(proc.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    j = json.loads(out.read_text())
+    q = j["thread_req_per_sec"]
+    assert abs(2 * q["mean"] - j["requests_per_sec"]) < 0.35 * j["requests_per_sec"], (q, j)
+
+
 # ------------------------------------------------------------ --requests FILE
 
 REQUESTS_FILE = (
