@@ -139,18 +139,19 @@ build/malloc_count.so: tests/tools/malloc_count.c
 	@mkdir -p build
 	$(CC) -O2 -shared -fPIC -o $@ $<
 
-# Small socket buffers for the handover tests, a slow empty peek for the
-# TLS one (tests/tools).
-build/sockbuf_cap.so build/slow_peek.so: build/%.so: tests/tools/%.c
+# LD_PRELOAD shims for tests (tests/tools): small socket buffers for the
+# handover tests, a slow empty peek for the TLS one.
+SHIMS := build/sockbuf_cap.so build/slow_peek.so
+$(SHIMS): build/%.so: tests/tools/%.c
 	@mkdir -p build
 	$(CC) -O2 -shared -fPIC -o $@ $< -ldl
 
 integration: integration-default integration-models
 
-integration-default: build/herd demo build/malloc_count.so build/sockbuf_cap.so build/slow_peek.so
+integration-default: build/herd demo build/malloc_count.so $(SHIMS)
 	timeout 1500 $(PYTEST) tests/integration
 
-integration-models: build/herd demo build/malloc_count.so build/sockbuf_cap.so build/slow_peek.so
+integration-models: build/herd demo build/malloc_count.so $(SHIMS)
 	@for m in $(OTHER_MODELS); do \
 	  if [ $$m = iterative ]; then sel="not concurrency"; else sel=""; fi; \
 	  case $$m in coro*) args="--model coro --threads $${m#coro}";; *) args="--model $$m";; esac; \
@@ -177,7 +178,7 @@ asan: build-asan/herd
 # and process trees (no logger) and run as they are.
 ASAN_LOG := HERD_ACCESS_LOG=build-asan/access-logs
 
-asan-test: build-asan/herd $(ASAN_UNIT) build/sockbuf_cap.so build/slow_peek.so
+asan-test: build-asan/herd $(ASAN_UNIT) $(SHIMS)
 	@for t in $(ASAN_UNIT); do timeout 300 $$t || exit 1; done
 	rm -rf build-asan/access-logs
 	HERD_BIN=build-asan/herd timeout 2400 $(PYTEST) $(addprefix --ignore=,$(PART1)) tests/integration
