@@ -1,7 +1,8 @@
 /* herd lab --scenario reload: for each server that can reload, each signal
  * (HUP: reload; USR2: binary upgrade) and each concurrency, a fresh server
  * under herd load (keep-alive, closed loop, never retrying) for (reloads +
- * 1) x reload_every, signalled at each multiple of reload_every. herd load
+ * 1) x reload_every, signalled at each multiple of reload_every from the
+ * start of its measured run, which herd load writes to a file. herd load
  * keeps a timeline (100 ms slices of responses, errors and latency), so the
  * errors and latency of each reload are read from the slices around the
  * moment the lab sent the signal, both on CLOCK_MONOTONIC. Before each
@@ -211,6 +212,36 @@ static int sleep_until(int64_t at_ns, pid_t lpid, int *status)
     }
 }
 
+/* Waits for herd load's --start-file (path) and reads the monotonic time
+ * its measured run starts at into *origin. The signals are timed from
+ * that: from the lab's own clock they came early by however long herd
+ * load took to start (0.44 s on a loaded machine). Returns 0, 1 when a
+ * stop signal came, 2 when herd load ended first, 3 when the file did not
+ * come within limit_ms. */
+static int wait_start(const char *path, pid_t lpid, int64_t limit_ms, int64_t *origin,
+                      int *status)
+{
+    int64_t end = mono_ns() + limit_ms * 1000000;
+    for (;;) {
+        FILE *f = fopen(path, "re");
+        if (f) {
+            long long v = 0;
+            int got = fscanf(f, "%lld", &v) == 1 && v > 0;
+            fclose(f);
+            if (got) {
+                *origin = v;
+                return 0;
+            }
+        }
+        if (mono_ns() >= end)
+            return 3;
+        if (lproc_wait(lpid, 10, status, NULL) == 0)
+            return 2;
+        if (lproc_stop_requested())
+            return 1;
+    }
+}
+
 /* The whole run's verdict once herd load has ended (status). */
 static void judge(struct lab *lab, const struct lab_server *s, struct lab_reload_run *r,
                   int status, const char *json, const char *log, pid_t master)
@@ -252,20 +283,22 @@ static int signal_under_load(struct lab *lab, struct lab_server *s, int sig, int
 {
     const struct lab_config *cfg = lab->cfg;
     int conc = cfg->conc[ci];
-    char name[160], json[900], log[900], err[256], warm[32], slice[16];
+    char name[160], json[900], log[900], start[900], err[256], warm[32], slice[16];
     lab_slug(name, sizeof name, s->label);
     snprintf(r->p.raw, sizeof r->p.raw, "raw/%.100s-%s-c%d.json", name, lab_signal_names[sig],
              conc);
     snprintf(json, sizeof json, "%s/%s", cfg->out_dir, r->p.raw);
     snprintf(log, sizeof log, "%s/raw/%.100s-%s-c%d.txt", cfg->out_dir, name,
              lab_signal_names[sig], conc);
+    snprintf(start, sizeof start, "%s/raw/%.100s-%s-c%d.start", cfg->out_dir, name,
+             lab_signal_names[sig], conc);
     snprintf(warm, sizeof warm, "%lldms", (long long)cfg->warmup_ms);
     snprintf(slice, sizeof slice, "%dms", SLICE_MS);
-    const char *extra[] = {"--warmup", warm, "--timeline", slice, NULL};
+    const char *extra[] = {"--warmup", warm, "--timeline", slice, "--start-file", start, NULL};
     unlink(json);
+    unlink(start);
     int base = procs(*master);
     int64_t dur = (cfg->reloads + 1) * cfg->reload_every_ms;
-    int64_t t0 = mono_ns() + cfg->warmup_ms * 1000000;
     pid_t lpid = lab_spawn_load(lab, s, 1, conc, dur, json, log, extra, err, sizeof err);
     if (lpid < 0) {
         r->p.done = 1;
@@ -273,6 +306,22 @@ static int signal_under_load(struct lab *lab, struct lab_server *s, int sig, int
         return RUN_DONE;
     }
     int status = 0, ended = 0;
+    int64_t t0 = 0;
+    /* herd load fixes its start after its first connect (--timeout at most) */
+    int began = wait_start(start, lpid, cfg->timeout_ms + 10000, &t0, &status);
+    unlink(start);
+    if (began == 1) {
+        lproc_stop(lpid, 2000);
+        return RUN_INTERRUPTED;
+    }
+    if (began == 2)
+        ended = 1;
+    if (began == 3) {
+        lproc_stop(lpid, 2000);
+        r->p.done = 1;
+        snprintf(r->p.reason, sizeof r->p.reason, "herd load did not start its run in time");
+        return RUN_DONE;
+    }
     for (int k = 0; k < cfg->reloads && !ended; k++) {
         int w = sleep_until(t0 + (k + 1) * cfg->reload_every_ms * 1000000, lpid, &status);
         if (w == 1) {

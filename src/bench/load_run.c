@@ -323,6 +323,29 @@ static void free_thread(struct load_thread *t)
     tl_free(&t->tl);
 }
 
+/* --start-file: the measured run's start on CLOCK_MONOTONIC, written
+ * whole (a temporary file renamed into place), so a harness polling for
+ * the file never reads half a number. 0, or -1 with err. */
+static int write_start_file(const char *path, int64_t measure_ns, char *err, size_t errlen)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid()) >= sizeof tmp) {
+        snprintf(err, errlen, "--start-file: the path is too long");
+        return -1;
+    }
+    FILE *f = fopen(tmp, "we");
+    int ok = f && fprintf(f, "%lld\n", (long long)measure_ns) > 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) < 0) {
+        snprintf(err, errlen, "cannot write --start-file %.200s: %s", path, strerror(errno));
+        if (f)
+            unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 /* A timeline covers the measured run and the last responses after it. */
 static int64_t timeline_span_ns(const struct load_config *cfg)
 {
@@ -416,6 +439,8 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         load_tls_ctx_free(tls);
         return -1;
     }
+    for (uint32_t i = 0; i < nt; i++)
+        th[i].loop.epfd = -1; /* out: frees threads not yet initialised too */
     int64_t start = load_now_ns();
     uint32_t given = 0;
     for (uint32_t i = 0; i < nt; i++) {
@@ -441,6 +466,9 @@ int load_run(const struct load_config *cfg, struct load_result *res, char *err, 
         }
         given += t->nconns;
     }
+
+    if (cfg->start_file && write_start_file(cfg->start_file, th[0].measure_ns, err, errlen) < 0)
+        goto out;
 
     sigset_t sigs, old;
     sigemptyset(&sigs);

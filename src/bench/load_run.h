@@ -57,6 +57,7 @@ struct load_config {
     int ncpus;
     int progress;             /* one line on stderr per second */
     int64_t timeline_ms;      /* --timeline: slice width; 0 = no timeline */
+    const char *start_file;   /* --start-file: where the measured run's start goes; NULL: none */
 };
 
 struct hdr;

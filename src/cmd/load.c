@@ -60,6 +60,10 @@ static const char load_usage[] =
     "      --timeline DUR    with --json: add \"timeline\", the measured run in\n"
     "                        slices of DUR (e.g. 100ms): responses, errors by\n"
     "                        kind and latency of each slice (see the README)\n"
+    "      --start-file FILE write to FILE, once it is fixed and before the first\n"
+    "                        request, the CLOCK_MONOTONIC nanosecond at which the\n"
+    "                        measured run starts (the timeline's origin), so a\n"
+    "                        harness can time its own events on the same clock\n"
     "      --merge           the arguments are JSON results of runs that ran at\n"
     "                        the same time (several machines): report them as one\n"
     "  -h, --help            this text\n"
@@ -70,7 +74,7 @@ static const char load_usage[] =
     "nothing succeeded (then no figures are printed); 2 for bad usage.\n";
 
 enum opt { O_CONNS, O_THREADS, O_DURATION, O_HEADER, O_LATENCY, O_RATE, O_NOKA, O_PIPELINE,
-           O_METHOD, O_BODY, O_REQUESTS, O_CACERT, O_INSECURE, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_TIMELINE, O_MERGE, O_HELP };
+           O_METHOD, O_BODY, O_REQUESTS, O_CACERT, O_INSECURE, O_TIMEOUT, O_WARMUP, O_CPUS, O_JSON, O_TIMELINE, O_START_FILE, O_MERGE, O_HELP };
 
 static const struct flag_opt opts[] = {
     {"-c", O_CONNS, 1},       {"--connections", O_CONNS, 1},
@@ -91,6 +95,7 @@ static const struct flag_opt opts[] = {
     {"--cpus", O_CPUS, 1},
     {"--json", O_JSON, 1},
     {"--timeline", O_TIMELINE, 1},
+    {"--start-file", O_START_FILE, 1},
     {"--merge", O_MERGE, 0},
     {"-h", O_HELP, 0},        {"--help", O_HELP, 0},
 };
@@ -255,6 +260,11 @@ static int parse_flags(int argc, char **argv, struct load_flags *f)
             if (flag_duration_ms(v, &cfg->timeline_ms) < 0 || cfg->timeline_ms < 10 ||
                 cfg->timeline_ms > 60000)
                 return bad_value(name, v);
+            break;
+        case O_START_FILE:
+            if (!*v)
+                return bad_value(name, v);
+            cfg->start_file = v;
             break;
         case O_MERGE:
             f->merge = 1;

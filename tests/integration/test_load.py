@@ -499,11 +499,57 @@ def test_timeline_places_responses_and_errors_in_time(backend, tmp_path):
 
 @pytest.mark.parametrize("args", [["--timeline", "100ms"],
                                   ["--timeline", "1ms", "--json", "-"],
-                                  ["--timeline", "soon", "--json", "-"]])
+                                  ["--timeline", "soon", "--json", "-"],
+                                  ["--start-file", ""]])
 def test_timeline_flag_checked(args):
     r = herd_load(*args, "-d", "1s", "http://127.0.0.1:9/")
     assert r.returncode == 2, r
     assert one_line_error(r).startswith("herd load: ")
+
+
+def test_start_file_gives_the_timelines_origin_while_the_run_goes(backend, tmp_path):
+    """--start-file: written once the run's start is fixed, before the run
+    ends, with the monotonic nanosecond the measured part starts at: the
+    timeline's origin, after the warm-up (herd lab times its reload signals
+    from it)."""
+    b = backend("ok")
+    start, out = tmp_path / "start", tmp_path / "r.json"
+    spawned = time.monotonic_ns()
+    p = subprocess.Popen(herd_cmd("load", "-c", "1", "-t", "1", "-d", "1500ms", "--warmup",
+                                  "300ms", "--timeline", "100ms", "--start-file", str(start),
+                                  "--json", str(out), b.url()),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 1.2
+        while not start.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen = start.read_text() if start.exists() else None
+        running = p.poll() is None
+        _, err = p.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert seen is not None and running, "the start file came only after the run"
+    assert re.fullmatch(r"[0-9]+\n", seen), seen
+    origin = int(seen)
+    assert origin == json.loads(out.read_text())["timeline"]["origin_monotonic_ns"]
+    # herd load's own start, plus the 300 ms warm-up
+    assert spawned + 300_000_000 < origin < spawned + 1_300_000_000, (origin - spawned) / 1e9
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["r.json", "start"]
+
+
+def test_an_unwritable_start_file_fails_before_the_run(backend, tmp_path):
+    b = backend("ok")
+    r = herd_load("-c", "1", "-t", "1", "-d", "1s", "--start-file", tmp_path / "no" / "start",
+                  b.url())
+    assert r.returncode == 1, r
+    assert one_line_error(r) == (f"herd load: cannot write --start-file {tmp_path}/no/start: "
+                                 "No such file or directory")
+    no_figures(r)
+    assert b.requests == 0
 
 
 def test_method_body_and_headers_are_sent(backend, tmp_path):
