@@ -24,6 +24,7 @@
 const char *const lab_lat_keys[LAT_N] = {"p50", "p90", "p99", "p999", "max", "mean"};
 
 #define READY_MS 10000
+#define PORT_ATTEMPTS 3 /* starts on a port taken between its pick and the bind */
 #define STOP_GRACE_MS 5000
 /* Starting one server, waiting until it answers, and stopping it, for the
  * run-time estimate: a herd server was ready in 0.37 s and stopped at once
@@ -104,7 +105,7 @@ static int wait_ready(struct lab *lab, struct lab_server *s, pid_t pid, const ch
             lab_last_line(log, tail, sizeof tail);
             snprintf(s->reason, sizeof s->reason, "exited at start (%s)%s%.200s", how,
                      *tail ? ": " : "", tail);
-            return -1;
+            return -2;
         }
         int st = lab_http_get(s->port, lab->cfg->path, 1000, buf, sizeof buf, &body, &blen);
         if (st == 200)
@@ -525,22 +526,32 @@ static int measure(struct lab *lab, struct lab_server *s, pid_t pid, int ki, int
     return result;
 }
 
-int lab_start_server(struct lab *lab, struct lab_server *s, const char *reldir, pid_t *out)
+/* Whether the server's log says its port was taken: every server the lab
+ * runs words a bind failure with strerror(EADDRINUSE). */
+static int port_was_taken(const char *log)
+{
+    FILE *f = fopen(log, "re");
+    if (!f)
+        return 0;
+    char line[1024];
+    const char *taken = strerror(EADDRINUSE);
+    int found = 0;
+    for (int n = 0; !found && n < 200 && fgets(line, sizeof line, f); n++)
+        found = strstr(line, taken) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* lab_start_server's one attempt, on a port picked now: 0 ready; -1
+ * failed before a process ran; 1 failed with the server running (*out);
+ * 2 the server exited at start. */
+static int start_on_a_free_port(struct lab *lab, struct lab_server *s, const char *dir,
+                                const char *log, pid_t *out)
 {
     const struct lab_config *cfg = lab->cfg;
-    char log[PATH_MAX + 32], err[256], dir[PATH_MAX];
-    int rc = lab_mkdir_p(reldir);
-    if (rc < 0 || !realpath(reldir, dir)) {
-        s->state = SRV_FAILED;
-        snprintf(s->reason, sizeof s->reason, "cannot create %.200s: %s", reldir,
-                 strerror(rc < 0 ? -rc : errno));
-        return -1;
-    }
-    lab_server_version(s, dir, cfg->server_cpu);
-    s->workers_as_root = lab->docroot_private;
+    char err[256];
     s->port = lab_pick_port(cfg->port_lo, cfg->port_hi);
     if (s->port < 0) {
-        s->state = SRV_FAILED;
         if (cfg->port_lo)
             snprintf(s->reason, sizeof s->reason, "no free port on 127.0.0.1 in %d-%d",
                      cfg->port_lo, cfg->port_hi);
@@ -552,15 +563,12 @@ int lab_start_server(struct lab *lab, struct lab_server *s, const char *reldir, 
     if (lab_server_command(s, lab->man.herd_bin, lab->docroot, dir, s->port,
                            lab->man.nofile_soft, store, sizeof store, argv, 32, err,
                            sizeof err) < 0) {
-        s->state = SRV_FAILED;
         snprintf(s->reason, sizeof s->reason, "%s", err);
         return -1;
     }
-    snprintf(log, sizeof log, "%s/server.log", dir);
     unlink(log);
     pid_t pid = lproc_spawn(argv, cfg->server_cpu, log, err, sizeof err);
     if (pid < 0) {
-        s->state = SRV_FAILED;
         snprintf(s->reason, sizeof s->reason, "%s", err);
         fprintf(stderr, "lab: %s: %s\n", s->label, s->reason);
         return -1;
@@ -570,10 +578,39 @@ int lab_start_server(struct lab *lab, struct lab_server *s, const char *reldir, 
     s->pids[0] = pid;
     s->npids = 1;
     *out = pid;
-    if (wait_ready(lab, s, pid, log) < 0) {
+    int ready = wait_ready(lab, s, pid, log);
+    return ready == -2 ? 2 : ready < 0 ? 1 : 0;
+}
+
+int lab_start_server(struct lab *lab, struct lab_server *s, const char *reldir, pid_t *out)
+{
+    const struct lab_config *cfg = lab->cfg;
+    char log[PATH_MAX + 32], dir[PATH_MAX];
+    int rc = lab_mkdir_p(reldir);
+    if (rc < 0 || !realpath(reldir, dir)) {
         s->state = SRV_FAILED;
-        fprintf(stderr, "lab: %s: failed: %s\n", s->label, s->reason);
-        return 1;
+        snprintf(s->reason, sizeof s->reason, "cannot create %.200s: %s", reldir,
+                 strerror(rc < 0 ? -rc : errno));
+        return -1;
+    }
+    lab_server_version(s, dir, cfg->server_cpu);
+    s->workers_as_root = lab->docroot_private;
+    snprintf(log, sizeof log, "%s/server.log", dir);
+    /* The lab finds a free port and the server binds it a moment later:
+     * a port taken in between (an outgoing connection may take one of the
+     * ephemeral range) costs a start on another port, not the server. */
+    for (int attempt = 1;; attempt++) {
+        rc = start_on_a_free_port(lab, s, dir, log, out);
+        if (rc != 2 || attempt == PORT_ATTEMPTS || !port_was_taken(log))
+            break;
+        fprintf(stderr, "lab: %s: port %d was taken before the server bound it: another port\n",
+                s->label, s->port);
+    }
+    if (rc != 0) {
+        s->state = SRV_FAILED;
+        if (rc > 0)
+            fprintf(stderr, "lab: %s: failed: %s\n", s->label, s->reason);
+        return rc > 0 ? 1 : -1;
     }
     s->state = SRV_OK;
     char pids[200] = "";

@@ -503,6 +503,29 @@ def test_port_range_with_no_free_port(tmp_path):
     assert f"no free port on 127.0.0.1 in {port}-{port}" in (out / "report.md").read_text()
 
 
+def test_a_port_taken_before_the_server_binds_it_costs_a_retry(tmp_path):
+    """The lab picks a free port and the server binds it a moment later; a
+    port taken in between (an outgoing connection may take one of the
+    ephemeral range: nginx once failed to bind) makes the lab start the
+    server again on another port, not fail it. A shim fails herd serve's
+    first bind with EADDRINUSE."""
+    out = tmp_path / "out"
+    mark = tmp_path / "taken"
+    env = {**os.environ, **shim_env("taken_port", TAKEN_PORT_ONCE=mark)}
+    r = run_lab(out, "--models", "single", "--compare", "none", "--concurrency", "1",
+                "--duration", "200ms", "--warmup", "0", "--keepalive", "on",
+                "--port-range", f"{PORTS[0]}-{PORTS[1]}", env=env)
+    assert r.returncode == 0, r.stderr
+    assert mark.exists(), "the shim did not fail a bind"
+    taken = re.findall(r"port (\d+) was taken before the server bound it: another port",
+                       r.stderr)
+    started = re.findall(r"started pid \d+ on 127\.0\.0\.1:(\d+)", r.stderr)
+    assert len(taken) == 1 and len(started) == 2 and started[0] == taken[0], r.stderr
+    assert started[1] != started[0], r.stderr
+    run, = json.loads((out / "report.json").read_text())["runs"]
+    assert run["ok"] is True, run
+
+
 def test_short_lab_littles_law(short_lab):
     """Each run checks itself: req/s x mean latency against the connections,
     flagged past 10% in the JSON and in its own table."""
