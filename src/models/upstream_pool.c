@@ -23,20 +23,10 @@
 #include "models/upstream_internal.h"
 #include "proc/health.h"
 #include "proc/scoreboard.h"
+#include "proc/upstream_index.h"
 
 
 /* ---- set-up ---- */
-
-/* "GROUP SERVER" for the status page's pool of server index i. */
-static void name_server(struct scoreboard *sb, uint32_t i, const struct upstream_group *g,
-                        int s)
-{
-    if (!sb || i >= SB_UPSTREAMS)
-        return;
-    char name[SB_UPSTREAM_NAME];
-    snprintf(name, sizeof name, "%s %s", g->name, g->servers[s].text);
-    memcpy(sb->upstream_names[i], name, sizeof name);
-}
 
 void up_publish(struct proxy *px, struct up_server *srv)
 {
@@ -71,7 +61,6 @@ struct proxy *upstream_create(const struct proxy_env *env)
                     ((uint32_t)env->index < cfg->upstream_keepalive % loops);
     px->least = cfg->upstream_least;
     px->ngroups = cfg->nupstreams;
-    uint32_t nservers = 0;
     px->ucap = 2 * px->in_cap + UBUF_EXTRA;
     px->path_cap = px->in_cap + 16;
     px->path = malloc(px->path_cap);
@@ -96,12 +85,10 @@ struct proxy *upstream_create(const struct proxy_env *env)
             if (!srv->idle)
                 log_fatal("out of memory at start");
             srv->idle_cap = px->keepalive;
-            srv->index = nservers++;
-            name_server(env->sb, srv->index, &cfg->upstreams[g], s);
+            srv->index = cfg->upstreams[g].sb_index[s];
         }
     }
-    if (env->sb)
-        SB_SET(env->sb->nupstreams, nservers < SB_UPSTREAMS ? nservers : SB_UPSTREAMS);
+    upindex_publish(env->sb, cfg);
     px->stall_ms = cfg->upstream_stall_ms;
     px->sb = env->sb;
     tq_init(&px->q_stall, px->stall_ms);

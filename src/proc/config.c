@@ -15,6 +15,7 @@
 #include "core/units.h"
 #include "proc/daemon.h"
 #include "proc/config_paths.h"
+#include "proc/upstream_index.h"
 
 const char config_help[] =
     "  --listen ADDR            HOST:PORT, [V6]:PORT or unix:/path; repeatable\n"
@@ -978,6 +979,7 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
         }
     if (resolve_health(cfg, err, errlen) < 0)
         return -1;
+    upindex_number(cfg);
     /* Here, not in each worker: a user that does not exist fails
      * --check-config, the start (before a port is bound) and a reload
      * (the old config stays), rather than every worker, over and over. */

@@ -43,6 +43,9 @@ struct upstream_group {
     char name[UPSTREAM_NAME_MAX];
     struct listen_addr servers[CONFIG_MAX_UPSTREAM_SERVERS]; /* unix:/path or host:port */
     int nservers;
+    /* each server's index in the scoreboard's upstream tables: config
+     * order at first, kept across reloads (proc/upstream_index.h) */
+    uint16_t sb_index[CONFIG_MAX_UPSTREAM_SERVERS];
     uint8_t fastcgi;            /* spoken to in FastCGI (a --fastcgi route names it) */
     /* `upstream-health = NAME=PATH,INTERVAL`: the master sends GET PATH to
      * each server every interval (proc/health.c); "" when off */

@@ -52,16 +52,6 @@ struct health {
     struct check ck[];
 };
 
-/* Where server s of group g sits in the scoreboard's tables: servers are
- * numbered across groups in config order. */
-static uint32_t server_index(const struct serve_config *cfg, int g, int s)
-{
-    uint32_t index = 0;
-    for (int k = 0; k < g; k++)
-        index += (uint32_t)cfg->upstreams[k].nservers;
-    return index + (uint32_t)s;
-}
-
 /* The group of cfg named name, or -1. */
 static int group_named(const struct serve_config *cfg, const char *name)
 {
@@ -83,7 +73,7 @@ void health_carry(const struct serve_config *old, const struct serve_config *nex
         const struct upstream_group *was = &old->upstreams[og];
         for (int s = 0; s < ng->nservers; s++)
             for (int k = 0; k < was->nservers; k++) {
-                uint32_t to = server_index(next, g, s), from = server_index(old, og, k);
+                uint32_t to = ng->sb_index[s], from = was->sb_index[k];
                 if (!strcmp(ng->servers[s].text, was->servers[k].text) && to < SB_UPSTREAMS &&
                     from < SB_UPSTREAMS)
                     carry[to] = SB_GET(sb->upstream_health[from]);
@@ -95,7 +85,18 @@ struct health *health_create(const struct serve_config *cfg, struct scoreboard *
                              struct loop *l, uint64_t tag, const uint8_t *carry)
 {
     int n = 0;
-    uint32_t index = 0, skipped = 0;
+    uint32_t skipped = 0;
+    /* every server of cfg starts from its carried verdict, or unchecked:
+     * one whose group is no longer checked must not stay down. Servers
+     * cfg dropped keep their last verdict for the old workers still
+     * running, until their index goes to another server. */
+    for (int g = 0; carry && g < cfg->nupstreams; g++)
+        for (int s = 0; s < cfg->upstreams[g].nservers; s++) {
+            uint16_t index = cfg->upstreams[g].sb_index[s];
+            if (index < SB_UPSTREAMS)
+                SB_SET(sb->upstream_health[index],
+                       cfg->upstreams[g].health_path[0] ? carry[index] : HEALTH_UNCHECKED);
+        }
     for (int g = 0; g < cfg->nupstreams; g++)
         if (cfg->upstreams[g].health_path[0])
             n += cfg->upstreams[g].nservers;
@@ -110,7 +111,8 @@ struct health *health_create(const struct serve_config *cfg, struct scoreboard *
     h->loop = l;
     h->tag = tag;
     for (int g = 0; g < cfg->nupstreams; g++)
-        for (int s = 0; s < cfg->upstreams[g].nservers; s++, index++) {
+        for (int s = 0; s < cfg->upstreams[g].nservers; s++) {
+            uint16_t index = cfg->upstreams[g].sb_index[s];
             if (!cfg->upstreams[g].health_path[0])
                 continue;
             if (index >= SB_UPSTREAMS) { /* no shared entry to tell the workers */
@@ -120,8 +122,6 @@ struct health *health_create(const struct serve_config *cfg, struct scoreboard *
             h->ck[h->n++] = (struct check){.g = &cfg->upstreams[g], .server = s,
                                            .index = index, .fd = -1,
                                            .next_at = clock_now_ms()};
-            if (carry)
-                SB_SET(sb->upstream_health[index], carry[index]);
         }
     if (skipped)
         log_msg(LOG_WARN, "upstream-health: %u servers past the first %d are not checked",
@@ -136,7 +136,6 @@ void health_destroy(struct health *h)
     for (int i = 0; i < h->n; i++) {
         if (h->ck[i].fd >= 0)
             close(h->ck[i].fd); /* leaves the epoll set with it */
-        SB_SET(h->sb->upstream_health[h->ck[i].index], HEALTH_UNCHECKED);
     }
     free(h);
 }

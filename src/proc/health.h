@@ -8,8 +8,8 @@
  * answers are skipped, within a bound on the bytes read), anything else (a
  * failed connect, another status, a 101, a malformed status line, a close
  * or no final status line within the interval or the bound) fails. The verdict goes into the scoreboard
- * (upstream_health[], by the server's index in config order), where the
- * workers' server choice reads it (models/upstream_pool.c). */
+ * (upstream_health[], by the server's index there: proc/upstream_index.h),
+ * where the workers' server choice reads it (models/upstream_pool.c). */
 #ifndef HERD_PROC_HEALTH_H
 #define HERD_PROC_HEALTH_H
 
@@ -27,13 +27,16 @@ struct health;
 /* The checks cfg asks for, their sockets in loop l tagged tag | check
  * (tag has the low 16 bits free); NULL when none (or out of memory,
  * logged). Every server is checked at once; until then it keeps the
- * verdict in carry (by its index in cfg's order; see health_carry), or
- * is unchecked (taken) when carry is NULL. */
+ * verdict in carry (by its scoreboard index; see health_carry). With
+ * carry (a reload) every server of cfg gets its starting verdict, unchecked
+ * when its group is not checked; the entries of servers cfg dropped are
+ * left to the old workers still running. */
 struct health *health_create(const struct serve_config *cfg, struct scoreboard *sb,
                              struct loop *l, uint64_t tag, const uint8_t *carry);
-/* On a reload, before the old config goes: the verdict each server of next
- * had under old (the same group name and address, checked before), by its
- * index in next's order, HEALTH_UNCHECKED for the rest. A server that was
+/* On a reload, before the old config goes and after next's scoreboard
+ * indexes are assigned: the verdict each server of next had under old (the
+ * same group name and address, checked before), by its index,
+ * HEALTH_UNCHECKED for the rest. A server that was
  * down stays skipped until its first check passes, not taken for up to an
  * interval because its group was read again. */
 void health_carry(const struct serve_config *old, const struct serve_config *next,

@@ -20,6 +20,7 @@
 #include "proc/logger.h"
 #include "proc/health.h"
 #include "proc/master_internal.h"
+#include "proc/upstream_index.h"
 #include "proc/listen_change.h"
 #include "proc/worker_cpu.h"
 
@@ -448,6 +449,14 @@ static int reload(struct master *m)
     listen_change_commit(&ch, &m->ls, m->cfg);
     memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
+    /* Upstream servers keep their shared entries while any worker that
+     * knows them runs (proc/upstream_index.h) */
+    int older = 0;
+    for (int s = 0; s < nslots(m); s++)
+        older |= m->w[s].pid != 0 && m->w[s].gen != m->gen;
+    if (!older)
+        upindex_live(m->cfg, m->up_live);
+    upindex_assign(m->cfg, &next, m->up_live, m->sb);
     static uint8_t carry[SB_UPSTREAMS];
     health_carry(m->cfg, &next, m->sb, carry);
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
@@ -464,6 +473,7 @@ static int reload(struct master *m)
      * the verdicts of servers kept go with them */
     health_destroy(m->health);
     m->health = health_create(m->cfg, m->sb, &m->loop, TAG_HEALTH, carry);
+    upindex_publish(m->sb, m->cfg);
     m->gen++;
     SB_SET(m->sb->generation, m->gen);
     for (int i = 0; i < MAX_WORKERS; i++)
@@ -733,6 +743,8 @@ static int start_children(struct master *m)
     if (m->model->layout == LAYOUT_DISPATCH)
         start_dispatch(m);
     m->health = health_create(cfg, m->sb, &m->loop, TAG_HEALTH, NULL);
+    upindex_live(cfg, m->up_live);
+    upindex_publish(m->sb, cfg);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);
     m->settle_at = clock_now_ms() + UPGRADE_SETTLE_MS / 3;

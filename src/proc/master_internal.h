@@ -63,6 +63,7 @@ struct master {
     struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
     struct respawn rs[MAX_WORKERS];
     uint32_t gen;
+    uint8_t up_live[SB_UPSTREAMS]; /* upstream indexes a running worker may use */
     int sfd;
     pid_t pid;
     int log_rx, log_tx;

@@ -12,8 +12,9 @@
 #include "proc/latency.h"
 
 #define SB_MAX_SLOTS 512
-/* Upstream servers whose pools the status page shows (config order over
- * all groups); the rest are proxied as well, just not shown. */
+/* Upstream servers with an entry in the shared tables (health verdicts,
+ * stall marks, the status page's pools; proc/upstream_index.h); the rest
+ * are proxied as well, just not checked or shown. */
 #define SB_UPSTREAMS 32
 #define SB_UPSTREAM_NAME 128
 
@@ -74,9 +75,12 @@ struct scoreboard {
      * EIO); its one writer is the logger, and a restarted one goes on */
     uint64_t log_write_dropped;
     char model[16];
-    /* "GROUP SERVER" per upstream index, written by every worker that
-     * proxies (all write the same bytes of the same config) */
+    /* The current config's servers for the status page: their indexes
+     * in config order, and "GROUP SERVER" per index (proc/upstream_index.h:
+     * an index keeps its server across reloads while any worker may use
+     * it) */
     uint32_t nupstreams;
+    uint8_t upstream_order[SB_UPSTREAMS];
     char upstream_names[SB_UPSTREAMS][SB_UPSTREAM_NAME];
     /* Shared by the workers (atomic updates): requests to the server past
      * --upstream-stall without a byte now, and until when (monotonic ms)

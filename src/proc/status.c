@@ -103,7 +103,10 @@ static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
 {
     uint32_t n = SB_GET(sb->nupstreams);
     bw_printf(w, ",\"upstreams\":[");
-    for (uint32_t u = 0; u < n && u < SB_UPSTREAMS; u++) {
+    for (uint32_t k = 0; k < n && k < SB_UPSTREAMS; k++) {
+        uint32_t u = SB_GET(sb->upstream_order[k]);
+        if (u >= SB_UPSTREAMS)
+            continue;
         unsigned long long idle = 0, busy = 0, stalls = 0;
         for (uint32_t i = 0; i < sb->nslots; i++) {
             const struct sb_slot *s = &sb->slots[i];
@@ -119,7 +122,7 @@ static void render_upstreams_json(const struct scoreboard *sb, struct bw *w)
         /* names are group names and addresses, but a unix path may hold
          * any byte: escaped as the JSON access log escapes, so that the
          * document stays valid JSON (and UTF-8) */
-        bw_printf(w, "%s{\"server\":\"", u ? "," : "");
+        bw_printf(w, "%s{\"server\":\"", k ? "," : "");
         bw_escaped(w, name, strnlen(name, SB_UPSTREAM_NAME), BW_ESC_JSON, 6 * SB_UPSTREAM_NAME);
         bw_printf(w, "\",\"idle\":%llu,\"busy\":%llu,\"stalls\":%llu,\"health\":\"%s\"}",
                   idle, busy, stalls, health);

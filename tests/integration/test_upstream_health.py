@@ -134,8 +134,8 @@ def test_reload_restarts_the_checks_from_the_new_config(server, pair, tmp_path):
     conf.write_text(base)          # no checks any more: b is used again
     old = descendants(srv.pid)
     srv.send_signal(signal.SIGHUP)
-    # requests only once the old worker is gone: a request sent during the
-    # drain can hang on main too (reported; not what this test is about)
+    # requests only once the old worker is gone: each then meets the new
+    # config's checks (none)
     wait_for(lambda: not set(old) & set(descendants(srv.pid)), timeout=5,
              what="the old worker to exit")
     wait_for(lambda: health_of(srv) == {a.address: "unchecked", b.address: "unchecked"},
@@ -144,6 +144,47 @@ def test_reload_restarts_the_checks_from_the_new_config(server, pair, tmp_path):
     n = b.paths().count("/health")
     time.sleep(0.6)
     assert b.paths().count("/health") == n, "a check after the reload removed them"
+
+
+@pytest.mark.parametrize("model", ["reuseport", "uring"])
+def test_a_draining_worker_reads_the_health_of_its_own_servers(server, tmp_path, model):
+    """A reload that reorders a group's servers: a worker of the old
+    generation still busy with a connection reads the verdicts of its own
+    servers, not of the servers the new config puts at their places. Here
+    it served a request pipelined behind a slow one from a, which checks
+    down, because after the reload a's place held b's verdict."""
+    a, b, slow = Backend("tcp", "a"), Backend("tcp", "b"), Backend("tcp", "slow")
+    try:
+        a.health = 503
+        conf = tmp_path / "herd.conf"
+        rest = (f"upstream = s={slow.address}\nproxy = /app/=g\nproxy = /s/=s\n"
+                f"status-path = /st\nworkers = 1\nmodel = {model}\n"
+                "upstream-health = g=/health,200ms\n")
+        conf.write_text(f"upstream = g={a.address},{b.address}\n" + rest)
+        srv = server("--config", str(conf))
+        wait_for(lambda: health_of(srv) == {a.address: "down", b.address: "up",
+                                            slow.address: "unchecked"},
+                 timeout=4, what="a down, b up")
+        gen = status_json(srv)["generation"]
+        with srv.connect() as c:
+            c.send(b"GET /s/slow?s=1.5 HTTP/1.1\r\nHost: t\r\n\r\n"
+                   b"GET /app/x HTTP/1.1\r\nHost: t\r\n\r\n")
+            wait_for(lambda: "/s/slow" in slow.paths(), timeout=3, what="the slow request")
+            conf.write_text(f"upstream = g={b.address},{a.address}\n" + rest)
+            srv.send_signal(signal.SIGHUP)
+            wait_for(lambda: status_json(srv)["generation"] == gen + 1, timeout=3,
+                     what="the reload")
+            first, second = c.read_response(), c.read_response()
+        # the status page lists the new config's servers, in its order
+        assert [u["server"] for u in status_json(srv)["upstreams"]] == \
+            [f"g {b.address}", f"g {a.address}", f"s {slow.address}"]
+        assert first.status == 200 and json.loads(first.body)["backend"] == "slow", first
+        assert second.status == 200, second
+        assert json.loads(second.body)["backend"] == "b", second
+        assert "/app/x" not in a.paths()
+    finally:
+        for x in (a, b, slow):
+            x.close()
 
 
 def status_json(srv):
