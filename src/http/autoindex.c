@@ -198,7 +198,8 @@ int autoindex_build(int root, const char *rel, size_t rlen, const char *url, siz
     if (rc == 0) {
         size_t omitted = p.candidates - p.n;
         p.n = kept;
-        qsort(p.items, p.n, sizeof *p.items, name_cmp);
+        if (p.n > 1) /* an empty directory has no array: qsort(NULL) is undefined */
+            qsort(p.items, p.n, sizeof *p.items, name_cmp);
         size_t len;
         char *page = autoindex_render(url, ulen, p.items, p.n, omitted, &len);
         *out = page ? fc_memory_entry(page, len) : NULL;

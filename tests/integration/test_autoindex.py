@@ -162,6 +162,25 @@ def test_head_and_keepalive(server, root):
     assert z.body == NAMES["Zed.txt"]
 
 
+def test_an_empty_directory_is_an_empty_listing(server, tmp_path):
+    """Nothing to list (empty, or only dotfiles): a page with no rows, on a
+    connection that stays up. Sorting the empty list was undefined
+    behaviour (qsort of NULL), and the sanitizer build's worker died of it
+    (red-team pass 16)."""
+    r = tmp_path / "www"
+    (r / "empty").mkdir(parents=True)
+    (r / "dots").mkdir()
+    (r / "dots" / ".gitkeep").write_bytes(b"")
+    srv = server("--autoindex", docroot=r)
+    with srv.connect() as c:
+        c.send(get_req("/empty/") + get_req("/dots/") + get_req("/empty/"))
+        pages = [c.read_response() for _ in range(3)]
+    for resp, path in zip(pages, ["/empty/", "/dots/", "/empty/"]):
+        assert resp.status == 200, resp
+        assert f"Index of {path}".encode() in resp.body
+        assert links_of(resp.body) == []
+
+
 def test_big_directory_is_bounded(server):
     """12000 entries: the first 10000 in name order, then a note."""
     base = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
