@@ -19,6 +19,14 @@ static int64_t digits(const char **p, const char *end)
     return *p == s ? -1 : v;
 }
 
+/* Skips whitespace and empty list elements: a recipient ignores those
+ * (RFC 9110 5.6.1.2), so "bytes=0-9," and "bytes=, 0-9" hold one range. */
+static void skip_empty(const char **p, const char *end)
+{
+    while (*p < end && (**p == ' ' || **p == '\t' || **p == ','))
+        (*p)++;
+}
+
 enum range_result range_parse(const char *h, size_t len, off_t size, off_t *start,
                               off_t *rlen)
 {
@@ -26,8 +34,7 @@ enum range_result range_parse(const char *h, size_t len, off_t size, off_t *star
     if (len < 6 || strncasecmp(p, "bytes=", 6) != 0)
         return RANGE_NONE;
     p += 6;
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
+    skip_empty(&p, end);
     int64_t a = -1, b = -1;
     if (p < end && *p == '-') {
         p++;
@@ -45,8 +52,7 @@ enum range_result range_parse(const char *h, size_t len, off_t size, off_t *star
                 return RANGE_NONE;
         }
     }
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
+    skip_empty(&p, end);
     if (p != end)
         return RANGE_NONE; /* several ranges, or junk: the whole file */
     if (a < 0) {

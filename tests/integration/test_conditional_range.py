@@ -293,7 +293,17 @@ def test_range_on_empty_file_unsatisfiable(shared):
     assert r.status == 416 and r.get("content-range") == "bytes */0"
 
 
-@pytest.mark.parametrize("spec", ["bytes=0-1,3-4", "bytes=0-0, -1", "bytes=1-2,5-9,20-"])
+@pytest.mark.parametrize("spec", ["bytes=0-9,", "bytes=, 0-9", "bytes=0-9 , ,"])
+def test_empty_list_elements_are_no_ranges(shared, spec):
+    """RFC 9110 5.6.1.2: a recipient ignores empty list elements, so these
+    hold one range (they got the whole file; red-team pass 16)."""
+    r = cond_get(shared, [("Range", spec)])
+    assert r.status == 206, (spec, r)
+    assert r.get("content-range") == f"bytes 0-9/{N}" and r.body == SMALL[:10]
+
+
+@pytest.mark.parametrize("spec", ["bytes=0-1,3-4", "bytes=0-0, -1", "bytes=1-2,5-9,20-",
+                                  "bytes=0-1,,3-4"])
 def test_multiple_ranges_give_full_200(shared, spec):
     r = cond_get(shared, [("Range", spec)])
     assert r.status == 200 and r.body == SMALL

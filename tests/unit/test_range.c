@@ -71,7 +71,15 @@ static const struct rcase cases[] = {
     R_NONE("bytes=0-1, 5-6", 1000),
     R_NONE("bytes=-1,-2", 1000),
     R_NONE("bytes=0-,0-", 1000),
-    R_NONE("bytes=0-1,", 1000),
+    /* empty list elements are no ranges (RFC 9110 5.6.1.2): one range */
+    R_OK("bytes=0-1,", 1000, 0, 2),
+    R_OK("bytes=0-1 , ,", 1000, 0, 2),
+    R_OK("bytes=,0-1", 1000, 0, 2),
+    R_OK("bytes=, ,-3", 1000, 997, 3),
+    R_416("bytes=1000-,", 1000),
+    R_NONE("bytes=0-1,,5-6", 1000),
+    R_NONE("bytes=,", 1000),
+    R_NONE("bytes=, ,", 1000),
     /* junk */
     R_NONE("", 1000),
     R_NONE("bytes", 1000),
