@@ -236,6 +236,10 @@ static void handle(struct http_ctx *ctx, const struct http_request *req, int kee
 
     char path[4096 + 16];
     int plen = path_normalize(req->path.p, req->path.len, path, sizeof path - 16);
+    /* no file has a longer name (PATH_MAX): 404, as nginx answers
+     * ENAMETOOLONG, on a connection that stays up */
+    if (plen == PATH_TOO_LONG)
+        return http_error(ctx, req, 404, keepalive, NULL, 0, out, plan);
     if (plen < 0)
         return error_close(ctx, out, plan, 400, req);
     if (!cfg->serve_dotfiles && path_has_dotfile(path, (size_t)plen))

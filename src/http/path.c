@@ -14,8 +14,10 @@ static int hexval(char c)
 
 int path_normalize(const char *in, size_t len, char *out, size_t outcap)
 {
-    if (len == 0 || in[0] != '/' || outcap < 2)
+    if (len == 0 || in[0] != '/')
         return -1;
+    if (outcap < 2)
+        return PATH_TOO_LONG;
     size_t o = 0;     /* bytes in out */
     size_t seg = 0;   /* start of the current segment in out (after its '/') */
     out[o++] = '/';
@@ -44,7 +46,7 @@ int path_normalize(const char *in, size_t len, char *out, size_t outcap)
          * leave room for the NUL, checked at the end. */
         if (c != '/') {
             if (o >= outcap)
-                return -1;
+                return PATH_TOO_LONG;
             out[o++] = c;
             continue;
         }
@@ -63,7 +65,7 @@ int path_normalize(const char *in, size_t len, char *out, size_t outcap)
                 o--;
         } else {
             if (o >= outcap)
-                return -1;
+                return PATH_TOO_LONG;
             out[o++] = '/';
         }
         seg = o;
@@ -77,7 +79,7 @@ int path_normalize(const char *in, size_t len, char *out, size_t outcap)
     if (o > 1 && out[o - 1] == '/' && !trailing)
         o--;
     if (o >= outcap)
-        return -1;
+        return PATH_TOO_LONG;
     out[o] = '\0';
     return (int)o;
 }

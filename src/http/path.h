@@ -9,8 +9,11 @@
 
 /* Decodes and normalises in[0..len) (which must start with '/') into out,
  * NUL-terminated. A trailing '/' is kept (it asks for a directory).
- * Returns the length, or -1 for invalid percent-encoding, an encoded or
- * raw NUL, a ".." above the root, or a result that does not fit outcap. */
+ * Returns the length; -1 for invalid percent-encoding, an encoded or raw
+ * NUL, or a ".." above the root; PATH_TOO_LONG when the result (or the
+ * work on the way to it) does not fit outcap, which is said as soon as
+ * it is known: what follows is not checked. */
+#define PATH_TOO_LONG (-2)
 int path_normalize(const char *in, size_t len, char *out, size_t outcap);
 
 /* Percent-encodes a normalised path for a Location header: every byte

@@ -45,6 +45,7 @@ static void fuzz_path(const char *in, size_t size)
 {
     char big[4096];
     int n = path_normalize(in, size, big, sizeof big);
+    ENSURE(n >= 0 || n == -1 || n == PATH_TOO_LONG);
     if (n >= 0) {
         ENSURE((size_t)n < sizeof big);
         ENSURE((size_t)n <= size); /* decoding and resolving only shrink */
@@ -65,6 +66,9 @@ static void fuzz_path(const char *in, size_t size)
         ENSURE((size_t)m < cap);
         ENSURE(m == n && memcmp(small, big, (size_t)m + 1) == 0);
     }
+    /* what is invalid in the room a small buffer had is invalid in any */
+    if (m == -1)
+        ENSURE(n == -1);
     free(small);
 }
 

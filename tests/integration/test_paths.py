@@ -159,3 +159,17 @@ def test_traversal_does_not_break_connection_for_404(shared, site):
             assert r2.status == 200 and r2.body == site.files["small.txt"]
         else:
             c.expect_close()
+
+
+@pytest.mark.parametrize("length", [4095, 4096, 6000])
+def test_a_path_too_long_for_any_file_is_404_on_a_kept_connection(shared, site, length):
+    """No file has a name past PATH_MAX: a longer path is a 404, as nginx
+    answers ENAMETOOLONG, and the connection stays up. It got 400 and a
+    close (red-team pass 16), though the request line was far inside the
+    header limit."""
+    with shared.connect() as c:
+        c.send(get_req("/" + "a" * (length - 1)) + get_req("/small.txt"))
+        r = c.read_response()
+        assert r.status == 404, r
+        r2 = c.read_response()
+        assert r2.status == 200 and r2.body == site.files["small.txt"]

@@ -180,14 +180,14 @@ TEST(output_capacity)
     CHECK_EQ_INT(norm_cap("/abc", 4, 64, got, sizeof got), 4);
     CHECK_EQ_INT(norm_cap("/abc", 4, 5, got, sizeof got), 4);
     CHECK(strcmp(got, "/abc") == 0);
-    CHECK_EQ_INT(norm_cap("/abc", 4, 4, got, sizeof got), -1);
-    CHECK_EQ_INT(norm_cap("/abc", 4, 2, got, sizeof got), -1);
-    CHECK_EQ_INT(norm_cap("/abc", 4, 1, got, sizeof got), -1);
-    CHECK_EQ_INT(norm_cap("/abc", 4, 0, got, sizeof got), -1);
+    CHECK_EQ_INT(norm_cap("/abc", 4, 4, got, sizeof got), PATH_TOO_LONG);
+    CHECK_EQ_INT(norm_cap("/abc", 4, 2, got, sizeof got), PATH_TOO_LONG);
+    CHECK_EQ_INT(norm_cap("/abc", 4, 1, got, sizeof got), PATH_TOO_LONG);
+    CHECK_EQ_INT(norm_cap("/abc", 4, 0, got, sizeof got), PATH_TOO_LONG);
     /* with a trailing '/' */
     CHECK_EQ_INT(norm_cap("/ab/", 4, 5, got, sizeof got), 4);
     CHECK(strcmp(got, "/ab/") == 0);
-    CHECK_EQ_INT(norm_cap("/ab/", 4, 4, got, sizeof got), -1);
+    CHECK_EQ_INT(norm_cap("/ab/", 4, 4, got, sizeof got), PATH_TOO_LONG);
     /* the root fits in 2 */
     CHECK_EQ_INT(norm_cap("/", 1, 2, got, sizeof got), 1);
     CHECK(strcmp(got, "/") == 0);
@@ -200,8 +200,8 @@ TEST(output_capacity)
     in[0] = '/';
     memset(in + 1, 'x', sizeof in - 1);
     CHECK_EQ_INT(norm_cap(in, sizeof in, 3001, got, sizeof got), 3000);
-    CHECK_EQ_INT(norm_cap(in, sizeof in, 3000, got, sizeof got), -1);
-    CHECK_EQ_INT(norm_cap(in, sizeof in, 100, got, sizeof got), -1);
+    CHECK_EQ_INT(norm_cap(in, sizeof in, 3000, got, sizeof got), PATH_TOO_LONG);
+    CHECK_EQ_INT(norm_cap(in, sizeof in, 100, got, sizeof got), PATH_TOO_LONG);
 }
 
 /* A plain model of the rules for inputs made of '/', '.', 'a' and 'b':
