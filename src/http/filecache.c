@@ -129,8 +129,16 @@ static void build_headers(struct fc_entry *e)
     n += HTTPDATE_LEN;
     n += snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\r\nETag: ");
     e->etag = e->hdr + n;
-    int t = snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\"%llx-%llx\"",
-                     (unsigned long long)e->mtime, (unsigned long long)e->size);
+    /* nginx's "<mtime hex>-<size hex>", with the mtime's nanoseconds when
+     * it has them: a file rewritten in place within the same second at the
+     * same size must not keep its ETag, or an If-Range would splice the
+     * new bytes onto a client's copy of the old ones */
+    int t = e->mtim.tv_nsec
+                ? snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\"%llx.%lx-%llx\"",
+                           (unsigned long long)e->mtime, (unsigned long)e->mtim.tv_nsec,
+                           (unsigned long long)e->size)
+                : snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\"%llx-%llx\"",
+                           (unsigned long long)e->mtime, (unsigned long long)e->size);
     e->etag_len = (uint16_t)t;
     n += t;
     n += snprintf(e->hdr + n, sizeof e->hdr - (size_t)n, "\r\nAccept-Ranges: bytes\r\n");

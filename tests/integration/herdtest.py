@@ -371,8 +371,12 @@ def sha256(data):
 
 
 def etag_for(path):
+    """herd's ETag of a file: nginx's "<mtime hex>-<size hex>", with the
+    mtime's nanoseconds after a dot when it has them."""
     st = os.stat(path)
-    return '"%x-%x"' % (int(st.st_mtime), st.st_size)
+    sec, nsec = divmod(st.st_mtime_ns, 10**9)
+    return ('"%x.%x-%x"' % (sec, nsec, st.st_size) if nsec else
+            '"%x-%x"' % (sec, st.st_size))
 
 
 # ---- files not in the page cache

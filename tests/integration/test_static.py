@@ -303,6 +303,31 @@ def test_etag_changes_with_file(server, tmp_path):
     assert r2.get("last-modified") == email.utils.formatdate(1600000100, usegmt=True)
 
 
+def test_a_same_second_same_size_rewrite_gets_a_new_etag(server, tmp_path):
+    """The ETag carries the mtime's nanoseconds: a file rewritten in place
+    within the same second at the same size kept nginx's "<mtime>-<size>",
+    so an If-Range with the old ETag got a 206 of the new bytes, spliced
+    onto the client's copy of the old ones (red-team pass 16)."""
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"AAAA")
+    os.utime(f, ns=(1600000000_000000000, 1600000000_000000000))
+    srv = server(docroot=tmp_path)
+    old = srv.get("/f.txt").get("etag")
+    assert old == '"%x-%x"' % (1600000000, 4)
+    f.write_bytes(b"BBBB")
+    os.utime(f, ns=(1600000000_500000000, 1600000000_500000000))
+    new = '"%x.%x-%x"' % (1600000000, 500000000, 4)
+    # each worker's open-file cache looks at the file again within a second
+    r = wait_for(lambda: (lambda r: r if r.get("etag") == new else None)(srv.get("/f.txt")),
+                 timeout=5, what="the rewritten file's new ETag")
+    assert r.body == b"BBBB"
+    # once every worker has seen it: the old ETag no longer resumes
+    resumed = wait_for(lambda: (lambda r: r if r.status == 200 else None)(
+        srv.get("/f.txt", headers=[("Range", "bytes=2-"), ("If-Range", old)])),
+        timeout=5, what="If-Range with the old ETag to get the whole new file")
+    assert resumed.body == b"BBBB" and resumed.get("etag") == new, resumed
+
+
 def test_deleted_file_becomes_404(server, tmp_path):
     (tmp_path / "gone.txt").write_bytes(b"here")
     srv = server(docroot=tmp_path)
