@@ -17,7 +17,18 @@
 
 #define FC_BUCKETS 4096 /* power of two */
 
+/* Directory listings kept for sharing (fc_listing_*): a few, each with
+ * the wall second it was last built. */
+#define FC_LISTINGS 4
+struct fc_listing {
+    struct fc_entry *e;  /* NULL: free */
+    time_t built;
+    char *key;
+    size_t klen;
+};
+
 struct filecache {
+    struct fc_listing listings[FC_LISTINGS];
     int root_fd;
     struct filecache_limits lim;
     uint32_t count;
@@ -340,8 +351,76 @@ int fc_is_dir(struct filecache *fc, const char *rel, size_t len)
     return 1;
 }
 
+/* ---- generated listings, shared while they are the same
+ *
+ * A listing is built per request (sizes and dates change), up to 2 MiB. A
+ * connection that does not read holds its copy until the send timeout, so
+ * N such connections held N copies (300 held 460 MB; red-team pass 16).
+ * Within its wall second a listing is served again as it is (as the
+ * open-file cache looks at a file at most once a second), and a rebuild
+ * that comes out the same shares the copy already held: the memory is per
+ * distinct page, not per connection. */
+
+static struct fc_listing *listing_slot(struct filecache *fc, const char *key, size_t klen)
+{
+    for (int i = 0; i < FC_LISTINGS; i++) {
+        struct fc_listing *l = &fc->listings[i];
+        if (l->e && l->klen == klen && memcmp(l->key, key, klen) == 0)
+            return l;
+    }
+    return NULL;
+}
+
+struct fc_entry *fc_listing_recent(struct filecache *fc, const char *key, size_t klen,
+                                   time_t now)
+{
+    struct fc_listing *l = listing_slot(fc, key, klen);
+    if (!l || l->built != now)
+        return NULL;
+    fc_ref(l->e);
+    return l->e;
+}
+
+struct fc_entry *fc_listing_keep(struct filecache *fc, const char *key, size_t klen,
+                                 struct fc_entry *fresh, time_t now)
+{
+    struct fc_listing *l = listing_slot(fc, key, klen);
+    if (l && l->e->size == fresh->size && memcmp(l->e->data, fresh->data, (size_t)fresh->size) == 0) {
+        fc_release(fresh);
+        l->built = now;
+        fc_ref(l->e);
+        return l->e;
+    }
+    if (!l) { /* a free slot, else the one built longest ago */
+        l = &fc->listings[0];
+        for (int i = 0; i < FC_LISTINGS && l->e; i++)
+            if (!fc->listings[i].e || fc->listings[i].built < l->built)
+                l = &fc->listings[i];
+        char *copy = malloc(klen ? klen : 1);
+        if (!copy)
+            return fresh; /* served, not kept */
+        if (l->e)
+            fc_release(l->e);
+        free(l->key);
+        memcpy(copy, key, klen);
+        l->key = copy;
+        l->klen = klen;
+    } else {
+        fc_release(l->e);
+    }
+    l->e = fresh;
+    l->built = now;
+    fc_ref(fresh);
+    return fresh;
+}
+
 void fc_destroy(struct filecache *fc)
 {
+    for (int i = 0; i < FC_LISTINGS; i++) {
+        if (fc->listings[i].e)
+            fc_release(fc->listings[i].e);
+        free(fc->listings[i].key);
+    }
     while (fc->lru.next != &fc->lru)
         table_remove(fc, entry_of(fc->lru.next));
     close(fc->root_fd);

@@ -90,6 +90,18 @@ static inline size_t fc_type_line_len(const struct fc_entry *e)
  * is freed then too). */
 struct fc_entry *fc_memory_entry(char *data, size_t len);
 
+/* Directory listings (fc_memory_entry) shared by the requests that get
+ * the same page: the memory is per distinct page, not per connection.
+ * fc_listing_recent: the listing of key (a directory's URL path) built at
+ * wall second now, referenced, or NULL (build it). fc_listing_keep: takes
+ * fresh, just built for key at now, and returns what to send, referenced:
+ * the kept copy when fresh is byte for byte the same (fresh is released),
+ * else fresh, now kept. */
+struct fc_entry *fc_listing_recent(struct filecache *fc, const char *key, size_t klen,
+                                   time_t now);
+struct fc_entry *fc_listing_keep(struct filecache *fc, const char *key, size_t klen,
+                                 struct fc_entry *fresh, time_t now);
+
 /* 1 when rel is a directory below the docroot (used for 403 vs 404). */
 int fc_is_dir(struct filecache *fc, const char *rel, size_t len);
 

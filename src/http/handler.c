@@ -171,12 +171,16 @@ static void directory_listing(struct http_ctx *ctx, const struct http_request *r
                               const char *path, size_t plen, int keepalive,
                               struct http_out *out, struct http_plan *plan)
 {
-    struct fc_entry *e;
-    size_t rlen = plen > 1 ? plen - 2 : 0; /* without the slashes around it */
-    int rc = autoindex_build(fc_root_fd(ctx->fc), path + 1, rlen, path, plen,
-                             ctx->cfg->serve_dotfiles, &e);
-    if (rc < 0)
-        return http_error(ctx, req, status_for(rc), keepalive, NULL, 0, out, plan);
+    time_t now = clock_wall();
+    struct fc_entry *e = fc_listing_recent(ctx->fc, path, plen, now);
+    if (!e) {
+        size_t rlen = plen > 1 ? plen - 2 : 0; /* without the slashes around it */
+        int rc = autoindex_build(fc_root_fd(ctx->fc), path + 1, rlen, path, plen,
+                                 ctx->cfg->serve_dotfiles, &e);
+        if (rc < 0)
+            return http_error(ctx, req, status_for(rc), keepalive, NULL, 0, out, plan);
+        e = fc_listing_keep(ctx->fc, path, plen, e, now);
+    }
     plan->head_off = (uint32_t)out->len;
     resp_status(out, 200);
     PUT_LIT(out, "Content-Type: text/html; charset=utf-8\r\n");
