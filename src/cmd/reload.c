@@ -4,6 +4,7 @@
  * answer in time or is not running. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,35 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Whether pid is a herd serve master: its command line's first word is
+ * a herd binary and its second "serve". A pid file outlives its master
+ * (a crash, a reboot), and its pid may be another process's by now: HUP
+ * kills most processes. 1 yes, 0 no (what it runs in what), -1 gone. */
+static int is_herd_serve(long pid, char *what, size_t n)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    if (!len)
+        return -1; /* a zombie, or gone */
+    const char *argv0 = buf, *slash = strrchr(argv0, '/');
+    const char *base = slash ? slash + 1 : argv0;
+    size_t first = strlen(argv0) + 1;
+    const char *argv1 = first < len ? buf + first : "";
+    if (!strncmp(base, "herd", 4) && !strcmp(argv1, "serve"))
+        return 1;
+    snprintf(what, n, "%.100s%s%.60s", argv0, *argv1 ? " " : "", argv1);
+    for (char *p = what; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return 0;
+}
+
 /* Sends HUP and waits for an answer that started after it. */
 static int reload_and_wait(const char *pid_file, int64_t timeout_ms)
 {
@@ -86,14 +116,26 @@ static int reload_and_wait(const char *pid_file, int64_t timeout_ms)
         fprintf(stderr, "herd reload: %s\n", err);
         return 1;
     }
+    char what[200];
+    int herd = is_herd_serve(pid, what, sizeof what);
+    if (herd == 0) {
+        fprintf(stderr, "herd reload: pid %ld from %s is not herd serve (it runs '%s'): "
+                        "not signalled (a stale pid file?)\n", pid, pid_file, what);
+        return 1;
+    }
     uint64_t sent = reload_answer_clock();
-    if (kill((pid_t)pid, SIGHUP) < 0) {
+    if (herd < 0 || kill((pid_t)pid, SIGHUP) < 0) {
+        if (herd < 0)
+            errno = ESRCH;
         fprintf(stderr, "herd reload: cannot signal pid %ld from %s: %s\n", pid, pid_file,
                 strerror(errno));
         return 1;
     }
     struct reload_answer a;
-    uint64_t deadline = sent + (uint64_t)timeout_ms * 1000000u;
+    /* --timeout may be far past what nanoseconds since boot hold */
+    uint64_t wait_ns = (uint64_t)timeout_ms > (UINT64_MAX - sent) / 1000000u
+                           ? UINT64_MAX - sent : (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = sent + wait_ns;
     while (!reload_answer_read(pid_file, &a) || a.pid != pid || a.started_ns < sent) {
         if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
             fprintf(stderr, "herd reload: master %ld exited without answering\n", pid);

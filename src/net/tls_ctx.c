@@ -240,6 +240,17 @@ static SSL_CTX *ctx_new(const struct tls_conf *c, const char *cert, const char *
         snprintf(err, errlen, "tls-ciphers '%s': no cipher OpenSSL knows", c->ciphers);
         goto fail;
     }
+    /* Looked at before OpenSSL opens them: a FIFO would keep its open
+     * waiting for a writer, and a master stuck there answers no signal. */
+    const char *bad;
+    if ((bad = file_problem(cert)) != NULL) {
+        snprintf(err, errlen, "certificate %s: %s", cert, bad);
+        goto fail;
+    }
+    if ((bad = file_problem(key)) != NULL) {
+        snprintf(err, errlen, "private key %s: %s", key, bad);
+        goto fail;
+    }
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
         ssl_reason("certificate", cert, err, errlen);
         goto fail;

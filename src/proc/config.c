@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/regfile.h"
 #include "core/units.h"
 #include "proc/daemon.h"
 #include "proc/config_paths.h"
@@ -870,9 +871,9 @@ static long read_line(FILE *f, char *buf, size_t n, long *nul)
 
 int config_load(struct serve_config *cfg, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f = regfile_open(path);
     if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: %s", path, regfile_strerror(errno));
         return -1;
     }
     char line[4096], why[512];

@@ -11,16 +11,15 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/regfile.h"
 
 int pidfile_write(const char *path, char *err, size_t errlen)
 {
     if (!path || !*path)
         return 0;
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0 ||
-        rename(tmp, path) < 0) {
+    char pid[24];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (regfile_replace(path, ".tmp", pid, (size_t)n) < 0) {
         snprintf(err, errlen, "pid file %s: %s", path, strerror(errno));
         return -1;
     }
@@ -32,9 +31,9 @@ int pidfile_write(const char *path, char *err, size_t errlen)
  * negative pid signals a process group or every process. */
 pid_t pidfile_read(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f = regfile_open(path);
     if (!f) {
-        snprintf(err, errlen, "pid file %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "pid file %s: %s", path, regfile_strerror(errno));
         return -1;
     }
     char buf[24];

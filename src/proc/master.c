@@ -66,6 +66,7 @@ static pid_t spawn_logger(struct master *m)
         _exit(logger_main(m->log_rx, m->log_path, &m->sb->log_write_dropped));
     }
     m->logger = pid;
+    m->logger_started_ms = clock_now_ms();
     SB_SET(m->sb->logger_pid, pid);
     return pid;
 }
@@ -269,9 +270,21 @@ static void reap(struct master *m)
             m->logger = 0;
             SB_SET(m->sb->logger_pid, 0);
             if (!m->stopping && m->log_path[0]) {
-                log_msg(LOG_ERROR, "logger (pid %d) %s; restarting it", pid, how);
+                /* a logger that keeps failing (its log cannot be written)
+                 * is restarted less and less often, as a worker is */
+                int64_t now = clock_now_ms(), delay = BACKOFF_MIN_MS;
+                if (now - m->logger_started_ms < 10000) {
+                    int q = ++m->logger_quick_deaths;
+                    delay = BACKOFF_MIN_MS << (q < 9 ? q - 1 : 8);
+                    if (delay > BACKOFF_MAX_MS)
+                        delay = BACKOFF_MAX_MS;
+                } else {
+                    m->logger_quick_deaths = 0;
+                }
+                log_msg(LOG_ERROR, "logger (pid %d) %s; restarting it in %lld ms", pid, how,
+                        (long long)delay);
                 SB_ADD(m->sb->logger_restarts, 1);
-                m->logger_respawn_at = clock_now_ms() + BACKOFF_MIN_MS;
+                m->logger_respawn_at = now + delay;
             }
             continue;
         }
@@ -360,8 +373,10 @@ static int next_timeout(const struct master *m)
         next = hc;
     if (next < 0)
         return -1;
+    /* a deadline a config may put weeks away (2^31 ms overflowed an int)
+     * is waited for a minute at a time */
     int64_t d = next - clock_now_ms();
-    return d <= 0 ? 0 : (int)d + 5;
+    return d <= 0 ? 0 : d > 60000 ? 60000 : (int)d + 5;
 }
 
 /* ---- reload ---- */
@@ -419,6 +434,17 @@ static int reload(struct master *m)
         memcpy(next.listen_tls, m->cfg->listen_tls, sizeof next.listen_tls);
         next.nlisten = m->cfg->nlisten;
     }
+    /* A new access log that cannot be opened refuses the reload, as it
+     * refuses a start: taken, it would leave a logger failing for good. */
+    if (next.access_log[0] && strcmp(next.access_log, m->cfg->access_log) != 0) {
+        int fd = logger_open_file(next.access_log);
+        if (fd < 0) {
+            reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: access log %s: %s",
+                       next.access_log, strerror(-fd));
+            return 0;
+        }
+        close(fd);
+    }
     /* New addresses are bound before anything changes: one that cannot be
      * refuses the reload, and TLS that does not load keeps the old ones. */
     static struct listen_change ch; /* large too */
@@ -462,6 +488,7 @@ static int reload(struct master *m)
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
     *m->cfg = next;
     if (log_changed) {
+        m->logger_quick_deaths = 0; /* a new log, a new start */
         snprintf(m->log_path, sizeof m->log_path, "%s", m->cfg->access_log);
         if (m->logger) {
             kill(m->logger, SIGTERM); /* reaped and restarted with the new path */

@@ -69,6 +69,8 @@ struct master {
     int log_rx, log_tx;
     char log_path[1024];
     pid_t logger;
+    int64_t logger_started_ms;
+    int logger_quick_deaths; /* in a row, each within 10 s of its start: the backoff */
     int64_t logger_respawn_at;
     int logger_told;    /* the logger was asked to stop */
     int stopping;       /* 1 graceful, 2 fast */

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/regfile.h"
+
 uint64_t reload_answer_clock(void)
 {
     struct timespec ts;
@@ -22,18 +24,18 @@ static int answer_path(const char *pid_file, const char *suffix, char *out, size
 int reload_answer_write(const char *pid_file, const struct reload_answer *a, char *err,
                         size_t errlen)
 {
-    char path[1100], tmp[1100];
+    char path[1100], body[sizeof a->text + 96];
     if (!pid_file || !*pid_file)
         return 0;
-    if (answer_path(pid_file, "", path, sizeof path) < 0 ||
-        answer_path(pid_file, ".tmp", tmp, sizeof tmp) < 0) {
+    if (answer_path(pid_file, ".tmp", path, sizeof path) < 0 ||
+        answer_path(pid_file, "", path, sizeof path) < 0) {
         snprintf(err, errlen, "reload answer for %s: path too long", pid_file);
         return -1;
     }
-    FILE *f = fopen(tmp, "we");
-    if (!f || fprintf(f, "herd-reload %ld %" PRIu64 " %s\n%s", (long)a->pid, a->started_ns,
-                      a->ok ? "ok" : "refused", a->text) < 0 ||
-        fclose(f) != 0 || rename(tmp, path) < 0) {
+    int n = snprintf(body, sizeof body, "herd-reload %ld %" PRIu64 " %s\n%s", (long)a->pid,
+                     a->started_ns, a->ok ? "ok" : "refused", a->text);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof body ? (size_t)n : sizeof body - 1;
+    if (regfile_replace(path, ".tmp", body, len) < 0) {
         snprintf(err, errlen, "reload answer %s: %s", path, strerror(errno));
         return -1;
     }
@@ -45,7 +47,7 @@ int reload_answer_read(const char *pid_file, struct reload_answer *a)
     char path[1100], result[16];
     if (answer_path(pid_file, "", path, sizeof path) < 0)
         return 0;
-    FILE *f = fopen(path, "re");
+    FILE *f = regfile_open(path);
     if (!f)
         return 0;
     long pid;

@@ -157,3 +157,96 @@ def test_a_pid_file_that_is_not_one_pid_signals_nothing(tmp_path, text):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# ------------------------------------------------------------ red-team pass 17
+
+def test_a_pid_file_naming_another_program_signals_nothing(tmp_path):
+    """A stale pid file whose pid now belongs to another program: herd
+    reload refuses to send it HUP (which kills most programs) and says why.
+    It killed the program and blamed it for not answering."""
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        pidfile = tmp_path / "stale.pid"
+        pidfile.write_text(f"{sleeper.pid}\n")
+        r = reload("--pid-file", pidfile, "--timeout", "300ms")
+        assert r.returncode == 1, r
+        assert r.stderr == (f"herd reload: pid {sleeper.pid} from {pidfile} is not herd serve "
+                            "(it runs 'sleep 30'): not signalled (a stale pid file?)\n"), r.stderr
+        assert sleeper.poll() is None, "the sleeper got a signal"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_fifo_in_place_of_a_file_is_an_error_at_once(tmp_path):
+    """A FIFO with no writer where a pid file or a config file should be:
+    herd reload and herd status refuse it at once (their --timeout did not
+    even start: the open waited for a writer)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    tls = tmp_path / "tls.conf"
+    tls.write_text(f"listen = 127.0.0.1:1 tls\ntls-cert = {fifo}\ntls-key = {fifo}\n")
+    r = run_herd(["serve", "--check-config", str(tls)], timeout=10, extra=False)
+    assert r.returncode == 2 and f"certificate {fifo}: not a regular file" in r.stderr, r
+    for cmd in (["serve", "--check-config", fifo],
+                ["reload", "--pid-file", fifo, "--timeout", "1s"],
+                ["reload", "--config", fifo],
+                ["status", "--pid-file", fifo, "--timeout", "1s"],
+                ["status", "--config", fifo, "--timeout", "1s"]):
+        r = run_herd(list(map(str, cmd)), timeout=10, extra=False)
+        assert r.returncode in (1, 2), (cmd, r)
+        assert f"{fifo}: not a regular file" in r.stderr, (cmd, r.stderr)
+
+
+def test_a_master_reloading_a_config_that_became_a_fifo_refuses_and_keeps_serving(configured):
+    srv, cfg, pidfile, base = configured
+    cfg.unlink()
+    os.mkfifo(cfg)
+    r = reload("--pid-file", pidfile, "--timeout", "5s")
+    assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr
+    assert fetch(srv, "/small.txt").status == 200
+    assert srv.stop() == 0     # the master still takes its signals
+
+
+@pytest.mark.parametrize("which", ["herd.pid.tmp", "herd.pid.reload.tmp"])
+def test_the_masters_temporary_files_are_not_written_through_a_symlink(server, tmp_path,
+                                                                         which):
+    """The pid file and the reload answer are written to NAME.tmp and
+    renamed: a symlink planted at NAME.tmp (a shared folder like /tmp) made
+    the master, often root, overwrite the file it points at."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    os.symlink(victim, tmp_path / which)
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n")
+    srv = server("--config", cfg)
+    pidfile = tmp_path / "herd.pid"
+    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
+             what="the pid file")
+    assert reload("--pid-file", pidfile).returncode == 0
+    assert victim.read_text() == "precious\n"
+    assert pidfile.read_text() == f"{srv.pid}\n" and not pidfile.is_symlink()
+    assert (tmp_path / "herd.pid.reload").read_text().startswith(f"herd-reload {srv.pid} ")
+
+
+def test_a_reload_to_an_access_log_that_cannot_be_opened_is_refused(server, tmp_path):
+    """As a start is: the reload was taken, and the master then restarted a
+    logger that could not open its log ten times a second, for good."""
+    cfg = tmp_path / "herd.conf"
+    base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    cfg.write_text(base + f"access-log = {tmp_path}/a.log\n")
+    srv = server("--config", cfg)
+    pidfile = tmp_path / "herd.pid"
+    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
+             what="the pid file")
+    cfg.write_text(base + f"access-log = {tmp_path}\n")   # a directory
+    r = reload("--pid-file", pidfile)
+    assert r.returncode == 1, r
+    assert f"reload refused, old workers keep serving: access log {tmp_path}: Is a directory" \
+        in r.stdout + r.stderr, (r.stdout, r.stderr)
+    assert generation(srv) == 1
+    assert fetch(srv, "/small.txt").status == 200
+    wait_for(lambda: "/small.txt" in (tmp_path / "a.log").read_text(), timeout=5,
+             what="the old log still written")
+    assert "restarting it" not in srv.stderr_text()

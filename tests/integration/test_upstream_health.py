@@ -332,3 +332,18 @@ def test_endless_interim_answers_are_read_to_a_bound(server):
         wait_for(lambda: up.checks >= n + 2, timeout=3, what="more checks")
     finally:
         up.close()
+
+
+def test_timers_weeks_away_neither_break_the_master_nor_its_stop(server):
+    """A config may put a master's timer 2^31 ms (24.8 days) away: a health
+    interval, a shutdown timeout. The wait for it overflowed an int (UBSan
+    stopped the master at start; the plain build waited with no timeout).
+    It now waits a minute at a time (red-team pass 17)."""
+    srv = server("--workers", "1", "--upstream", "g=127.0.0.1:9", "--proxy", "/app/=g",
+                 "--upstream-health", "g=/health,2147483645ms",
+                 "--shutdown-timeout", "2147482645ms")
+    time.sleep(0.5)
+    assert srv.proc.poll() is None, srv.stderr_text()
+    assert srv.get("/small.txt").status == 200
+    assert srv.stop() == 0
+    assert "runtime error" not in srv.stderr_text()
