@@ -169,9 +169,12 @@ static int reload_config(void *arg, struct serve_config *out, char *err, size_t 
     if (build_config(inv, out, err, errlen) != 0)
         return -1; /* flags were checked at start, so err holds the reason */
     struct stat st;
-    if (stat(out->docroot, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "docroot %s: %s", out->docroot,
-                 errno ? strerror(errno) : "not a directory");
+    if (stat(out->docroot, &st) < 0) {
+        snprintf(err, errlen, "docroot %s: %s", out->docroot, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) { /* errno is whatever came before: not the reason */
+        snprintf(err, errlen, "docroot %s: not a directory", out->docroot);
         return -1;
     }
     return 0;

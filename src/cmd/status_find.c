@@ -72,6 +72,29 @@ static int pid_listen_addr(int pid, char *hostport, size_t cap)
     return rc;
 }
 
+/* "host:port" to reach a listen address from this machine: a wildcard
+ * is asked on loopback. */
+static void hostport_of(const struct listen_addr *l, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "127.0.0.1";
+    unsigned port = 0;
+    if (l->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)&l->ss;
+        port = ntohs(a->sin6_port);
+        if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr))
+            snprintf(host, sizeof host, "::1");
+        else
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        snprintf(out, cap, "[%s]:%u", host, port);
+        return;
+    }
+    const struct sockaddr_in *a = (const void *)&l->ss;
+    port = ntohs(a->sin_port);
+    if (a->sin_addr.s_addr != htonl(INADDR_ANY))
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    snprintf(out, cap, "%s:%u", host, port);
+}
+
 int status_find(const char *config, const char *pid_file, char *url, size_t urlcap, char *err,
                 size_t errlen)
 {
@@ -101,15 +124,19 @@ int status_find(const char *config, const char *pid_file, char *url, size_t urlc
             return -1;
         }
     } else if (config && cfg.nlisten > 0) {
-        const char *text = cfg.listen[0].text;
-        if (!strncmp(text, "unix:", 5)) {
-            snprintf(url, urlcap, "%s:%s", text, path);
+        const struct listen_addr *l = &cfg.listen[0];
+        if (l->family == AF_UNIX) {
+            snprintf(url, urlcap, "%s:%s", l->text, path);
             return 0;
         }
-        if (!strncmp(text, "0.0.0.0:", 8))
-            snprintf(hostport, sizeof hostport, "127.0.0.1:%.120s", text + 8);
-        else
-            snprintf(hostport, sizeof hostport, "%.150s", text);
+        if (cfg.listen_tls[0]) {
+            snprintf(err, errlen, "%s: the first listen address (%s) is TLS, and herd status "
+                     "speaks plain HTTP (give the URL of a plain one)", config, l->text);
+            return -1;
+        }
+        /* from the parsed address, not the text: "8080" and "*:8080" are
+         * every address, as 0.0.0.0:8080 is */
+        hostport_of(l, hostport, sizeof hostport);
     }
     snprintf(url, urlcap, "http://%s%s", hostport, path);
     return 0;

@@ -7,6 +7,7 @@ this test sent, whatever worker served each request.
 """
 
 import json
+import socket
 import re
 import subprocess
 import time
@@ -367,6 +368,31 @@ def test_status_command_says_what_it_tried(tmp_path):
     cfg.write_text("listen = 127.0.0.1:9\nstatus-path = /s\n")
     r = run_status("--config", str(cfg))
     assert r.returncode == 1 and "127.0.0.1:9" in r.stderr and "--config" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("form", ["{port}", "*:{port}", "0.0.0.0:{port}", "127.0.0.1:{port}",
+                                  "[::]:{port}"])
+def test_status_command_reaches_a_wildcard_listen_line_on_loopback(tmp_path, form):
+    """listen = PORT and *:PORT are every address, as 0.0.0.0:PORT is: herd
+    status asks loopback. It asked host "PORT" (0.0.x.y) on port 80, and
+    *:PORT as a host name (red-team pass 17)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text(f"listen = {form.format(port=port)}\nstatus-path = /s\n")
+    r = run_status("--config", str(cfg), "--timeout", "2s")
+    assert r.returncode == 1, r
+    host = "[::1]" if form.startswith("[") else "127.0.0.1"
+    assert f"(tried http://{host}:{port}/s, from --config)" in r.stderr, r.stderr
+
+
+def test_status_command_does_not_ask_a_tls_listener_in_plain_http(tmp_path):
+    cfg = tmp_path / "herd.conf"
+    cfg.write_text("listen = 127.0.0.1:9 tls\ntls-cert = c.pem\ntls-key = k.pem\n"
+                   "status-path = /s\n")
+    r = run_status("--config", str(cfg))
+    assert r.returncode == 1 and "is TLS" in r.stderr, r.stderr
 
 
 def test_status_command_rejects_a_page_that_is_not_the_status(server):
