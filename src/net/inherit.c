@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,16 @@ static const char *not_a_listener(int fd)
         return "is not a stream socket";
     if (sockopt_int(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1)
         return "is a stream socket that does not listen (a connection?)";
+    if (domain == AF_UNIX) {
+        struct sockaddr_un un;
+        socklen_t len = sizeof un;
+        memset(&un, 0, sizeof un);
+        /* herd names a unix listener by its path; one it cannot name would
+         * be closed unused, and the default address served instead */
+        if (getsockname(fd, (struct sockaddr *)&un, &len) < 0 ||
+            len <= offsetof(struct sockaddr_un, sun_path) || !un.sun_path[0])
+            return "is an abstract or unnamed unix socket (herd serves unix sockets by path)";
+    }
     return NULL;
 }
 
@@ -245,15 +256,16 @@ static int describe_bound(const struct sockaddr_storage *ss, char *buf, size_t n
 int inherit_addresses(const struct inherited *in, struct listen_addr *out, int max)
 {
     int count = 0;
-    for (int i = 0; i < in->n && count < max; i++) {
+    for (int i = 0; i < in->n; i++) {
         int seen = 0;
         for (int j = 0; j < i && !seen; j++)
             seen = same_address(&in->fds[j].ss, &in->fds[i].ss);
         char text[sizeof out->text], err[160];
+        struct listen_addr spare;
         if (seen || describe_bound(&in->fds[i].ss, text, sizeof text) < 0 ||
             (size_t)strlen(text) >= sizeof text - 1)
             continue;
-        if (listen_parse(text, &out[count], err, sizeof err) == 0)
+        if (listen_parse(text, count < max ? &out[count] : &spare, err, sizeof err) == 0)
             count++;
     }
     return count;

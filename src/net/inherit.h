@@ -53,8 +53,9 @@ int inherit_from_env(struct inherited *in, char *err, size_t errlen);
 const struct inherited_fd *inherit_take(struct inherited *in, struct listen_addr *a);
 
 /* Fills out with one listen address per distinct bound address among the
- * inherited sockets (for "no --listen: serve on what was passed"). Returns
- * the count, at most max. */
+ * inherited sockets (for "no --listen: serve on what was passed"), at most
+ * max of them. Returns how many there are: more than max when some did not
+ * fit. */
 int inherit_addresses(const struct inherited *in, struct listen_addr *out, int max);
 
 /* Closes the inherited sockets no address took; returns how many. */

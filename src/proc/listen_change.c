@@ -66,24 +66,27 @@ int listen_change_prepare(struct listen_change *ch, const struct listeners *cur,
             rc = keep_address(ch, cur, j, next, l);
         } else {
             rc = listeners_open_one(&ch->next, next, &none, l, 0);
+            ch->made[l] = rc == 0;
         }
         if (rc < 0) {
             snprintf(err, errlen, "cannot listen on %s: %s", next->listen[l].text,
                      strerror(-rc));
-            listen_change_abort(ch);
+            listen_change_abort(ch, next);
             return -1;
         }
     }
     return 0;
 }
 
-void listen_change_abort(struct listen_change *ch)
+void listen_change_abort(struct listen_change *ch, const struct serve_config *next)
 {
     for (int l = 0; l < ch->next.nlisten; l++) {
         int count = listeners_count(&ch->next, l);
         for (int i = ch->from[l] < 0 ? 0 : ch->first_new[l]; i < count; i++)
             if (ch->next.fds[l][i] >= 0)
                 close(ch->next.fds[l][i]);
+        if (ch->made[l])
+            listen_cleanup(&next->listen[l]);
     }
     ch->next.nlisten = 0;
 }

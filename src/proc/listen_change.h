@@ -16,6 +16,7 @@ struct listen_change {
     int from[CONFIG_MAX_LISTEN];   /* per new address: its old index, or -1 (bound now) */
     int kept[CONFIG_MAX_LISTEN];   /* per old address: 1 when the new set has it */
     int first_new[CONFIG_MAX_LISTEN]; /* kept address: its sockets from here were bound now */
+    uint8_t made[CONFIG_MAX_LISTEN]; /* new address: bound now, its unix path (if any) ours */
 };
 
 /* Fills ch for next's addresses with nsockets sockets each (a reuseport
@@ -27,8 +28,9 @@ int listen_change_prepare(struct listen_change *ch, const struct listeners *cur,
                           const struct serve_config *cur_cfg, struct serve_config *next,
                           int nsockets, char *err, size_t errlen);
 
-/* The reload was refused after prepare: closes what prepare bound. */
-void listen_change_abort(struct listen_change *ch);
+/* The reload was refused after prepare: closes what prepare bound, and
+ * removes the unix socket files it made (next: the addresses it bound). */
+void listen_change_abort(struct listen_change *ch, const struct serve_config *next);
 
 /* The reload goes ahead: closes the master's copies of the removed
  * addresses (unlinking a unix path we made) and of the sockets a smaller

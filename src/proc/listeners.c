@@ -59,17 +59,24 @@ static int take_inherited(struct listeners *ls, struct serve_config *cfg, struct
 }
 
 /* Started by systemd with no --listen: serve what it passed. */
-static void adopt_passed(struct listeners *ls, struct serve_config *cfg, struct inherited *in)
+static int adopt_passed(struct listeners *ls, struct serve_config *cfg, struct inherited *in)
 {
     if (!in->n || !cfg->listen_default)
-        return;
+        return 0;
     int n = inherit_addresses(in, cfg->listen, CONFIG_MAX_LISTEN);
+    if (n > CONFIG_MAX_LISTEN) {
+        /* serving some would close the rest: connections refused there */
+        fprintf(stderr, "herd: LISTEN_FDS passes %d addresses; herd serves at most %d\n", n,
+                CONFIG_MAX_LISTEN);
+        return -1;
+    }
     if (n <= 0)
-        return;
+        return 0;
     cfg->nlisten = n;
     for (int l = 0; l < n; l++)
         cfg->listen_proxy[l] = cfg->proxy_protocol;
     ls->passed = 1;
+    return 0;
 }
 
 /* Address l: inherited sockets first, then bound ones. 0 or -errno. */
@@ -111,12 +118,17 @@ int listeners_open_one(struct listeners *ls, struct serve_config *cfg, struct in
 int listeners_open(struct listeners *ls, struct serve_config *cfg, struct inherited *in,
                    int upgraded)
 {
-    adopt_passed(ls, cfg, in);
+    if (adopt_passed(ls, cfg, in) < 0)
+        return -1;
     for (int l = 0; l < cfg->nlisten; l++) {
         int err = listeners_open_one(ls, cfg, in, l, upgraded);
         if (err) {
             fprintf(stderr, "herd: cannot listen on %s: %s\n", cfg->listen[l].text,
                     strerror(-err));
+            /* the unix socket files made so far go: no server is behind
+             * them (after an upgrade the old master still serves its) */
+            if (!upgraded)
+                listeners_unlink(ls, cfg);
             return -1;
         }
         ls->nlisten = l + 1;

@@ -455,7 +455,7 @@ static int reload(struct master *m)
     }
     if (privileges_droppable(next.user, next.group, err, sizeof err) < 0 ||
         tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
-        listen_change_abort(&ch);
+        listen_change_abort(&ch, &next);
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
         return 0;
     }

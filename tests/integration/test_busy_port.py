@@ -110,3 +110,17 @@ def test_restart_at_once_after_serving(server, site, tmp_path):
     assert srv.stop() == 0
     again = server("--workers", "2", listen=(f"127.0.0.1:{port}",))
     assert answers(again)
+
+
+@pytest.mark.parametrize("model", ["reuseport", "uring", "single"])
+def test_a_failed_start_leaves_no_unix_socket_file(server, site, tmp_path, model):
+    """A start that binds a unix address, then fails on a busy one, removes
+    the socket file it made: no server is behind it (red-team pass 17: every
+    model but single left it)."""
+    first = server("--model", "reuseport")
+    path = tmp_path / "s.sock"
+    r = run_herd(["serve", str(site.root), "--model", model, "--listen", f"unix:{path}",
+                  "--listen", f"{first.host}:{first.port}"], timeout=20, extra=False)
+    assert r.returncode == 1 and "Address already in use" in r.stderr, r.stderr
+    assert not path.exists(), "the unix socket file was left behind"
+    assert answers(first)

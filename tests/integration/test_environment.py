@@ -34,14 +34,14 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def launch(site, fds, *opts, args=()):
+def launch(site, fds, *opts, args=(), listen=True):
     """Runs herd serve through sd_launch.py with fds passed; expects it to
     exit by itself. Returns (rc, stderr). A herd still running after
     EXIT_TIMEOUT is killed (with its workers) and the test fails, saying
     how much CPU it burnt meanwhile and whether it obeyed TERM."""
     require_binary()
     cmd = [sys.executable, LAUNCHER, *opts, *map(str, fds), "--", HERD_BIN, "serve",
-           str(site.root), "--listen", "127.0.0.1:0", *args]
+           str(site.root), *(["--listen", "127.0.0.1:0"] if listen else []), *args]
     with tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, pass_fds=fds, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=err)
@@ -117,9 +117,20 @@ def _unix_connection(tmp_path):
     return a, "fd 3 is a stream socket that does not listen"
 
 
+def _abstract_unix_listener(tmp_path):
+    """herd names a unix listener by its path: an abstract one passed the
+    check, was then closed unused, and herd served 127.0.0.1:8080, which
+    nobody asked for (red-team pass 17)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(f"\0herd-test-{os.getpid()}-{tmp_path.name}")
+    s.listen(4)
+    return s, "fd 3 is an abstract or unnamed unix socket"
+
+
 @pytest.mark.parametrize("make", [_regular_file, _udp_socket, _tcp_not_listening,
-                                  _unix_connection],
-                         ids=["regular-file", "udp", "tcp-not-listening", "unix-connection"])
+                                  _unix_connection, _abstract_unix_listener],
+                         ids=["regular-file", "udp", "tcp-not-listening", "unix-connection",
+                              "abstract-unix"])
 @pytest.mark.parametrize("model", ["reuseport", "single"])
 def test_listen_fds_of_the_wrong_kind(site, tmp_path, make, model):
     obj, reason = make(tmp_path)
@@ -132,6 +143,18 @@ def test_listen_fds_of_the_wrong_kind(site, tmp_path, make, model):
 def test_malformed_listen_fds_for_our_pid(site, value):
     rc, err = launch(site, [], "--count", value)
     assert_refused(rc, err, f"LISTEN_FDS={value}")
+
+
+def test_more_passed_addresses_than_herd_serves_refuses_all(site):
+    """17 addresses, one more than herd serves: the 17th was closed with a
+    notice and refused its connections. Now the start is refused."""
+    socks = [tcp_listener() for _ in range(17)]
+    try:
+        rc, err = launch(site, [s.fileno() for s in socks], listen=False)
+    finally:
+        for s in socks:
+            s.close()
+    assert_refused(rc, err, "LISTEN_FDS passes 17 addresses; herd serves at most 16")
 
 
 def test_second_passed_fd_bad_refuses_all(site, tmp_path):

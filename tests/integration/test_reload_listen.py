@@ -160,6 +160,24 @@ def test_an_address_that_cannot_be_bound_refuses_the_reload(from_config, model):
         assert serves(a)
 
 
+def test_a_refused_reload_removes_the_unix_socket_file_it_made(from_config, tmp_path):
+    """A reload that binds a new unix address, then is refused (here: the
+    next address is busy), removes the socket file it made: it was left
+    behind, with no server, even after the stop (red-team pass 17)."""
+    srv, cfg = from_config(["127.0.0.1:0"], "--model", "reuseport", "--workers", "2")
+    path = tmp_path / "new.sock"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        write(cfg, ["127.0.0.1:0", f"unix:{path}", f"127.0.0.1:{port}"])
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
+                 what="the refusal")
+    assert not path.exists(), "the refused reload left its unix socket file"
+    assert serves(("127.0.0.1", srv.port))
+
+
 # dispatch: the master is the only one that accepts; it takes a removed
 # address's queue before it closes the socket (proc/dispatch.c), and a
 # client that connects after that is refused, not queued.
