@@ -386,3 +386,16 @@ def test_config_equals_form_and_file_settings_used(server, tmp_path):
     assert r.status == 200, "status-path from the file"
     wait_for(lambda: worker_comms(srv.pid) == ["herd-w0", "herd-w1"], timeout=5,
              what="2 workers")
+
+
+def test_a_config_line_with_a_control_byte_is_refused(tmp_path):
+    """A file of CR-only lines reads as one line, and the reason quoted it
+    with its raw CRs, which mangle a terminal (red-team pass 17)."""
+    cfg = tmp_path / "mac.conf"
+    cfg.write_bytes(b"docroot = /nonexistent\rworkers = 2\r\x1b]0;title\x07\r")
+    r = run_herd(["serve", "--check-config", str(cfg)], extra=False)
+    assert r.returncode == 2, r
+    assert "\r" not in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
+    assert f"{cfg}:1: control byte 0x0d at column 23" in r.stderr, r.stderr
+    cfg.write_bytes(b"workers = 2\r\nstatus-path = /s\t\r\n")  # CRLF and tabs are fine
+    assert run_herd(["serve", "--check-config", str(cfg)], extra=False).returncode == 0
