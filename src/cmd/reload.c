@@ -78,27 +78,27 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Whether pid is a herd serve master: its command line's first word is
- * a herd binary and its second "serve". A pid file outlives its master
- * (a crash, a reboot), and its pid may be another process's by now: HUP
- * kills most processes. 1 yes, 0 no (what it runs in what), -1 gone. */
+/* Whether pid runs herd serve: its command line's second word is "serve"
+ * (the binary may have any name, and an upgrade may exec another). A pid
+ * file outlives its master (a crash, a reboot), and its pid may be another
+ * process's by now: HUP kills most processes. 1 yes (or /proc cannot
+ * tell), 0 no (what it runs in what), -1 gone. */
 static int is_herd_serve(long pid, char *what, size_t n)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
     FILE *f = fopen(path, "re");
     if (!f)
-        return -1;
+        return errno == ENOENT ? -1 : 1;
     size_t len = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[len] = '\0';
     if (!len)
         return -1; /* a zombie, or gone */
-    const char *argv0 = buf, *slash = strrchr(argv0, '/');
-    const char *base = slash ? slash + 1 : argv0;
+    const char *argv0 = buf;
     size_t first = strlen(argv0) + 1;
     const char *argv1 = first < len ? buf + first : "";
-    if (!strncmp(base, "herd", 4) && !strcmp(argv1, "serve"))
+    if (!strcmp(argv1, "serve"))
         return 1;
     snprintf(what, n, "%.100s%s%.60s", argv0, *argv1 ? " " : "", argv1);
     for (char *p = what; *p; p++)

@@ -212,6 +212,13 @@ static int serve_single(struct serve_config *cfg)
     uint8_t inherited[CONFIG_MAX_LISTEN] = {0};
     if (passed && cfg->listen_default) {
         int n = inherit_addresses(&in, cfg->listen, CONFIG_MAX_LISTEN);
+        if (n > CONFIG_MAX_LISTEN) {
+            fprintf(stderr, "herd: LISTEN_FDS passes %d addresses; herd serves at most %d\n", n,
+                    CONFIG_MAX_LISTEN);
+            close(sfd);
+            inherit_free(&in);
+            return 1;
+        }
         if (n > 0)
             cfg->nlisten = n;
         for (int i = 0; i < n; i++)
@@ -243,17 +250,15 @@ static int serve_single(struct serve_config *cfg)
                 inherited[i] ? " (inherited)" : "");
     }
     static struct tls_setup tls; /* no master: the keys never rotate */
-    if (tls_setup_load(&tls, cfg, err, sizeof err) < 0) {
-        fprintf(stderr, "herd: %s\n", err);
-        return 1;
-    }
-    if (cfg->daemon && daemonize(err, sizeof err) < 0) {
-        fprintf(stderr, "herd: %s\n", err);
-        return 1;
-    }
-    if (pidfile_write(cfg->pid_file, err, sizeof err) < 0 ||
+    if (tls_setup_load(&tls, cfg, err, sizeof err) < 0 ||
+        (cfg->daemon && daemonize(err, sizeof err) < 0) ||
+        pidfile_write(cfg->pid_file, err, sizeof err) < 0 ||
         drop_privileges(cfg->user, cfg->group, cfg->uid, cfg->gid, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
+        /* the unix socket files made above go: no server is behind them */
+        for (int i = 0; i < cfg->nlisten; i++)
+            if (!inherited[i])
+                listen_cleanup(&cfg->listen[i]);
         return 1;
     }
     if (cfg->access_log[0])

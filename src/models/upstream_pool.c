@@ -88,7 +88,11 @@ struct proxy *upstream_create(const struct proxy_env *env)
             srv->index = cfg->upstreams[g].sb_index[s];
         }
     }
-    upindex_publish(env->sb, cfg);
+    /* under a master the master publishes (at start and on each reload):
+     * a worker forked just before a reload would publish the old list
+     * after the new one */
+    if (env->sb && SB_GET(env->sb->master_pid) == getpid())
+        upindex_publish(env->sb, cfg);
     px->stall_ms = cfg->upstream_stall_ms;
     px->sb = env->sb;
     tq_init(&px->q_stall, px->stall_ms);

@@ -895,6 +895,21 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
             rc = -1;
             break;
         }
+        /* A control byte, comments included (a CR inside: a file of
+         * CR-only lines reads as one line, whose settings a '#' would hide;
+         * an escape) would land in values and in the reasons quoting them,
+         * raw on a terminal. Tabs are blanks; a CR may end the line (CRLF). */
+        for (long i = 0; i < len; i++) {
+            unsigned char c = (unsigned char)line[i];
+            if ((c < 0x20 && c != '\t' && !(c == '\r' && i == len - 1)) || c == 0x7f) {
+                snprintf(err, errlen, "%s:%d: control byte 0x%02x at column %ld (a config file "
+                         "is text; lines end in LF)", path, lineno, c, i + 1);
+                rc = -1;
+                break;
+            }
+        }
+        if (rc < 0)
+            break;
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
@@ -902,19 +917,6 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
         char *s = trim(lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3) ? line + 3 : line);
         if (!*s)
             continue;
-        /* A control byte (a CR inside: a file of CR-only lines reads as one
-         * line; an escape) would land in values and in the reasons quoting
-         * them, raw on a terminal. Tabs are blanks. */
-        for (const char *c = s; *c; c++)
-            if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f) {
-                snprintf(err, errlen, "%s:%d: control byte 0x%02x at column %ld (a config file "
-                         "is text; lines end in LF)", path, lineno, (unsigned char)*c,
-                         (long)(c - line) + 1);
-                rc = -1;
-                break;
-            }
-        if (rc < 0)
-            break;
         char *eq = strchr(s, '=');
         char *value = NULL;
         if (eq) {

@@ -53,6 +53,10 @@ int listen_change_prepare(struct listen_change *ch, const struct listeners *cur,
                           int nsockets, char *err, size_t errlen)
 {
     memset(ch, 0, sizeof *ch);
+    /* a slot never filled must not read as fd 0: abort closes them all */
+    for (int l = 0; l < CONFIG_MAX_LISTEN; l++)
+        for (int i = 0; i < CONFIG_MAX_WORKERS; i++)
+            ch->next.fds[l][i] = -1;
     ch->next.nsockets = nsockets;
     ch->next.passed = cur->passed;
     struct inherited none = {0};

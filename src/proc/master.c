@@ -477,12 +477,11 @@ static int reload(struct master *m)
     next.daemon = m->cfg->daemon;
     /* Upstream servers keep their shared entries while any worker that
      * knows them runs (proc/upstream_index.h) */
-    int older = 0;
+    uint32_t live = 0;
     for (int s = 0; s < nslots(m); s++)
-        older |= m->w[s].pid != 0 && m->w[s].gen != m->gen;
-    if (!older)
-        upindex_live(m->cfg, m->up_live);
-    upindex_assign(m->cfg, &next, m->up_live, m->sb);
+        if (m->w[s].pid != 0)
+            live |= m->up_mask[m->w[s].gen % 16];
+    upindex_assign(m->cfg, &next, live, m->sb);
     static uint8_t carry[SB_UPSTREAMS];
     health_carry(m->cfg, &next, m->sb, carry);
     int log_changed = strcmp(next.access_log, m->cfg->access_log) != 0;
@@ -502,6 +501,7 @@ static int reload(struct master *m)
     m->health = health_create(m->cfg, m->sb, &m->loop, TAG_HEALTH, carry);
     upindex_publish(m->sb, m->cfg);
     m->gen++;
+    m->up_mask[m->gen % 16] = upindex_mask(m->cfg);
     SB_SET(m->sb->generation, m->gen);
     for (int i = 0; i < MAX_WORKERS; i++)
         m->rs[i].at_ms = 0; /* old indexes beyond a smaller count too */
@@ -666,6 +666,16 @@ static int check_access_log(const struct serve_config *cfg)
     return 0;
 }
 
+/* A start refused once the listeners are open: the unix socket files
+ * they made go (no server will be behind them); an upgrade's new master
+ * leaves its old master's. Returns -1. */
+static int failed_after_bind(struct master *m)
+{
+    if (m->ready_fd < 0)
+        listeners_unlink(&m->ls, m->cfg);
+    return -1;
+}
+
 /* Takes the passed fds, binds, detaches and writes the pid file: every
  * step that can refuse to start, with a line on stderr. 0 or -1. */
 static int open_master(struct master *m)
@@ -705,18 +715,18 @@ static int open_master(struct master *m)
     /* A new master from an upgrade is detached already (its old master was). */
     if (cfg->daemon && m->ready_fd < 0 && daemonize(err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
-        return -1;
+        return failed_after_bind(m);
     }
     if (cfg->daemon)
         log_take_stderr(); /* after an upgrade too: USR1 must move fd 2 along */
     m->pid = getpid();
     if (m->sfd < 0) {
         fprintf(stderr, "herd: signalfd: %s\n", strerror(-m->sfd));
-        return -1;
+        return failed_after_bind(m);
     }
     if (pidfile_write(cfg->pid_file, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
-        return -1;
+        return failed_after_bind(m);
     }
     return 0;
 }
@@ -770,7 +780,7 @@ static int start_children(struct master *m)
     if (m->model->layout == LAYOUT_DISPATCH)
         start_dispatch(m);
     m->health = health_create(cfg, m->sb, &m->loop, TAG_HEALTH, NULL);
-    upindex_live(cfg, m->up_live);
+    m->up_mask[m->gen % 16] = upindex_mask(cfg);
     upindex_publish(m->sb, cfg);
     for (int i = 0; i < m->nworkers; i++)
         spawn_worker(m, i);

@@ -63,7 +63,9 @@ struct master {
     struct wproc w[SB_MAX_SLOTS];           /* indexed by scoreboard slot */
     struct respawn rs[MAX_WORKERS];
     uint32_t gen;
-    uint8_t up_live[SB_UPSTREAMS]; /* upstream indexes a running worker may use */
+    /* the upstream indexes (proc/upstream_index.h) each generation's
+     * config uses, by generation % 16: more are never alive at once */
+    uint32_t up_mask[16];
     int sfd;
     pid_t pid;
     int log_rx, log_tx;

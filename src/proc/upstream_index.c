@@ -16,13 +16,16 @@ void upindex_number(struct serve_config *cfg)
                 (uint16_t)(index < SB_UPSTREAMS ? index : SB_UPSTREAMS);
 }
 
-void upindex_live(const struct serve_config *cfg, uint8_t live[SB_UPSTREAMS])
+_Static_assert(SB_UPSTREAMS == 32, "an index mask is a uint32_t");
+
+uint32_t upindex_mask(const struct serve_config *cfg)
 {
-    memset(live, 0, SB_UPSTREAMS);
+    uint32_t mask = 0;
     for (int g = 0; g < cfg->nupstreams; g++)
         for (int s = 0; s < cfg->upstreams[g].nservers; s++)
             if (cfg->upstreams[g].sb_index[s] < SB_UPSTREAMS)
-                live[cfg->upstreams[g].sb_index[s]] = 1;
+                mask |= 1u << cfg->upstreams[g].sb_index[s];
+    return mask;
 }
 
 /* The index server s of group g of next had in cur: the same group name,
@@ -64,11 +67,10 @@ static void clear_entry(struct scoreboard *sb, uint32_t i)
     }
 }
 
-void upindex_assign(const struct serve_config *cur, struct serve_config *next,
-                    uint8_t live[SB_UPSTREAMS], struct scoreboard *sb)
+void upindex_assign(const struct serve_config *cur, struct serve_config *next, uint32_t live,
+                    struct scoreboard *sb)
 {
-    uint8_t taken[SB_UPSTREAMS];
-    memcpy(taken, live, SB_UPSTREAMS);
+    uint32_t taken = live | upindex_mask(cur);
     for (int g = 0; g < next->nupstreams; g++)
         for (int s = 0; s < next->upstreams[g].nservers; s++)
             next->upstreams[g].sb_index[s] = kept_index(cur, next, g, s);
@@ -78,19 +80,15 @@ void upindex_assign(const struct serve_config *cur, struct serve_config *next,
             uint16_t *index = &next->upstreams[g].sb_index[s];
             if (*index < SB_UPSTREAMS)
                 continue;
-            while (free_from < SB_UPSTREAMS && taken[free_from])
+            while (free_from < SB_UPSTREAMS && (taken >> free_from & 1))
                 free_from++;
             if (free_from == SB_UPSTREAMS)
                 continue; /* no shared entry: proxied, not shown or checked */
             *index = (uint16_t)free_from;
-            taken[free_from] = 1;
+            taken |= 1u << free_from;
             if (sb)
                 clear_entry(sb, free_from);
         }
-    for (int g = 0; g < next->nupstreams; g++)
-        for (int s = 0; s < next->upstreams[g].nservers; s++)
-            if (next->upstreams[g].sb_index[s] < SB_UPSTREAMS)
-                live[next->upstreams[g].sb_index[s]] = 1;
 }
 
 void upindex_publish(struct scoreboard *sb, const struct serve_config *cfg)

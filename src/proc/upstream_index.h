@@ -19,15 +19,15 @@
  * SB_UPSTREAMS a server gets SB_UPSTREAMS, "no shared entry". */
 void upindex_number(struct serve_config *cfg);
 
-/* The reload's: next's servers get their indexes, kept ones from cur,
- * new ones an index not marked in live (the indexes of every config whose
- * workers may still run); those are cleared in sb's tables first. live
- * gains next's. */
-void upindex_assign(const struct serve_config *cur, struct serve_config *next,
-                    uint8_t live[SB_UPSTREAMS], struct scoreboard *sb);
+/* The indexes cfg's servers use, one bit each (SB_UPSTREAMS is 32). */
+uint32_t upindex_mask(const struct serve_config *cfg);
 
-/* live as it is when only workers of cfg run. */
-void upindex_live(const struct serve_config *cfg, uint8_t live[SB_UPSTREAMS]);
+/* The reload's: next's servers get their indexes, kept ones from cur,
+ * new ones an index whose bit is clear in live (the masks of every
+ * generation with a worker still running, cur's included); those are
+ * cleared in sb's tables first. */
+void upindex_assign(const struct serve_config *cur, struct serve_config *next, uint32_t live,
+                    struct scoreboard *sb);
 
 /* The status page's list: cfg's servers in config order, by name and
  * index. Written by the master on each reload and by each worker that

@@ -112,15 +112,20 @@ def test_restart_at_once_after_serving(server, site, tmp_path):
     assert answers(again)
 
 
+@pytest.mark.parametrize("why", ["busy-address", "bad-pid-file"])
 @pytest.mark.parametrize("model", ["reuseport", "uring", "single"])
-def test_a_failed_start_leaves_no_unix_socket_file(server, site, tmp_path, model):
-    """A start that binds a unix address, then fails on a busy one, removes
-    the socket file it made: no server is behind it (red-team pass 17: every
-    model but single left it)."""
+def test_a_failed_start_leaves_no_unix_socket_file(server, site, tmp_path, model, why):
+    """A start that binds a unix address, then fails (on a busy address,
+    or on a pid file it cannot write), removes the socket file it made: no
+    server is behind it (red-team pass 17 and the review after it: every
+    model but single left it, and every model on a pid file)."""
     first = server("--model", "reuseport")
     path = tmp_path / "s.sock"
+    extra = (["--listen", f"{first.host}:{first.port}"] if why == "busy-address" else
+             ["--pid-file", str(tmp_path / "no" / "herd.pid")])
     r = run_herd(["serve", str(site.root), "--model", model, "--listen", f"unix:{path}",
-                  "--listen", f"{first.host}:{first.port}"], timeout=20, extra=False)
-    assert r.returncode == 1 and "Address already in use" in r.stderr, r.stderr
+                  *extra], timeout=20, extra=False)
+    assert r.returncode == 1, r
+    assert ("Address already in use" if why == "busy-address" else "No such file") in r.stderr
     assert not path.exists(), "the unix socket file was left behind"
     assert answers(first)

@@ -397,5 +397,9 @@ def test_a_config_line_with_a_control_byte_is_refused(tmp_path):
     assert r.returncode == 2, r
     assert "\r" not in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
     assert f"{cfg}:1: control byte 0x0d at column 23" in r.stderr, r.stderr
+    # a comment hid the rest of such a "line": every setting was dropped
+    cfg.write_bytes(b"# c\rworkers = 999\r")
+    r = run_herd(["serve", "--check-config", str(cfg)], extra=False)
+    assert r.returncode == 2 and f"{cfg}:1: control byte 0x0d at column 4" in r.stderr, r.stderr
     cfg.write_bytes(b"workers = 2\r\nstatus-path = /s\t\r\n")  # CRLF and tabs are fine
     assert run_herd(["serve", "--check-config", str(cfg)], extra=False).returncode == 0

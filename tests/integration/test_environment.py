@@ -145,12 +145,15 @@ def test_malformed_listen_fds_for_our_pid(site, value):
     assert_refused(rc, err, f"LISTEN_FDS={value}")
 
 
-def test_more_passed_addresses_than_herd_serves_refuses_all(site):
+@pytest.mark.parametrize("model", ["reuseport", "single"])
+def test_more_passed_addresses_than_herd_serves_refuses_all(site, model):
     """17 addresses, one more than herd serves: the 17th was closed with a
-    notice and refused its connections. Now the start is refused."""
+    notice and refused its connections (single wrote past its arrays).
+    Now the start is refused."""
     socks = [tcp_listener() for _ in range(17)]
     try:
-        rc, err = launch(site, [s.fileno() for s in socks], listen=False)
+        rc, err = launch(site, [s.fileno() for s in socks], listen=False,
+                         args=["--model", model])
     finally:
         for s in socks:
             s.close()

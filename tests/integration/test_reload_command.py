@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import HERD_ARGS, run_herd
+from conftest import HERD_ARGS, HERD_BIN, run_herd
 from herdtest import get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -250,3 +250,25 @@ def test_a_reload_to_an_access_log_that_cannot_be_opened_is_refused(server, tmp_
     wait_for(lambda: "/small.txt" in (tmp_path / "a.log").read_text(), timeout=5,
              what="the old log still written")
     assert "restarting it" not in srv.stderr_text()
+
+
+def test_a_master_whose_binary_has_another_name_is_still_reloaded(tmp_path):
+    """What makes a process herd's is `serve` after its binary, whatever the
+    binary is called (a copy, or an upgrade to another file)."""
+    import shutil
+    binary = tmp_path / "webserver"
+    shutil.copy(HERD_BIN, binary)
+    (tmp_path / "www").mkdir()
+    pidfile = tmp_path / "herd.pid"
+    p = subprocess.Popen([str(binary), "serve", str(tmp_path / "www"), "--listen",
+                          "127.0.0.1:0", "--workers", "1", "--pid-file", str(pidfile)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{p.pid}\n", timeout=5,
+                 what="the pid file")
+        r = reload("--pid-file", pidfile)
+        assert r.returncode == 0 and r.stdout.startswith("reloaded: generation 2"), r
+    finally:
+        p.terminate()
+        assert p.wait(timeout=10) == 0

@@ -158,6 +158,9 @@ def test_an_address_that_cannot_be_bound_refuses_the_reload(from_config, model):
         time.sleep(0.3)
         assert worker_pids(srv) == old
         assert serves(a)
+        # the refusal closed only what it had opened: an unfilled socket
+        # slot read as fd 0, and the master's stdin went with it
+        assert os.path.exists(f"/proc/{srv.pid}/fd/0")
 
 
 def test_a_refused_reload_removes_the_unix_socket_file_it_made(from_config, tmp_path):
