@@ -20,6 +20,7 @@
 #include "bench/hdr.h"
 #include "bench/load_internal.h"
 #include "bench/load_reqs.h"
+#include "core/regfile.h"
 
 #define TICK_NS 10000000      /* timeouts, retries and progress counters */
 #define RBUF_SIZE (64 * 1024) /* per thread; bodies are skipped 64 KiB per read */
@@ -324,23 +325,14 @@ static void free_thread(struct load_thread *t)
 }
 
 /* --start-file: the measured run's start on CLOCK_MONOTONIC, written
- * whole (a temporary file renamed into place), so a harness polling for
- * the file never reads half a number. 0, or -1 with err. */
+ * whole (a temporary renamed into place: core/regfile.h), so a harness
+ * polling for the file never reads half a number. 0, or -1 with err. */
 static int write_start_file(const char *path, int64_t measure_ns, char *err, size_t errlen)
 {
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid()) >= sizeof tmp) {
-        snprintf(err, errlen, "--start-file: the path is too long");
-        return -1;
-    }
-    FILE *f = fopen(tmp, "we");
-    int ok = f && fprintf(f, "%lld\n", (long long)measure_ns) > 0;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (!ok || rename(tmp, path) < 0) {
+    char text[24];
+    int n = snprintf(text, sizeof text, "%lld\n", (long long)measure_ns);
+    if (regfile_replace(path, ".tmp", text, (size_t)n) < 0) {
         snprintf(err, errlen, "cannot write --start-file %.200s: %s", path, strerror(errno));
-        if (f)
-            unlink(tmp);
         return -1;
     }
     return 0;
