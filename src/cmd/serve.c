@@ -191,6 +191,16 @@ static void raise_fd_limit(void)
 }
 
 /* --model single: no master, no logger; the part-1 server in one process. */
+static void announce(const struct serve_config *cfg, const uint8_t *inherited)
+{
+    for (int i = 0; i < cfg->nlisten; i++) {
+        char desc[160];
+        listen_describe(&cfg->listen[i], desc, sizeof desc);
+        log_msg(LOG_NOTICE, "listening on %s%s%s", desc, cfg->listen_tls[i] ? " (TLS)" : "",
+                inherited[i] ? " (inherited)" : "");
+    }
+}
+
 static int serve_single(struct serve_config *cfg)
 {
     char err[512];
@@ -243,15 +253,13 @@ static int serve_single(struct serve_config *cfg)
     if (inherit_close_unused(&in))
         log_msg(LOG_NOTICE, "closed inherited sockets that no listen address wants");
     inherit_free(&in);
-    for (int i = 0; i < cfg->nlisten; i++) {
-        char desc[160];
-        listen_describe(&cfg->listen[i], desc, sizeof desc);
-        log_msg(LOG_NOTICE, "listening on %s%s%s", desc, cfg->listen_tls[i] ? " (TLS)" : "",
-                inherited[i] ? " (inherited)" : "");
-    }
     static struct tls_setup tls; /* no master: the keys never rotate */
-    if (tls_setup_load(&tls, cfg, err, sizeof err) < 0 ||
-        (cfg->daemon && daemonize(err, sizeof err) < 0) ||
+    int rc_tls = tls_setup_load(&tls, cfg, err, sizeof err);
+    /* "listening on" once nothing can refuse the start (as the master
+     * says it), but for --daemon before the detach, where it is read */
+    if (rc_tls == 0 && cfg->daemon)
+        announce(cfg, inherited);
+    if (rc_tls < 0 || (cfg->daemon && daemonize(err, sizeof err) < 0) ||
         pidfile_write(cfg->pid_file, err, sizeof err) < 0 ||
         drop_privileges(cfg->user, cfg->group, cfg->uid, cfg->gid, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
@@ -261,6 +269,8 @@ static int serve_single(struct serve_config *cfg)
                 listen_cleanup(&cfg->listen[i]);
         return 1;
     }
+    if (!cfg->daemon)
+        announce(cfg, inherited);
     if (cfg->access_log[0])
         log_msg(LOG_WARN, "--access-log needs the master (not --model single): ignored");
     if (cfg->nhealth)
@@ -307,9 +317,15 @@ int cmd_serve(int argc, char **argv)
     char err[1200];
     if (check) {
         config_defaults(&cfg);
-        if (config_load(&cfg, check, err, sizeof err) < 0 ||
-            config_finish(&cfg, err, sizeof err) < 0) {
-            fprintf(stderr, "%s\n", err);
+        if (config_load(&cfg, check, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err); /* FILE:LINE: reason */
+            return 2;
+        }
+        /* what is wrong with the lines together (an unknown user, a TLS
+         * listener without a certificate): the file alone is to blame here,
+         * so it is named, as --help promises (FILE: reason) */
+        if (config_finish(&cfg, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", check, err);
             return 2;
         }
         /* what starting would find wrong: a docroot or a log folder missing */

@@ -106,8 +106,12 @@ int listen_change_any(const struct listen_change *ch, const struct listeners *cu
 }
 
 void listen_change_commit(struct listen_change *ch, struct listeners *cur,
-                          const struct serve_config *cur_cfg)
+                          const struct serve_config *cur_cfg, const struct serve_config *next)
 {
+    /* said here, not when bound: a reload refused later never listened */
+    for (int l = 0; l < ch->next.nlisten; l++)
+        if (ch->made[l])
+            listeners_announce(&ch->next, next, l);
     for (int l = 0; l < ch->next.nlisten; l++) {
         int j = ch->from[l];
         /* a reuseport group that shrank: the old workers drain the rest */

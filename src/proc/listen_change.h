@@ -32,11 +32,12 @@ int listen_change_prepare(struct listen_change *ch, const struct listeners *cur,
  * removes the unix socket files it made (next: the addresses it bound). */
 void listen_change_abort(struct listen_change *ch, const struct serve_config *next);
 
-/* The reload goes ahead: closes the master's copies of the removed
- * addresses (unlinking a unix path we made) and of the sockets a smaller
- * reuseport group lost, and makes ch->next current. */
+/* The reload goes ahead: logs "listening on" for next's new addresses,
+ * closes the master's copies of the removed addresses (unlinking a unix
+ * path we made) and of the sockets a smaller reuseport group lost, and
+ * makes ch->next current. */
 void listen_change_commit(struct listen_change *ch, struct listeners *cur,
-                          const struct serve_config *cur_cfg);
+                          const struct serve_config *cur_cfg, const struct serve_config *next);
 
 /* 1 when the address set differs (an address added or removed). */
 int listen_change_any(const struct listen_change *ch, const struct listeners *cur);

@@ -108,11 +108,16 @@ int listeners_open_one(struct listeners *ls, struct serve_config *cfg, struct in
         return err;
     for (int i = count; i < ls->nsockets; i++)
         ls->fds[l][i] = ls->fds[l][0];
-    char desc[160];
-    listen_describe(a, desc, sizeof desc);
-    log_msg(LOG_NOTICE, "listening on %s%s%s", desc, cfg->listen_tls[l] ? " (TLS)" : "",
-            inherited ? " (inherited)" : "");
+    ls->inherited[l] = inherited > 0;
     return 0;
+}
+
+void listeners_announce(const struct listeners *ls, const struct serve_config *cfg, int l)
+{
+    char desc[160];
+    listen_describe(&cfg->listen[l], desc, sizeof desc);
+    log_msg(LOG_NOTICE, "listening on %s%s%s", desc, cfg->listen_tls[l] ? " (TLS)" : "",
+            ls->inherited[l] ? " (inherited)" : "");
 }
 
 int listeners_open(struct listeners *ls, struct serve_config *cfg, struct inherited *in,

@@ -19,6 +19,7 @@ struct listeners {
     int fds[CONFIG_MAX_LISTEN][CONFIG_MAX_WORKERS]; /* [listen][i]; shared: all fds[l][0] */
     uint8_t shared[CONFIG_MAX_LISTEN];     /* 1: one socket for every worker */
     uint8_t path_ours[CONFIG_MAX_LISTEN];  /* a unix path to remove at exit */
+    uint8_t inherited[CONFIG_MAX_LISTEN];  /* taken from systemd or an old master */
     uint8_t passed;     /* no listen address given: serving what LISTEN_FDS passed */
 };
 
@@ -31,10 +32,15 @@ int listeners_open(struct listeners *ls, struct serve_config *cfg, struct inheri
                    int upgraded);
 
 /* Opens address l alone (inherited sockets from in first, then bound):
- * sets ls->fds[l], shared[l] and path_ours[l], and logs "listening on".
+ * sets ls->fds[l], shared[l], path_ours[l] and inherited[l].
  * Returns 0 or -errno. */
 int listeners_open_one(struct listeners *ls, struct serve_config *cfg, struct inherited *in,
                        int l, int upgraded);
+
+/* Logs "listening on ADDR" for address l. Called once the start (or the
+ * reload) can no longer be refused, so an operator never reads that herd
+ * listens where a failed start bound for a moment. */
+void listeners_announce(const struct listeners *ls, const struct serve_config *cfg, int l);
 
 /* The distinct sockets of address l: 1 when shared, else nsockets. */
 int listeners_count(const struct listeners *ls, int l);

@@ -472,7 +472,7 @@ static int reload(struct master *m)
             keep[l] = ch.next.fds[l][0];
         dispatch_retire_listeners(m->dispatch, keep, ch.next.nlisten);
     }
-    listen_change_commit(&ch, &m->ls, m->cfg);
+    listen_change_commit(&ch, &m->ls, m->cfg, &next);
     memcpy(next.model, m->cfg->model, sizeof next.model);
     next.daemon = m->cfg->daemon;
     /* Upstream servers keep their shared entries while any worker that
@@ -712,8 +712,14 @@ static int open_master(struct master *m)
     inherit_free(&in);
     if (rc < 0)
         return -1;
+    /* "listening on" goes out once nothing can refuse the start, but for
+     * --daemon before the detach: whoever started us reads it there. */
+    int detach = cfg->daemon && m->ready_fd < 0;
+    if (detach)
+        for (int l = 0; l < m->ls.nlisten; l++)
+            listeners_announce(&m->ls, cfg, l);
     /* A new master from an upgrade is detached already (its old master was). */
-    if (cfg->daemon && m->ready_fd < 0 && daemonize(err, sizeof err) < 0) {
+    if (detach && daemonize(err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return failed_after_bind(m);
     }
@@ -728,6 +734,9 @@ static int open_master(struct master *m)
         fprintf(stderr, "herd: %s\n", err);
         return failed_after_bind(m);
     }
+    if (!detach)
+        for (int l = 0; l < m->ls.nlisten; l++)
+            listeners_announce(&m->ls, cfg, l);
     return 0;
 }
 

@@ -128,4 +128,6 @@ def test_a_failed_start_leaves_no_unix_socket_file(server, site, tmp_path, model
     assert r.returncode == 1, r
     assert ("Address already in use" if why == "busy-address" else "No such file") in r.stderr
     assert not path.exists(), "the unix socket file was left behind"
+    # said once the start cannot be refused: it logged the unix address
+    assert "listening on" not in r.stderr, r.stderr
     assert answers(first)

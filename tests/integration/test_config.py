@@ -267,6 +267,9 @@ def test_check_config_unknown_user_or_group(tmp_path, setting):
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert f"unknown {setting} 'herd-no-such-{setting}'" in r.stderr, r.stderr
     assert "ok" not in r.stdout
+    # found once every line is read, so no line is named, but the file is
+    # (--help: FILE:LINE or FILE); it printed the bare reason
+    assert r.stderr.startswith(f"{cfg}: unknown {setting}"), r.stderr
 
 
 def test_serve_with_unknown_user_exits_2_before_binding(tmp_path):

@@ -178,6 +178,8 @@ def test_a_refused_reload_removes_the_unix_socket_file_it_made(from_config, tmp_
         wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
                  what="the refusal")
     assert not path.exists(), "the refused reload left its unix socket file"
+    # a refused reload never listened there, so it does not say it did
+    assert not any(f"listening on unix:{path}" in l for l in srv.lines if l), srv.lines
     assert serves(("127.0.0.1", srv.port))
 
 
