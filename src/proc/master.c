@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -436,7 +437,12 @@ static int reload(struct master *m)
     }
     /* A new access log that cannot be opened refuses the reload, as it
      * refuses a start: taken, it would leave a logger failing for good. */
+    /* The check may create the file: a reload refused later removes what
+     * it made, as it removes the unix socket files it bound. */
+    int log_made = 0;
     if (next.access_log[0] && strcmp(next.access_log, m->cfg->access_log) != 0) {
+        struct stat st;
+        log_made = stat(next.access_log, &st) < 0 && errno == ENOENT;
         int fd = logger_open_file(next.access_log);
         if (fd < 0) {
             reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: access log %s: %s",
@@ -448,14 +454,16 @@ static int reload(struct master *m)
     /* New addresses are bound before anything changes: one that cannot be
      * refuses the reload, and TLS that does not load keeps the old ones. */
     static struct listen_change ch; /* large too */
-    if (listen_change_prepare(&ch, &m->ls, m->cfg, &next, per_socket ? nworkers * nthreads : 1,
-                              err, sizeof err) < 0) {
-        reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
-        return 0;
-    }
-    if (privileges_droppable(next.user, next.group, err, sizeof err) < 0 ||
-        tls_setup_load(&m->tls, &next, err, sizeof err) < 0) {
+    int refused = listen_change_prepare(&ch, &m->ls, m->cfg, &next,
+                                        per_socket ? nworkers * nthreads : 1, err, sizeof err) < 0;
+    if (!refused && (privileges_droppable(next.user, next.group, err, sizeof err) < 0 ||
+                     tls_setup_load(&m->tls, &next, err, sizeof err) < 0)) {
         listen_change_abort(&ch, &next);
+        refused = 1;
+    }
+    if (refused) {
+        if (log_made)
+            unlink(next.access_log);
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
         return 0;
     }

@@ -183,6 +183,24 @@ def test_a_refused_reload_removes_the_unix_socket_file_it_made(from_config, tmp_
     assert serves(("127.0.0.1", srv.port))
 
 
+def test_a_reload_refused_for_a_busy_address_leaves_no_new_access_log(from_config, tmp_path):
+    """The reload opens (so makes) a new access log to check it first; one
+    then refused for a busy address removes the file it made, as it does
+    the unix socket files it bound (it was left behind, empty)."""
+    srv, cfg = from_config(["127.0.0.1:0"], "--model", "reuseport", "--workers", "2")
+    log = tmp_path / "new-access.log"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        cfg.write_text(f"listen = 127.0.0.1:0\nlisten = 127.0.0.1:{port}\naccess-log = {log}\n")
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
+                 what="the refusal")
+    assert not log.exists(), "the refused reload left the access log it made"
+    assert serves(("127.0.0.1", srv.port))
+
+
 # dispatch: the master is the only one that accepts; it takes a removed
 # address's queue before it closes the socket (proc/dispatch.c), and a
 # client that connects after that is refused, not queued.
