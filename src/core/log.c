@@ -31,10 +31,17 @@ static int stderr_taken;                /* fd 2 points at the file too */
 static uint32_t *shared_gen;            /* bumped by log_reopen */
 static uint32_t seen_gen;               /* what this process has opened */
 
+/* O_NONBLOCK for the open only: a FIFO with no reader (a log shipper
+ * restarting) then fails with ENXIO at once instead of waiting for one,
+ * which froze the master on USR1 (a dispatch master accepts, so nobody was
+ * served) until a reader came. Writes stay as they were. */
 static int open_log(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    return fd < 0 ? -errno : fd;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0)
+        return -errno;
+    fcntl(fd, F_SETFL, O_APPEND);
+    return fd;
 }
 
 /* Points log_fd (and fd 2 when taken) at fd's file; closes fd. */

@@ -26,10 +26,17 @@
  * under load, and the error log is often on the same disk. */
 #define REPORT_MS 60000
 
+/* O_NONBLOCK for the open only (as the error log's, core/log.c): a FIFO
+ * with no reader fails with ENXIO at once; waiting for one froze the
+ * master's reload check (and so a dispatch master's accepts) and the
+ * logger's USR1 reopen. Writes stay blocking, as they were. */
 int logger_open_file(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    return fd < 0 ? -errno : fd;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0)
+        return -errno;
+    fcntl(fd, F_SETFL, O_APPEND);
+    return fd;
 }
 
 /* The logger's state: the datagram being read, the text being gathered

@@ -106,6 +106,35 @@ def test_lines_go_to_the_file_and_follow_a_rotation(herd, site, tmp_path, model)
     assert text(h.err) == ""
 
 
+def test_reopen_of_a_fifo_with_no_reader_keeps_the_master_going(herd, site, tmp_path):
+    """An error log that is a FIFO whose reader went away (a log shipper
+    restarting): USR1's reopen waited in open(2) for a reader, and the
+    master with it; on dispatch the master accepts, so nobody was served
+    (red-team pass 19). Now the reopen fails at once and the old fd stays."""
+    fifo = tmp_path / "error.fifo"
+    os.mkfifo(fifo)
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    h = herd(site.root, "--listen", "127.0.0.1:0", "--workers", "1", "--model", "dispatch",
+             "--error-log", fifo)
+    seen = b""
+
+    def port():
+        nonlocal seen
+        try:
+            seen += os.read(rd, 65536)
+        except BlockingIOError:
+            pass
+        m = READY.search(seen.decode(errors="replace"))
+        return m and int(m.group(1))
+    p = wait_for(port, timeout=5, what="the listening line in the FIFO")
+    assert get_ok(p)
+    os.close(rd)
+    h.proc.send_signal(signal.SIGUSR1)
+    for _ in range(3):
+        assert get_ok(p)
+    assert h.stop() == 0
+
+
 def test_daemon_stderr_is_the_file_and_follows_a_rotation(site, tmp_path):
     log, pidfile = tmp_path / "error.log", tmp_path / "herd.pid"
     r = run_herd(["serve", str(site.root), "--listen", "127.0.0.1:0", "--workers", "2",

@@ -252,6 +252,28 @@ def test_a_reload_to_an_access_log_that_cannot_be_opened_is_refused(server, tmp_
     assert "restarting it" not in srv.stderr_text()
 
 
+def test_a_reload_to_an_access_log_fifo_with_no_reader_is_refused_at_once(server, tmp_path):
+    """Opening a FIFO for writing waits for a reader: the master's check of
+    the new access log sat in open(2), taking no signal, no answer and
+    (dispatch) no connection, until something read the FIFO (red-team
+    pass 19)."""
+    cfg = tmp_path / "herd.conf"
+    base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    cfg.write_text(base)
+    srv = server("--config", cfg)
+    pidfile = tmp_path / "herd.pid"
+    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
+             what="the pid file")
+    fifo = tmp_path / "access.fifo"
+    os.mkfifo(fifo)
+    cfg.write_text(base + f"access-log = {fifo}\n")
+    r = reload("--pid-file", pidfile, "--timeout", "3s")
+    assert r.returncode == 1, r
+    assert f"access log {fifo}: No such device or address" in r.stdout + r.stderr, r
+    assert generation(srv) == 1
+    assert srv.stop() == 0     # the master still takes its signals
+
+
 def test_a_master_whose_binary_has_another_name_is_still_reloaded(tmp_path):
     """What makes a process herd's is `serve` after its binary, whatever the
     binary is called (a copy, or an upgrade to another file)."""
