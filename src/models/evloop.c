@@ -194,6 +194,11 @@ static void receive_connections(struct server *s)
         unsigned lost;
         int n = dispatch_receive(s->env->channel_fd, fds, room < 64 ? (int)room : 64, &lost);
         if (lost) {
+            /* Taken from the channel all the same: the master reads what a
+             * worker took by its accepted count (proc/dispatch.c), and one
+             * left behind by these looked loaded for good, so rr and least
+             * passed it over (after an fd flood one worker got nothing). */
+            SB_ADD(ev->slot->accepted, lost);
             s->ac.refused += lost;
             if (clock_wall() != s->last_limit_log) {
                 s->last_limit_log = clock_wall();

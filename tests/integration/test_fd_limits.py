@@ -11,6 +11,7 @@ the kernel's limit on fds in flight in its SCM_RIGHTS channels
 (CAP_SYS_RESOURCE, CAP_SYS_ADMIN), as any non-root master lacks them.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -188,6 +189,46 @@ def test_dispatch_worker_out_of_fds_says_so(site, servers):
         for s in socks:
             s.close()
     wait_for(lambda: get_ok(srv.port, 2), timeout=10, what="serving again")
+
+
+def slot_accepted(port):
+    """accepted per scoreboard slot, from the status page."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /st HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    body = json.loads(data.split(b"\r\n\r\n", 1)[1])
+    return [w["accepted"] for w in body["slots"] if w["state"] == "running"]
+
+
+def test_dispatch_worker_that_lost_fds_still_gets_connections(site, servers):
+    """Connections a dispatch worker could not take (out of fds: the kernel
+    closed them on arrival) were never counted as taken, and the master
+    ranks workers by what they left in their channels: that worker looked
+    loaded for good and got no connection again (red-team pass 19). Worker
+    1 is stopped during the flood so that worker 0 alone loses fds."""
+    srv = start(site.root, ["--model", "dispatch", "--workers", "2", "--max-connections", "5000",
+                            "--status-path", "/st"], nofile=64)
+    servers.append(srv)
+    workers = workers_of(srv, 2)
+    stopped = max(workers)   # the second forked
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        socks = flood(srv.port, 300)
+        wait_for(lambda: "out of file descriptors" in srv.stderr_text(), timeout=10,
+                 what="the out-of-fds line\n" + srv.stderr_text()[-2000:])
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+    for s in socks:
+        s.close()
+    wait_for(lambda: accept_queue(srv.port) == 0 and answered(srv.port, 2, 2) == 2, timeout=20,
+             what="serving again")
+    before = slot_accepted(srv.port)
+    for _ in range(40):
+        assert get_ok(srv.port, 5)
+    got = [b - a for a, b in zip(before, slot_accepted(srv.port))]
+    assert len(got) == 2 and min(got) >= 10, f"connections per worker after the flood: {got}"
 
 
 # The kernel counts fds in flight per user, over all that user's processes:
