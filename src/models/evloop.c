@@ -50,6 +50,7 @@ struct server {
     struct acceptor ac;
     int64_t stop_deadline;
     int64_t accept_retry_at; /* not accepting until then (out of fds), or 0 */
+    int listeners_out;       /* at --max-connections: the listeners left our epoll */
     time_t last_limit_log;
 };
 
@@ -69,6 +70,31 @@ static void slot_freed(struct evloop *ev)
 static int want_peer(struct server *s)
 {
     return alog_on(&s->alog) || s->ev.proxy || s->ev.cfg->http.status_path[0];
+}
+
+/* Puts the listeners in our epoll set, or takes them out. A worker at
+ * --max-connections leaves the wait queue of a socket it shares with
+ * EPOLLEXCLUSIVE (prefork; a shared socket of threads): woken while it
+ * waits for timers, it took the one wakeup of each new connection and
+ * accepted nothing, so the connections sat in the backlog while the other
+ * workers, with room, slept. Added again, a listener reports what its
+ * backlog holds. */
+static void watch_listeners(struct server *s, int on)
+{
+    if (s->listeners_out == !on)
+        return;
+    s->listeners_out = !on;
+    for (int i = 0; i < s->nls; i++) {
+        if (s->ls[i].fd < 0)
+            continue;
+        if (!on) {
+            loop_del(&s->ev.loop, s->ls[i].fd);
+            continue;
+        }
+        uint32_t events = EPOLLIN | LOOP_EDGE | (s->env->exclusive ? LOOP_EXCLUSIVE : 0);
+        if (loop_add(&s->ev.loop, s->ls[i].fd, events, TAG_LISTEN | (uint64_t)i) < 0)
+            log_msg(LOG_ERROR, "epoll_ctl: %s", strerror(errno));
+    }
 }
 
 /* Stops accepting on every listener of this loop until the timer retries
@@ -91,6 +117,7 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
         if (ev->nconns >= ev->max_conns) {
             /* Leave the rest in the backlog; a closing connection resumes us. */
             ev->accept_paused = 1;
+            watch_listeners(s, 0);
             if (clock_wall() != s->last_limit_log) {
                 s->last_limit_log = clock_wall();
                 log_msg(LOG_WARN, "%u connections: at --max-connections, not accepting",
@@ -237,6 +264,7 @@ static void receive_connections(struct server *s)
 static void accept_all(struct server *s)
 {
     s->ev.accept_paused = 0;
+    watch_listeners(s, 1);
     for (int i = 0; i < s->nls; i++)
         accept_from(s, &s->ls[i], 0);
     if (s->env->channel_fd >= 0)

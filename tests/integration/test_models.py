@@ -231,6 +231,37 @@ def test_prefork_exclusive_wakes_one_worker(server):
           f"context switches herd {herd_cs}, exclusive {ex_cs}")
 
 
+def test_prefork_worker_at_max_connections_leaves_the_queue_to_the_others(server):
+    """A prefork worker at --max-connections stayed an exclusive waiter on
+    the shared socket: woken first for each new connection (it waits for
+    timers), it accepted nothing, and the other worker slept with room
+    while clients waited in the backlog for the header timeout to free a
+    slot (4 silent connections: 3 of 10 requests answered within 2 s;
+    red-team pass 19)."""
+    srv = server("--model", "prefork", "--workers", "2", "--max-connections", "4",
+                 "--status-path", "/herd-status")
+    wait_for(lambda: len(descendants(srv.pid)) == 2, 10, what="2 workers")
+    silent = []
+    try:
+        for _ in range(4):
+            silent.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+            time.sleep(0.05)   # each accepted by whichever worker the kernel woke
+        time.sleep(0.3)
+        ok = 0
+        for _ in range(10):
+            try:
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=2) as s:
+                    s.sendall(REQ)
+                    ok += s.recv(12) == b"HTTP/1.1 200"
+            except OSError:
+                pass
+        assert ok == 10, f"{ok}/10 answered; slots: " + \
+            str([(x["slot"], x["active"]) for x in status(srv)["slots"]])
+    finally:
+        for s in silent:
+            s.close()
+
+
 def test_threads_model_has_one_worker_process_with_threads(server):
     srv = server("--model", "threads", "--workers", "2", "--status-path", "/herd-status")
     # The master fills the slots after the fork: a fast worker can answer first.
