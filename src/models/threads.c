@@ -34,6 +34,12 @@ static void *loop_main(void *arg)
 {
     struct loop_thread *t = arg;
     t->rc = evloop_run(t->cfg, &t->env);
+    /* A loop that could not start (out of fds for its docroot or epoll)
+     * leaves its own socket of the group unserved: the connections the
+     * kernel hashes there would wait for good. The whole worker stops,
+     * and the master starts another (with backoff). */
+    if (t->rc)
+        kill(getpid(), SIGQUIT);
     return NULL;
 }
 
@@ -53,6 +59,7 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
     struct loop_thread *ts = calloc((size_t)n, sizeof *ts);
     if (!ts)
         return 1;
+    int failed = 0;
     for (int i = 0; i < n; i++) {
         struct loop_thread *t = &ts[i];
         t->cfg = cfg;
@@ -60,6 +67,7 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
             log_msg(LOG_CRIT, "pipe: %s", strerror(errno));
             forward(ts, i, SIGQUIT);
             n = i;
+            failed = 1;
             break;
         }
         for (int l = 0; l < cfg->nlisten; l++) {
@@ -89,11 +97,17 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
             log_msg(LOG_CRIT, "pthread_create failed");
             forward(ts, i, SIGQUIT);
             n = i;
+            failed = 1;
             break;
         }
         t->started = 1;
     }
-    int running = n;
+    /* A start that failed (out of fds for the threads' pipes: --threads
+     * 128 under a limit of 256) told the loops it had started to quit:
+     * waiting for a signal here kept a worker with no loop alive, serving
+     * nobody, and the master saw no reason to start another. Exit, as a
+     * worker that dies at start, for the master's respawn with backoff. */
+    int running = failed ? 0 : n;
     while (running) {
         struct pollfd p = {.fd = env->signal_fd, .events = POLLIN};
         if (poll(&p, 1, 1000) < 0 && errno != EINTR)
@@ -113,5 +127,5 @@ int threads_run(const struct serve_config *cfg, const struct worker_env *env)
         close(ts[i].ctl[1]);
     }
     free(ts);
-    return rc;
+    return rc | failed;
 }

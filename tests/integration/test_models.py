@@ -276,6 +276,36 @@ def test_threads_model_has_one_worker_process_with_threads(server):
     assert len(os.listdir(f"/proc/{pid}/task")) >= 3  # main + 2 loops
 
 
+def test_threads_worker_whose_loops_cannot_start_exits_and_is_respawned(server, tmp_path):
+    """A threads worker whose loops failed to start (here: its docroot gone
+    when it was respawned; also out of fds for --threads 128 under a limit
+    of 256) kept its main thread waiting for a signal: alive with no loop,
+    it served nobody and the master never started another, also once the
+    docroot was back (red-team pass 19). It exits now, as a reuseport
+    worker does, and the master's respawn serves again."""
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "index.html").write_text("hi\n")
+    srv = server("--model", "threads", "--threads", "2", docroot=root)
+    assert srv.get("/index.html").status == 200
+    worker = wait_for(lambda: descendants(srv.pid), 10, what="the worker")[0]
+    os.rename(root, tmp_path / "away")
+    os.kill(worker, signal.SIGKILL)
+    wait_for(lambda: "cannot open docroot" in srv.stderr_text(), 5,
+             what="a respawned worker that cannot start")
+    os.rename(tmp_path / "away", root)
+
+    def serves():
+        try:
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=1) as s:
+                s.sendall(REQ)
+                return s.recv(12) == b"HTTP/1.1 200"
+        except OSError:
+            return False
+    wait_for(serves, 8, what="serving again once the docroot is back\n" + srv.stderr_text())
+    srv.crash_seen = srv.stderr_mark()   # the deaths above were the point
+
+
 def test_iterative_serves_one_connection_at_a_time(server):
     """The baseline's weakness, made visible: while one client holds its
     connection open, a second client waits."""
