@@ -103,6 +103,7 @@ static void watch_listeners(struct server *s, int on)
 static void accept_back_off(struct server *s, int64_t ms)
 {
     s->accept_retry_at = clock_now_ms() + ms;
+    watch_listeners(s, 0); /* the others take the wakeups meanwhile */
 }
 
 /* Accepts until EAGAIN. Out of fds, connections are refused (the spare fd)
