@@ -1,15 +1,54 @@
 #include "proc/alog_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-void alog_file_init(struct alog_file *f, int fd)
+#include "core/clock.h"
+
+/* Non-blocking, so that a full pipe is waited for by wait_room (a regular
+ * file ignores the flag). */
+static void take_fd(struct alog_file *f, int fd)
 {
     f->fd = fd;
+    f->stalled = 0;
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+void alog_file_init(struct alog_file *f, int fd, int wake_fd)
+{
+    take_fd(f, fd);
+    f->wake_fd = wake_fd;
     f->error = 0;
     f->rest_len = 0;
+}
+
+/* A full output: 1 once it has room, 0 when the wait ends without it (the
+ * wake fd turned readable, ALOG_STALL_MS passed, or the output stalled
+ * before). */
+static int wait_room(struct alog_file *f)
+{
+    if (f->stalled)
+        return 0;
+    struct pollfd p[2] = {{.fd = f->fd, .events = POLLOUT}, {.fd = f->wake_fd, .events = POLLIN}};
+    int64_t until = clock_fresh_us() / 1000 + ALOG_STALL_MS;
+    for (;;) {
+        int64_t left = until - clock_fresh_us() / 1000;
+        int n = left > 0 ? poll(p, f->wake_fd >= 0 ? 2 : 1, (int)left) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n > 0 && (p[0].revents & (POLLOUT | POLLERR | POLLHUP)))
+            return 1; /* the write says which it was */
+        if (n > 0 && p[1].revents)
+            return 0; /* a signal: not stalled, only busy */
+        f->stalled = 1;
+        return 0;
+    }
 }
 
 /* write(2) until p[0..n) is all written or the output refuses more; returns
@@ -21,6 +60,8 @@ static size_t write_some(struct alog_file *f, const char *p, size_t n)
         ssize_t w = write(f->fd, p + done, n - done);
         if (w < 0 && errno == EINTR)
             continue;
+        if (w < 0 && errno == EAGAIN && wait_room(f))
+            continue;
         if (w <= 0) {
             /* 0 bytes for a write of some: trying again would spin */
             f->error = w < 0 ? errno : EIO;
@@ -28,6 +69,8 @@ static size_t write_some(struct alog_file *f, const char *p, size_t n)
         }
         done += (size_t)w;
     }
+    if (done == n)
+        f->stalled = 0; /* the reader is back */
     return done;
 }
 
@@ -118,6 +161,6 @@ uint64_t alog_file_switch(struct alog_file *f, int fd)
     }
     if (f->fd >= 0)
         close(f->fd);
-    f->fd = fd;
+    take_fd(f, fd);
     return lost;
 }

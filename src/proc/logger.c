@@ -165,7 +165,7 @@ int logger_main(int rx, const char *path, uint64_t *dropped)
     if (g) {
         *g = (struct lg){.rx = rx, .dropped = dropped};
         alog_cache_init(&g->cache);
-        alog_file_init(&g->out, out);
+        alog_file_init(&g->out, out, sfd);
     }
     if (!g || loop_init(&l) < 0 || loop_add(&l, rx, LOOP_IN, 1) < 0 ||
         loop_add(&l, sfd, LOOP_IN, 2) < 0) {

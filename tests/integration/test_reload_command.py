@@ -274,6 +274,47 @@ def test_a_reload_to_an_access_log_fifo_with_no_reader_is_refused_at_once(server
     assert srv.stop() == 0     # the master still takes its signals
 
 
+def test_an_access_log_pipe_nobody_reads_does_not_hold_the_logger(server, tmp_path):
+    """A log shipper that holds the FIFO open and stops reading: the logger
+    sat in write(2) for good. A reload to a file then reported "reloaded"
+    while the old logger never exited and no new one started (the new file
+    got no line), and the stop waited out the whole shutdown timeout. Now
+    the logger waits for room at most a second, and a signal ends the wait
+    at once (red-team pass 19)."""
+    import time
+    fifo = tmp_path / "access.fifo"
+    os.mkfifo(fifo)
+    shipper = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)   # holds it, never reads
+    try:
+        cfg = tmp_path / "herd.conf"
+        base = (f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+                "shutdown-timeout = 20s\n")
+        cfg.write_text(base + f"access-log = {fifo}\n")
+        srv = server("--config", cfg)
+        pidfile = tmp_path / "herd.pid"
+        wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n",
+                 timeout=5, what="the pid file")
+        # about 150 KB of log lines: more than the FIFO holds (64 KiB)
+        batch = get_req("/small.txt?" + "q" * 100) * 100
+        for _ in range(10):
+            with srv.connect() as c:
+                c.send(batch + get_req("/small.txt", headers=[("Connection", "close")]))
+                c.read_to_close(timeout=10)
+        log = tmp_path / "a.log"
+        cfg.write_text(base + f"access-log = {log}\n")
+        r = reload("--pid-file", pidfile)
+        assert r.returncode == 0, r
+        def logged():
+            fetch(srv, "/small.txt?after-the-reload")
+            return log.exists() and "after-the-reload" in log.read_text()
+        wait_for(logged, timeout=8, what="a line in the new access log")
+        t0 = time.monotonic()
+        assert srv.stop(timeout=30) == 0
+        assert time.monotonic() - t0 < 8, "the stop waited for the stalled pipe"
+    finally:
+        os.close(shipper)
+
+
 def test_a_master_whose_binary_has_another_name_is_still_reloaded(tmp_path):
     """What makes a process herd's is `serve` after its binary, whatever the
     binary is called (a copy, or an upgrade to another file)."""

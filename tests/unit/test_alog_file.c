@@ -1,19 +1,25 @@
 /* proc/alog_file.c: the logger's writes leave whole lines only. A write
  * the output cuts short is made here without a full disk: a regular file
  * past RLIMIT_FSIZE (EFBIG, with SIGXFSZ ignored as the logger does) is
- * cut at the limit, and a non-blocking pipe of one page at its capacity
- * (EAGAIN). On the file the cut line is taken back; on the pipe, which
- * cannot be truncated, its rest is written first the next time. Every line
- * not written is counted. */
+ * cut at the limit, and a pipe of one page at its capacity (EAGAIN, with a
+ * wake fd that is always readable, so the write does not wait for room).
+ * On the file the cut line is taken back; on the pipe, which cannot be
+ * truncated, its rest is written first the next time. Every line not
+ * written is counted. A full pipe is waited for, but only until the wake
+ * fd turns readable or ALOG_STALL_MS pass, and after one wait that gave up
+ * not again until a write goes through. */
 #include "unit.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "proc/alog_file.h"
 
 #define LINE 50 /* bytes of each test line, newline included */
@@ -62,7 +68,7 @@ TEST(a_file_cut_short_keeps_its_whole_lines)
     getrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, SIG_IGN);
     static struct alog_file f;
-    alog_file_init(&f, fd);
+    alog_file_init(&f, fd, -1);
     char text[64 * LINE];
 
     /* room for 20 lines and 10 bytes of the 21st */
@@ -98,6 +104,12 @@ static void empty_pipe(int fd, char *acc, size_t *len, size_t cap)
         *len += (size_t)r;
 }
 
+/* A wake fd that is always readable: a full pipe is not waited for. */
+static int busy_fd(void)
+{
+    return eventfd(1, EFD_CLOEXEC);
+}
+
 TEST(a_pipe_cut_short_gets_the_rest_of_its_line_first)
 {
     int p[2];
@@ -106,7 +118,7 @@ TEST(a_pipe_cut_short_gets_the_rest_of_its_line_first)
     if (!CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
         return;
     static struct alog_file f;
-    alog_file_init(&f, p[1]);
+    alog_file_init(&f, p[1], busy_fd());
     static char text[200 * LINE], out[200 * LINE];
     size_t out_len = 0;
 
@@ -146,7 +158,7 @@ TEST(a_switch_finishes_a_cut_line_when_it_can)
     if (!CHECK(pipe2(p, O_NONBLOCK) == 0) || !CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
         return;
     static struct alog_file f;
-    alog_file_init(&f, p[1]);
+    alog_file_init(&f, p[1], busy_fd());
     static char text[100 * LINE], out[100 * LINE];
     size_t out_len = 0;
     size_t n = make_lines(text, 0, 90);
@@ -156,4 +168,94 @@ TEST(a_switch_finishes_a_cut_line_when_it_can)
     empty_pipe(p[0], out, &out_len, sizeof out);
     CHECK(out_len == 82 * LINE && memcmp(out, text, out_len) == 0);
     close(p[0]);
+}
+
+struct slow_reader {
+    int fd, delay_ms;
+    char *acc;
+    size_t len, cap;
+};
+
+/* Starts reading after delay_ms, then reads until the pipe's writer closes. */
+static void *read_later(void *arg)
+{
+    struct slow_reader *r = arg;
+    usleep((useconds_t)r->delay_ms * 1000);
+    int fl = fcntl(r->fd, F_GETFL);
+    fcntl(r->fd, F_SETFL, fl & ~O_NONBLOCK);
+    ssize_t n;
+    while (r->len < r->cap && (n = read(r->fd, r->acc + r->len, r->cap - r->len)) > 0)
+        r->len += (size_t)n;
+    return NULL;
+}
+
+TEST(a_full_pipe_is_waited_for_while_its_reader_reads)
+{
+    int p[2];
+    if (!CHECK(pipe2(p, O_CLOEXEC) == 0) || !CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return;
+    static struct alog_file f;
+    static char text[200 * LINE], out[200 * LINE];
+    alog_file_init(&f, p[1], -1);
+    struct slow_reader r = {.fd = p[0], .delay_ms = 100, .acc = out, .cap = sizeof out};
+    pthread_t t;
+    if (!CHECK(pthread_create(&t, NULL, read_later, &r) == 0))
+        return;
+    size_t n = make_lines(text, 0, 200); /* 10000 bytes: more than the pipe holds */
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 0);
+    CHECK_EQ_INT(f.error, 0);
+    CHECK_EQ_U64(alog_file_switch(&f, -1), 0); /* closes the writer: the reader ends */
+    pthread_join(t, NULL);
+    CHECK(r.len == n && memcmp(out, text, n) == 0);
+    close(p[0]);
+}
+
+TEST(a_pipe_nobody_reads_costs_one_bounded_wait_then_none)
+{
+    int p[2];
+    if (!CHECK(pipe2(p, O_CLOEXEC) == 0) || !CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return;
+    static struct alog_file f;
+    static char text[200 * LINE];
+    alog_file_init(&f, p[1], -1);
+    size_t n = make_lines(text, 0, 200);
+    int64_t t0 = clock_fresh_us();
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 200 - 82);
+    int64_t waited = clock_fresh_us() - t0;
+    CHECK(waited >= (ALOG_STALL_MS - 50) * 1000LL);
+    CHECK(waited < (ALOG_STALL_MS + 2000) * 1000LL);
+    CHECK(f.stalled);
+    /* stalled: the next batch is counted at once, not waited for again */
+    t0 = clock_fresh_us();
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 200);
+    CHECK(clock_fresh_us() - t0 < ALOG_STALL_MS * 1000LL / 2);
+    /* read again: the rest of the cut line, then whole writes; no longer stalled */
+    static char out[200 * LINE];
+    size_t out_len = 0;
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    CHECK_EQ_U64(alog_file_write(&f, text, 10 * LINE), 0);
+    CHECK(!f.stalled);
+    alog_file_switch(&f, -1);
+    close(p[0]);
+}
+
+TEST(a_readable_wake_fd_ends_the_wait_at_once_without_stalling)
+{
+    int p[2];
+    if (!CHECK(pipe2(p, O_CLOEXEC) == 0) || !CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return;
+    int wake = eventfd(0, EFD_CLOEXEC);
+    static struct alog_file f;
+    static char text[200 * LINE];
+    alog_file_init(&f, p[1], wake);
+    uint64_t one = 1;
+    CHECK(write(wake, &one, sizeof one) == sizeof one); /* a signal is waiting */
+    int64_t t0 = clock_fresh_us();
+    CHECK_EQ_U64(alog_file_write(&f, text, make_lines(text, 0, 200)), 200 - 82);
+    CHECK(clock_fresh_us() - t0 < ALOG_STALL_MS * 1000LL / 2);
+    CHECK(!f.stalled); /* busy, not stalled: the next batch waits again */
+    alog_file_switch(&f, -1);
+    close(p[0]);
+    close(wake);
 }
