@@ -353,7 +353,12 @@ long proxy_build_response(const struct upstream_response *r, enum upstream_body 
     }
     for (int i = 0; i < r->nheaders; i++) {
         const struct http_header *h = &r->headers[i];
-        if (dropped(r->headers, r->nheaders, &h->name) ||
+        /* Content-Length is the framing a body passed as it is goes out
+         * by: a Connection line naming it must not take it away, or a
+         * keep-alive answer has no end a client can find, and the next
+         * answer on the connection is read as more of its body. */
+        int framing = is(&h->name, "content-length");
+        if ((!framing && dropped(r->headers, r->nheaders, &h->name)) ||
             (!pass_server && (is(&h->name, "server") || is(&h->name, "date"))))
             continue;
         /* RFC 9110 8.6: never in a 1xx or 204; a client that believed one

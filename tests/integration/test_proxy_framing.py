@@ -337,6 +337,25 @@ def test_a_204_loses_the_content_length_its_upstream_gave_it(server, model):
         assert r.status == 200 and b"EVIL" not in r.body, r
 
 
+def test_a_content_length_named_in_connection_still_frames_the_body(server, model):
+    """An upstream whose Connection line names Content-Length: herd passes
+    the body by that length, so the client must get it. Dropped as a
+    hop-by-hop header, the keep-alive answer had no framing at all and the
+    next answer on the connection was read as more of its body (red-team
+    pass 18)."""
+    with one_exchange(server, model, "r") as (srv, c, up):
+        up.sendall(b"HTTP/1.1 200 OK\r\nConnection: Content-Length, X-Hop\r\n"
+                   b"X-Hop: 1\r\nContent-Length: 5\r\n\r\nhello")
+        head = c.read_until(b"\r\n\r\n").lower()
+        assert b"content-length: 5\r\n" in head and b"x-hop" not in head, head
+        assert b"connection" not in head, head
+        assert c.read_exact(5) == b"hello"
+        # the connection goes on, with the next answer read as an answer
+        c.send(build_request("GET", "/small.txt"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"0123456789abcdefghijklmnopqrstuvwxyz", r
+
+
 # ------------------------------------------------------------ retries
 
 def test_post_not_retried_get_retried(server, backend, model):
