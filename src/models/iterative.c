@@ -266,6 +266,11 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
     it.step = (struct step_ctx){.cfg = cfg, .http = &it.http, .slot = it.slot, .alog = &alog};
     struct acceptor ac;
     acceptor_init(&ac);
+    /* Each queued connection holds its fd while it waits its turn: no more
+     * than --max-connections (or the fd table's default) are taken, as on
+     * the other models; the rest wait in the backlog. */
+    uint32_t max_conns = sizing_max_conns(cfg, sizing_fd_limit(), 1, 0);
+    int take = max_conns < ITER_QUEUE ? (int)max_conns : ITER_QUEUE;
     int nl = cfg->nlisten;
     struct pollfd p[CONFIG_MAX_LISTEN + 1];
     for (int l = 0; l < nl; l++)
@@ -287,7 +292,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
                 continue;
             int tcp = cfg->listen[l].family != AF_UNIX;
             int got = 0;
-            while (nq < ITER_QUEUE) {
+            while (nq < take) {
                 int fd = net_accept(&ac, p[l].fd, &queue[nq].peer);
                 if (fd == -EMFILE) {
                     /* No fd to refuse with: the listener stays readable,

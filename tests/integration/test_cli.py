@@ -9,7 +9,8 @@ import hashlib
 
 import pytest
 
-from conftest import HERD_ARGS, ipv6_available, run_herd, require_binary, herd_cmd
+from conftest import (HERD_ARGS, fd_count, herd_cmd, ipv6_available, require_binary,
+                      run_herd, worker_pids)
 from herdtest import RawConn, build_request, check_common, get_req, wait_for
 
 READY_LINE = re.compile(
@@ -359,6 +360,32 @@ def test_header_timeout_that_frees_every_slot_lets_the_queued_one_in(server, sit
     finally:
         for s in silent:
             s.close()
+
+
+@pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+def test_iterative_holds_no_more_than_max_connections(server, site):
+    """iterative serves one connection at a time from a queue it fills at
+    each wakeup: it took up to 1024 there whatever --max-connections said,
+    each holding an fd while it waited (red-team pass 19). The rest now
+    wait in the backlog, as on every other model."""
+    srv = server("--model", "iterative", "--workers", "1", "--max-connections", "2",
+                 "--header-timeout", "3s")
+    wait_for(lambda: len(worker_pids(srv)) == 1, timeout=5, what="the worker")
+    (worker,) = worker_pids(srv)
+    before = fd_count(worker, sockets_only=True)
+    busy = srv.connect()
+    busy.send(b"GET /small.txt HTTP/1.1\r\n")  # holds the worker in its header
+    time.sleep(0.3)
+    silent = [srv.connect() for _ in range(6)]  # wait in the backlog meanwhile
+    try:
+        time.sleep(0.3)
+        busy.close()      # the worker goes back to accept: it takes from the backlog
+        time.sleep(0.5)
+        held = fd_count(worker, sockets_only=True) - before
+        assert held == 2, f"the worker holds {held} connections with --max-connections 2"
+    finally:
+        for c in silent:
+            c.close()
 
 
 @pytest.mark.concurrency
