@@ -174,7 +174,10 @@ enum step_action step_next(struct step_ctx *x, struct step_conn *c, const char *
         r->used = len;
         req = NULL;
     } else {
-        int route = x->route ? x->route(x->route_arg, req) : -1;
+        /* CONNECT is never proxied (herd makes no tunnels; nginx answers it
+         * 405 too): an upstream's 2xx to it would make the connection a
+         * tunnel for a client, while herd went on reading it as HTTP. */
+        int route = x->route && req->method != HTTP_CONNECT ? x->route(x->route_arg, req) : -1;
         if (route >= 0 && (req->content_length < 0 ||
                            (uint64_t)req->content_length <= hc->max_body_size)) {
             /* counted and logged by the proxy when the exchange ends */

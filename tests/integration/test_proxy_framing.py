@@ -410,6 +410,24 @@ def test_an_answer_that_announces_a_body_it_must_not_have_ends_its_connection(
             x.close()
 
 
+def test_connect_is_never_proxied(server, model):
+    """CONNECT with a path on a proxied route went to the upstream, and a
+    2xx to it (a tunnel, to an RFC 9110 client) was relayed while herd read
+    the connection on as HTTP (red-team pass 18). It gets the 405 any
+    CONNECT gets, and the upstream never hears of it."""
+    import select
+    ls = raw_upstream()
+    srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/up/=r")
+    try:
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("CONNECT", "/up/x"))
+            assert c.read_response().status == 405
+        assert select.select([ls], [], [], 0.3)[0] == [], "the upstream was asked"
+    finally:
+        ls.close()
+
+
 # ------------------------------------------------------------ retries
 
 def test_post_not_retried_get_retried(server, backend, model):
