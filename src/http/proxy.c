@@ -320,12 +320,14 @@ enum upstream_body upstream_body_kind(const struct upstream_response *r, int hea
     return UB_CLOSE;
 }
 
-/* Does the upstream's head have a header named lower? */
+/* Does the upstream's head pass on a header named lower? One its
+ * Connection line names is dropped, so it is not there (a Server or Date
+ * dropped that way left the answer without one). */
 static int has_header(const struct upstream_response *r, const char *lower)
 {
     for (int i = 0; i < r->nheaders; i++)
         if (is(&r->headers[i].name, lower))
-            return 1;
+            return !dropped(r->headers, r->nheaders, &r->headers[i].name);
     return 0;
 }
 

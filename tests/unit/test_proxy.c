@@ -358,6 +358,21 @@ TEST(response_head_for_client)
     CHECK_EQ_INT(proxy_build_response(&r, UB_CLOSE, 1, 0, 0, out, 20), -1);
 }
 
+TEST(a_server_or_date_the_connection_line_drops_is_replaced_by_herds)
+{
+    /* --proxy-pass-server passes the upstream's Server and Date; one its
+     * Connection line names is dropped, and the answer had none at all */
+    const char *up = "HTTP/1.1 200 OK\r\nConnection: date, server\r\n"
+                     "Server: gunicorn/1.0\r\nDate: Mon, 01 Jan 2001 00:00:00 GMT\r\n"
+                     "Content-Length: 0\r\n\r\n";
+    struct upstream_response r;
+    CHECK(upstream_parse_response(up, strlen(up), 16384, &r) > 0);
+    clock_update();
+    long n = proxy_build_response(&r, UB_LENGTH, 1, 1, 1, out, sizeof out);
+    CHECK(n > 0 && has(out, n, "\r\n" SERVER_HEADER));
+    CHECK(has(out, n, "\r\nDate: ") && !has(out, n, "2001") && !has(out, n, "gunicorn"));
+}
+
 TEST(no_content_length_in_a_204)
 {
     /* RFC 9110 8.6: a 204 never carries one, whatever its upstream said; a
