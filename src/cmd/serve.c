@@ -14,6 +14,7 @@
 #include "core/signals.h"
 #include "models/evloop.h"
 #include "models/models.h"
+#include "models/sizing.h"
 #include "models/uring_ring.h"
 #include "net/inherit.h"
 #include "proc/config.h"
@@ -371,6 +372,18 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     raise_fd_limit();
+    if (!strcmp(cfg.model, "threads")) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        long loops = cfg.threads ? (long)cfg.threads : cfg.workers ? (long)cfg.workers
+                     : ncpu > 0 ? ncpu : 1;
+        long need = sizing_threads_fds_needed((int)loops, cfg.nlisten);
+        if (sizing_fd_limit() < need) {
+            fprintf(stderr, "herd: %ld threads need at least %ld file descriptors (their own, "
+                    "and a connection each); the limit is %d: raise it (ulimit -n) or run "
+                    "fewer threads\n", loops, need, sizing_fd_limit());
+            return 1;
+        }
+    }
     if (cfg.proxy_pass_underscores)
         log_msg(LOG_WARN, "--proxy-pass-underscores: request headers whose names hold '_' "
                           "reach the upstreams (a CGI/WSGI upstream reads X_Forwarded_For "

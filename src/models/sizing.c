@@ -50,6 +50,11 @@ uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loop
     return share ? share : 1;
 }
 
+long sizing_threads_fds_needed(int loops, int nlisten)
+{
+    return 64 + (long)loops * (6 + nlisten + 1);
+}
+
 struct filecache_limits sizing_file_cache(int fd_limit, int loops)
 {
     uint32_t per = (uint32_t)fd_limit / 8 / (uint32_t)(loops > 1 ? loops : 1);

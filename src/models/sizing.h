@@ -28,6 +28,13 @@ int sizing_fd_limit(void);
  * fds than there are. (config_finish refuses fewer than one per thread.) */
 uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loops, int index);
 
+/* The fewest fds a process of `loops` event loops (--model threads) can
+ * serve with: its own 64, each loop's own (epoll, its control pipe, its
+ * read-in ring, the spare fd it refuses with, a socket per listen address:
+ * 6 + nlisten, measured) and one connection per loop. Below it every
+ * connection is refused for good, so the start is refused instead. */
+long sizing_threads_fds_needed(int loops, int nlisten);
+
 /* The open-file cache of one of `loops` caches in a process: an eighth of
  * the fd limit shared among them, at most 1024 entries each. */
 struct filecache_limits sizing_file_cache(int fd_limit, int loops);

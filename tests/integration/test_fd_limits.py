@@ -314,3 +314,25 @@ def test_dispatch_fds_in_flight_are_back_pressure(public_docroot, servers):
     idle_flood_answered(srv, "after a HUP")
     err = srv.stderr_text()
     assert "dispatch to slot" not in err, "a channel to a live worker was dropped:\n" + err
+
+
+def test_more_threads_than_the_fd_limit_holds_is_refused_at_start(site):
+    """--threads 36 under a limit of 256: the threads' own fds (7 each)
+    filled the table, every thread started, and every connection was
+    refused for good (red-team pass 19). The start is refused, saying
+    what is needed; 24 threads fit and serve."""
+    require_binary()
+    base = ["prlimit", f"--nofile={NOFILE}:{NOFILE}", HERD_BIN, "serve", str(site.root),
+            "--listen", "127.0.0.1:0", "--model", "threads"]
+    r = subprocess.run(base + ["--threads", "36"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1, r
+    assert "36 threads need at least 352 file descriptors" in r.stderr, r.stderr
+    assert "the limit is 256" in r.stderr and "listening" not in r.stderr, r.stderr
+    srv = Server([], ["127.0.0.1:0"], site.root, cmd=base + ["--threads", "24"])
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as c:
+            c.sendall(REQ)
+            c.settimeout(5)
+            assert c.recv(4096).startswith(b"HTTP/1.1 200 ")
+    finally:
+        finish_all([srv])
