@@ -398,7 +398,12 @@ static int frame_body(struct proxy *px, struct xfer *x, const char *src, size_t 
     x->dlen = o.len;
     x->dspill_len = (uint8_t)o.over_len;
     if (k < 0) {
-        log_msg(LOG_WARN, "upstream %s: broken chunked body", px->groups[x->group].cfg->name);
+        /* HTTP: a chunk line; FastCGI: a record, or END_REQUEST before the
+         * Content-Length the script gave was met */
+        log_msg(LOG_WARN, "upstream %s: %s", px->groups[x->group].cfg->name,
+                x->codec == &upstream_http1 ? "broken chunked body"
+                                            : "broken response body (a bad record, or fewer "
+                                              "bytes than its Content-Length)");
         if (!x->hoff && !x->body_sent) {
             /* it came with the head, of which nothing went out: a clean 502 */
             x->dspill_len = 0;

@@ -609,3 +609,41 @@ def test_config_file_and_bad_values(tmp_path):
         r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0", "--upstream",
                       "php=unix:/run/php.sock", "--fastcgi", "*.php=php", *args], extra=False)
         assert r.returncode == 2 and word in r.stderr, (args, r.stderr)
+
+
+def test_a_script_body_shorter_than_its_content_length_is_named_so(server, docroot, tmp_path):
+    """A script that says Content-Length: 10 and ends after 3 bytes, all in
+    one read with its head: nothing went out yet, so the client gets a clean
+    502, and the error log says what happened; it said "broken chunked
+    body" (red-team pass 18)."""
+    path = str(tmp_path / "short.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(1)
+    ls.settimeout(10)
+
+    def app():
+        conn, _ = ls.accept()
+        conn.settimeout(10)
+        while FakeFastCGI.record(None, conn) not in (None, 5):
+            pass
+        out = b"Content-Type: text/plain\r\nContent-Length: 10\r\n\r\nabc"
+        conn.sendall(bytes([1, 6, 0, 1, 0, len(out), 0, 0]) + out +
+                     bytes([1, 3, 0, 1, 0, 8, 0, 0]) + bytes(8))   # END_REQUEST
+        conn.recv(1)
+        conn.close()
+
+    t = threading.Thread(target=app, daemon=True)
+    t.start()
+    try:
+        srv = server("--upstream", f"php=unix:{path}", "--fastcgi", "*.php=php",
+                     docroot=docroot)
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("GET", "/env.php"))
+            assert c.read_response().status == 502
+        wait_for(lambda: "fewer bytes than its Content-Length" in srv.stderr_text(), timeout=5,
+                 what="the log line")
+        assert "chunked" not in srv.stderr_text()
+    finally:
+        ls.close()
+        t.join(5)
