@@ -164,11 +164,35 @@ static int build_config(const struct invocation *inv, struct serve_config *cfg, 
     return config_finish(cfg, err, errlen);
 }
 
+/* The model the master runs (a reload does not change it). */
+static const char *running_model;
+
+/* --model threads and coro: the threads' own fds and a connection each
+ * must fit in the fd limit, or every connection is refused for good.
+ * 0, or -1 with the reason in err. */
+static int threads_fit(const struct serve_config *cfg, char *err, size_t errlen)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long loops = cfg->threads ? (long)cfg->threads : cfg->workers ? (long)cfg->workers
+                 : ncpu > 0 ? ncpu : 1;
+    if (loops > CONFIG_MAX_WORKERS) /* the one-per-CPU default: the master caps it so */
+        loops = CONFIG_MAX_WORKERS;
+    long need = sizing_threads_fds_needed(running_model, (int)loops, cfg->nlisten);
+    if (sizing_fd_limit() >= need)
+        return 0;
+    snprintf(err, errlen, "%ld threads need at least %ld file descriptors (their own, and a "
+             "connection each); the limit is %d: raise it (ulimit -n) or run fewer threads",
+             loops, need, sizing_fd_limit());
+    return -1;
+}
+
 static int reload_config(void *arg, struct serve_config *out, char *err, size_t errlen)
 {
     const struct invocation *inv = arg;
     if (build_config(inv, out, err, errlen) != 0)
         return -1; /* flags were checked at start, so err holds the reason */
+    if (threads_fit(out, err, errlen) < 0)
+        return -1;
     struct stat st;
     if (stat(out->docroot, &st) < 0) {
         snprintf(err, errlen, "docroot %s: %s", out->docroot, strerror(errno));
@@ -191,7 +215,6 @@ static void raise_fd_limit(void)
     }
 }
 
-/* --model single: no master, no logger; the part-1 server in one process. */
 static void announce(const struct serve_config *cfg, const uint8_t *inherited)
 {
     for (int i = 0; i < cfg->nlisten; i++) {
@@ -202,6 +225,7 @@ static void announce(const struct serve_config *cfg, const uint8_t *inherited)
     }
 }
 
+/* --model single: no master, no logger; the part-1 server in one process. */
 static int serve_single(struct serve_config *cfg)
 {
     char err[512];
@@ -372,17 +396,10 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     raise_fd_limit();
-    if (!strcmp(cfg.model, "threads")) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        long loops = cfg.threads ? (long)cfg.threads : cfg.workers ? (long)cfg.workers
-                     : ncpu > 0 ? ncpu : 1;
-        long need = sizing_threads_fds_needed((int)loops, cfg.nlisten);
-        if (sizing_fd_limit() < need) {
-            fprintf(stderr, "herd: %ld threads need at least %ld file descriptors (their own, "
-                    "and a connection each); the limit is %d: raise it (ulimit -n) or run "
-                    "fewer threads\n", loops, need, sizing_fd_limit());
-            return 1;
-        }
+    running_model = cfg.model;
+    if (threads_fit(&cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 1;
     }
     if (cfg.proxy_pass_underscores)
         log_msg(LOG_WARN, "--proxy-pass-underscores: request headers whose names hold '_' "

@@ -1,5 +1,6 @@
 #include "models/sizing.h"
 
+#include <string.h>
 #include <sys/resource.h>
 
 #include "http/handler.h"
@@ -50,9 +51,10 @@ uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loop
     return share ? share : 1;
 }
 
-long sizing_threads_fds_needed(int loops, int nlisten)
+long sizing_threads_fds_needed(const char *model, int loops, int nlisten)
 {
-    return 64 + (long)loops * (6 + nlisten + 1);
+    int own = !strcmp(model, "threads") ? 6 + nlisten : !strcmp(model, "coro") ? 5 : -1;
+    return own < 0 ? 0 : 64 + (long)loops * (own + 1);
 }
 
 struct filecache_limits sizing_file_cache(int fd_limit, int loops)

@@ -28,12 +28,14 @@ int sizing_fd_limit(void);
  * fds than there are. (config_finish refuses fewer than one per thread.) */
 uint32_t sizing_max_conns(const struct serve_config *cfg, int fd_limit, int loops, int index);
 
-/* The fewest fds a process of `loops` event loops (--model threads) can
- * serve with: its own 64, each loop's own (epoll, its control pipe, its
- * read-in ring, the spare fd it refuses with, a socket per listen address:
- * 6 + nlisten, measured) and one connection per loop. Below it every
- * connection is refused for good, so the start is refused instead. */
-long sizing_threads_fds_needed(int loops, int nlisten);
+/* The fewest fds a process of `loops` threads (--model threads or coro)
+ * can serve with: its own 64, each thread's own and one connection per
+ * thread. A threads loop holds epoll, its control pipe, its read-in ring,
+ * the spare fd it refuses with and a socket per listen address (6 +
+ * nlisten, measured); a coro thread 5 (its sockets are shared). Below it
+ * every connection is refused for good, so the start (or the reload) is
+ * refused instead. 0 for the other models. */
+long sizing_threads_fds_needed(const char *model, int loops, int nlisten);
 
 /* The open-file cache of one of `loops` caches in a process: an eighth of
  * the fd limit shared among them, at most 1024 entries each. */

@@ -26,17 +26,22 @@
  * under load, and the error log is often on the same disk. */
 #define REPORT_MS 60000
 
-/* O_NONBLOCK for the open only (as the error log's, core/log.c): a FIFO
- * with no reader fails with ENXIO at once; waiting for one froze the
- * master's reload check (and so a dispatch master's accepts) and the
- * logger's USR1 reopen. Writes stay blocking, as they were. */
-int logger_open_file(const char *path)
+/* O_NONBLOCK for the open (as the error log's, core/log.c): a FIFO with
+ * no reader fails with ENXIO at once; waiting for one froze the master's
+ * reload check (and so a dispatch master's accepts) and the logger's USR1
+ * reopen. The logger's writes are non-blocking too, and wait for room in
+ * a bounded poll (alog_file.h). O_EXCL first tells a file this open
+ * creates from one that was there: O_EXCL fails on any symlink, even a
+ * dangling one, so an operator's link is never taken for ours. */
+int logger_open_file(const char *path, int *made)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0)
-        return -errno;
-    fcntl(fd, F_SETFL, O_APPEND);
-    return fd;
+    const int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK;
+    int fd = made ? open(path, flags | O_CREAT | O_EXCL, 0644) : -1;
+    if (made)
+        *made = fd >= 0;
+    if (fd < 0 && (!made || errno == EEXIST))
+        fd = open(path, flags | O_CREAT, 0644);
+    return fd < 0 ? -errno : fd;
 }
 
 /* The logger's state: the datagram being read, the text being gathered
@@ -148,14 +153,14 @@ static void drain(struct lg *g)
         write_text(g);
 }
 
-int logger_main(int rx, const char *path, uint64_t *dropped)
+int logger_main(int rx, int out_fd, const char *path, uint64_t *dropped)
 {
     /* A file past RLIMIT_FSIZE (systemd's LimitFSIZE=) then fails a write
      * with EFBIG, counted as a full disk is, instead of killing the logger
      * at every batch. */
     signal(SIGXFSZ, SIG_IGN);
     int sfd = signals_open();
-    int out = logger_open_file(path);
+    int out = out_fd >= 0 ? out_fd : logger_open_file(path, NULL);
     if (out < 0 || sfd < 0) {
         log_msg(LOG_CRIT, "access log %s: %s", path, strerror(out < 0 ? -out : -sfd));
         return 1;
@@ -184,7 +189,7 @@ int logger_main(int rx, const char *path, uint64_t *dropped)
             while ((sig = signals_read(sfd)) > 0) {
                 if (sig == SIGUSR1) {
                     drain(g);
-                    int fd = logger_open_file(path);
+                    int fd = logger_open_file(path, NULL);
                     if (fd < 0) {
                         log_msg(LOG_ERROR, "access log: reopen %s: %s (keeping the old file)",
                                 path, strerror(-fd));

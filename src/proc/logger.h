@@ -8,12 +8,17 @@
 
 #include <stdint.h>
 
-/* Runs in the logger process; returns its exit status. Lines it cannot
+/* Runs in the logger process; returns its exit status. out_fd: the log
+ * as the master's check opened it (kept, so that a FIFO's reader never
+ * sees the check's close as its end), or -1 to open path. Lines it cannot
  * write are added to *dropped (the scoreboard's log_write_dropped). */
-int logger_main(int rx_fd, const char *path, uint64_t *dropped);
+int logger_main(int rx_fd, int out_fd, const char *path, uint64_t *dropped);
 
 /* Opens (creating) the log file for appending; -errno on failure. The
- * master calls it once at start so a bad path fails before serving. */
-int logger_open_file(const char *path);
+ * master opens it at start and on a reload that names a new one, so a bad
+ * path fails before serving, and hands the fd to the logger. *made (when
+ * not NULL) is set to 1 when this open created the file: a reload refused
+ * later removes it. A symlink is followed and never counts as made. */
+int logger_open_file(const char *path, int *made);
 
 #endif

@@ -43,8 +43,19 @@ static void child_setup(struct master *m)
         close(m->up.fd);
     if (m->ready_fd >= 0)
         close(m->ready_fd);
+    if (m->log_out >= 0) /* the logger's (spawn_logger takes it first) */
+        close(m->log_out);
     health_close_in_child(m->health);
     m->health = NULL;
+}
+
+/* The fd a checked access log was opened on goes to the next logger; a
+ * new check replaces it (-1: none). */
+static void keep_log_out(struct master *m, int fd)
+{
+    if (m->log_out >= 0)
+        close(m->log_out);
+    m->log_out = fd;
 }
 
 static pid_t spawn_logger(struct master *m)
@@ -55,6 +66,8 @@ static pid_t spawn_logger(struct master *m)
         return -1;
     }
     if (pid == 0) {
+        int out = m->log_out; /* opened by the check: a FIFO's reader saw no close */
+        m->log_out = -1;
         child_setup(m);
         loop_close(&m->loop);
         if (m->dispatch)
@@ -64,8 +77,9 @@ static pid_t spawn_logger(struct master *m)
         /* as for a worker: on the status page before it has its name */
         SB_SET(m->sb->logger_pid, getpid());
         prctl(PR_SET_NAME, "herd-logger");
-        _exit(logger_main(m->log_rx, m->log_path, &m->sb->log_write_dropped));
+        _exit(logger_main(m->log_rx, out, m->log_path, &m->sb->log_write_dropped));
     }
+    keep_log_out(m, -1); /* the logger has it; a later one opens the path itself */
     m->logger = pid;
     m->logger_started_ms = clock_now_ms();
     SB_SET(m->sb->logger_pid, pid);
@@ -439,17 +453,14 @@ static int reload(struct master *m)
      * refuses a start: taken, it would leave a logger failing for good. */
     /* The check may create the file: a reload refused later removes what
      * it made, as it removes the unix socket files it bound. */
-    int log_made = 0;
+    int log_made = 0, log_fd = -1;
     if (next.access_log[0] && strcmp(next.access_log, m->cfg->access_log) != 0) {
-        struct stat st;
-        log_made = stat(next.access_log, &st) < 0 && errno == ENOENT;
-        int fd = logger_open_file(next.access_log);
-        if (fd < 0) {
+        log_fd = logger_open_file(next.access_log, &log_made);
+        if (log_fd < 0) {
             reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: access log %s: %s",
-                       next.access_log, strerror(-fd));
+                       next.access_log, strerror(-log_fd));
             return 0;
         }
-        close(fd);
     }
     /* New addresses are bound before anything changes: one that cannot be
      * refuses the reload, and TLS that does not load keeps the old ones. */
@@ -462,6 +473,8 @@ static int reload(struct master *m)
         refused = 1;
     }
     if (refused) {
+        if (log_fd >= 0)
+            close(log_fd);
         if (log_made)
             unlink(next.access_log);
         reload_say(m, LOG_ERROR, "reload refused, old workers keep serving: %s", err);
@@ -496,6 +509,7 @@ static int reload(struct master *m)
     *m->cfg = next;
     if (log_changed) {
         m->logger_quick_deaths = 0; /* a new log, a new start */
+        keep_log_out(m, log_fd);
         snprintf(m->log_path, sizeof m->log_path, "%s", m->cfg->access_log);
         if (m->logger) {
             kill(m->logger, SIGTERM); /* reaped and restarted with the new path */
@@ -660,17 +674,19 @@ static void size_tree(struct master *m)
         m->model->layout == LAYOUT_PER_WORKER || m->model->layout == LAYOUT_PER_THREAD ? n : 1;
 }
 
-/* An access log we cannot open fails the start, before anything binds. */
-static int check_access_log(const struct serve_config *cfg)
+/* An access log we cannot open fails the start, before anything binds;
+ * the fd is kept for the first logger. */
+static int check_access_log(struct master *m)
 {
+    const struct serve_config *cfg = m->cfg;
     if (!cfg->access_log[0])
         return 0;
-    int fd = logger_open_file(cfg->access_log);
+    int fd = logger_open_file(cfg->access_log, NULL);
     if (fd < 0) {
         fprintf(stderr, "herd: access log %s: %s\n", cfg->access_log, strerror(-fd));
         return -1;
     }
-    close(fd);
+    keep_log_out(m, fd);
     return 0;
 }
 
@@ -703,7 +719,7 @@ static int open_master(struct master *m)
     m->pred_fd = upgrade_handover_fd(m->ready_fd);
     size_tree(m);
     clock_update();
-    if (check_access_log(cfg) < 0) {
+    if (check_access_log(m) < 0) {
         inherit_free(&in);
         return -1;
     }
@@ -909,7 +925,7 @@ int master_run(struct serve_config *cfg, const struct master_hooks *hooks)
     m->cfg = cfg;
     m->hooks = hooks;
     m->model = hooks->model;
-    m->log_rx = m->log_tx = -1;
+    m->log_rx = m->log_tx = m->log_out = -1;
     m->loop.epfd = -1;
     m->argv = hooks->argv;
     m->argc = hooks->argc;

@@ -69,6 +69,7 @@ struct master {
     int sfd;
     pid_t pid;
     int log_rx, log_tx;
+    int log_out;        /* the access log as the last check opened it, for the next logger; or -1 */
     char log_path[1024];
     pid_t logger;
     int64_t logger_started_ms;

@@ -667,3 +667,31 @@ def test_full_filesystem_keeps_whole_lines_and_counts_what_it_drops(server, tmp_
         if srv is not None:
             srv.stop()
         unmount(mnt)
+
+
+@own_model
+def test_a_fifo_reader_started_first_gets_the_lines(server, tmp_path):
+    """A log shipper reading a FIFO, started before herd (`cat access.fifo`):
+    the start's check opened the FIFO and closed it, which the reader took
+    for its end, and the logger then found no reader and was restarted over
+    and over (the review after red-team pass 19). The check's fd is the
+    logger's now."""
+    fifo = tmp_path / "access.fifo"
+    os.mkfifo(fifo)
+    shipper = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        time.sleep(0.2)   # cat waits in its open for a writer
+        srv = server("--access-log", fifo)
+        r = srv.get("/small.txt?through-the-fifo")
+        assert r.status == 200
+        got = b""
+        deadline = time.monotonic() + LOG_WAIT
+        os.set_blocking(shipper.stdout.fileno(), False)
+        while b"through-the-fifo" not in got and time.monotonic() < deadline:
+            got += shipper.stdout.read() or b""
+            time.sleep(0.05)
+        assert b"through-the-fifo" in got, (got, srv.stderr_text())
+        assert "[crit]" not in srv.stderr_text(), srv.stderr_text()
+    finally:
+        shipper.kill()
+        shipper.wait(5)

@@ -328,11 +328,26 @@ def test_more_threads_than_the_fd_limit_holds_is_refused_at_start(site):
     assert r.returncode == 1, r
     assert "36 threads need at least 352 file descriptors" in r.stderr, r.stderr
     assert "the limit is 256" in r.stderr and "listening" not in r.stderr, r.stderr
-    srv = Server([], ["127.0.0.1:0"], site.root, cmd=base + ["--threads", "24"])
+    # coro's threads hold 5 each (the review after the fix: coro had no check)
+    coro = base[:-1] + ["coro", "--threads", "100"]
+    r = subprocess.run(coro, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1 and "100 threads need at least 664" in r.stderr, r
+    # a reload that asks for more threads than fit is refused too: it was
+    # taken, and the new worker refused every connection
+    cfg = site.root.parent / "threads.conf"
+    cfg.write_text("threads = 24\n")
+    srv = Server([], ["127.0.0.1:0"], site.root, cmd=base + ["--config", str(cfg)])
     try:
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as c:
-            c.sendall(REQ)
-            c.settimeout(5)
-            assert c.recv(4096).startswith(b"HTTP/1.1 200 ")
+        def answers():
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as c:
+                c.sendall(REQ)
+                c.settimeout(5)
+                return c.recv(4096).startswith(b"HTTP/1.1 200 ")
+        assert answers()
+        cfg.write_text("threads = 36\n")
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload refused" in srv.stderr_text(), timeout=5, what="the refusal")
+        assert "36 threads need at least 352" in srv.stderr_text()
+        assert answers()
     finally:
         finish_all([srv])

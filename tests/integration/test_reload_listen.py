@@ -201,6 +201,26 @@ def test_a_reload_refused_for_a_busy_address_leaves_no_new_access_log(from_confi
     assert serves(("127.0.0.1", srv.port))
 
 
+def test_a_refused_reload_leaves_an_access_log_symlink_alone(from_config, tmp_path):
+    """The new access log is a symlink to a file not made yet: the check
+    creates the target, and a reload then refused removed the operator's
+    link, not what the check made (the review after the last fix). Only a
+    file the check itself created is removed."""
+    srv, cfg = from_config(["127.0.0.1:0"], "--model", "reuseport", "--workers", "2")
+    link = tmp_path / "access.log"
+    link.symlink_to(tmp_path / "target.log")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        cfg.write_text(f"listen = 127.0.0.1:0\nlisten = 127.0.0.1:{port}\naccess-log = {link}\n")
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
+                 what="the refusal")
+    assert link.is_symlink(), "the refused reload removed the operator's symlink"
+    assert serves(("127.0.0.1", srv.port))
+
+
 # dispatch: the master is the only one that accepts; it takes a removed
 # address's queue before it closes the socket (proc/dispatch.c), and a
 # client that connects after that is refused, not queued.
