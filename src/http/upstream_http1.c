@@ -73,15 +73,16 @@ static int response_head(char *buf, size_t len, size_t max_head, int head_reques
     if (hl < 0)
         return HTTP_PARSE_ERROR;
     h->keepalive = (uint8_t)keep;
-    /* A HEAD or 204 answer whose head announces a body has none here, but
+    /* A HEAD or 204 answer whose head announces a body (for a HEAD, no
+     * Content-Length announces one that ends at a close) has none here, but
      * an upstream that sends one anyway (an app that answers HEAD as GET)
      * sends it after the head, often in later segments: pooled, the
      * connection would hand those bytes to the next request as its answer,
      * another client's. Such a connection is not reused (a 304 may carry
      * the representation's length and framing by right: RFC 9110 8.6,
      * RFC 9112 6.1). */
-    int may_trail = (head_request || r.status == 204) &&
-                    (r.chunked || r.content_length > 0);
+    int may_trail = head_request ? r.chunked || r.content_length != 0 /* none: till a close */
+                                 : r.status == 204 && (r.chunked || r.content_length > 0);
     h->reusable = !r.conn_close && r.minor == 1 && kind != UB_CLOSE && client_minor &&
                   !may_trail;
     h->len = (size_t)hl;

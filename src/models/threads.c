@@ -37,9 +37,11 @@ static void *loop_main(void *arg)
     /* A loop that could not start (out of fds for its docroot or epoll)
      * leaves its own socket of the group unserved: the connections the
      * kernel hashes there would wait for good. The whole worker stops,
-     * and the master starts another (with backoff). */
+     * and the master starts another (with backoff); gracefully, so that
+     * the other loops finish what they hold (connections handed over at
+     * a reload among them) rather than reset it. */
     if (t->rc)
-        kill(getpid(), SIGQUIT);
+        kill(getpid(), SIGTERM);
     return NULL;
 }
 
