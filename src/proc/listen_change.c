@@ -32,6 +32,7 @@ static int keep_address(struct listen_change *ch, const struct listeners *cur, i
     struct listeners *nx = &ch->next;
     nx->shared[l] = cur->shared[j];
     nx->path_ours[l] = cur->path_ours[j];
+    nx->inherited[l] = cur->inherited[j];
     int have = listeners_count(cur, j), want = listeners_count(nx, l);
     for (int i = 0; i < nx->nsockets; i++)
         nx->fds[l][i] = i < have ? cur->fds[j][i] : -1;
