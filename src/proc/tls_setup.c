@@ -22,7 +22,12 @@ int tls_setup_load(struct tls_setup *t, const struct serve_config *cfg, char *er
     tls_server_free(t->server);
     t->server = s;
     t->period_ms = cfg->tls.session_timeout_ms;
-    t->rotate_at_ms = clock_now_ms() + t->period_ms;
+    /* A reload keeps the schedule (a shorter period counts from now):
+     * restarting it on each HUP never rotated the keys under reloads more
+     * frequent than the period. */
+    int64_t due = clock_now_ms() + t->period_ms;
+    if (!t->rotate_at_ms || due < t->rotate_at_ms)
+        t->rotate_at_ms = due;
     return 0;
 }
 

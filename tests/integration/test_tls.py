@@ -508,6 +508,21 @@ def test_master_rotates_ticket_keys(server, pki):
         assert c.sock.session_reused
 
 
+def test_reloads_do_not_postpone_ticket_key_rotation(server, pki):
+    """HUPs more often than --tls-session-timeout (a config pushed every
+    few minutes) still let the keys rotate on schedule: a reload that
+    restarted the period kept the same keys for good."""
+    srv = start(server, pki, "-v", "--tls-session-timeout", "2s", "--workers", "1")
+    t0 = time.monotonic()
+    for gen in range(2, 9):  # a reload every 0.7 s, for about 5 s
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: f"reloaded: generation {gen}" in srv.stderr_text(), timeout=10,
+                 what="reload")
+        time.sleep(max(0.0, t0 + 0.7 * (gen - 1) - time.monotonic()))
+    assert srv.stderr_text().count("session ticket keys rotated") >= 2, \
+        "the ticket keys did not rotate under reloads"
+
+
 # ------------------------------------------------------------ reload
 
 def swap_in(pki, cert_path, key_path, new_cert, new_key):
