@@ -227,10 +227,13 @@ static int take_raw_pp(struct conn_state *st, int64_t deadline)
     }
 }
 
-/* The TLS handshake, within the header timeout: 0 done, -1 failed. */
-static int handshake(struct conn_state *st)
+/* The TLS handshake, within the header timeout: 0 done, -1 failed.
+ * *deadline is set to that timeout's end, which the first request head
+ * shares (it runs from accept). */
+static int handshake(struct conn_state *st, int64_t *deadline_out)
 {
     int64_t deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+    *deadline_out = deadline;
     if (st->sc.await_pp && take_raw_pp(st, deadline) < 0)
         return -1;
     enum tls_fail why;
@@ -346,11 +349,12 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
  * request may have come right behind the handshake, and then one answered
  * with close never enters the netpoll (no epoll_ctl at all). A fresh one
  * waits first for a while after such a read found nothing. */
-static int serve(struct conn_state *st, int fresh)
+static int serve(struct conn_state *st, int fresh, int64_t head_deadline)
 {
     const struct serve_config *cfg = M.cfg;
     int fd = st->fd;
-    int64_t head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+    if (!head_deadline)
+        head_deadline = clock_now_ms() + cfg->header_timeout_ms;
     int drained = 0, probe = 0;
     if (fresh) {
         struct cthread *t = here();
@@ -471,10 +475,12 @@ static void *conn_main(void *arg)
         else if (coro_start_result() < 0)
             r = CLOSE;
     }
-    if (r == GO_ON && st->ssl && !resumed && handshake(st) < 0)
+    /* after a handshake, the first head has what is left of its time */
+    int64_t head_deadline = 0;
+    if (r == GO_ON && st->ssl && !resumed && handshake(st, &head_deadline) < 0)
         r = CLOSE;
     if (r == GO_ON)
-        r = serve(st, !resumed && !st->ssl);
+        r = serve(st, !resumed && !st->ssl, head_deadline);
     if (r == HANDED && hand_over(st))
         return NULL;
     if (r == HANDED)

@@ -774,6 +774,43 @@ def test_bad_input_is_closed_and_fds_come_back(server, pki, model):
     assert srv.alive()
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_header_timeout_counts_the_handshake_and_the_first_head_together(server, pki, model):
+    """A handshake that takes most of the header timeout leaves the first
+    request head only the rest of it (SPEC-serve: the timeout runs from
+    accept): coro gave the head a whole timeout of its own after the
+    handshake, so a client held a connection for twice the time."""
+    srv = start(server, pki, "--header-timeout", "2s", model=model)
+    ctx = client_ctx(pki)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    hello = out.read()
+    with socket.create_connection(("127.0.0.1", srv.port)) as s:
+        t0 = time.monotonic()
+        s.sendall(hello[:10])
+        time.sleep(1.5)  # the handshake stalls for most of the timeout
+        s.sendall(hello[10:])
+        s.settimeout(5)
+        while True:
+            inc.write(s.recv(65536))
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pass
+        s.sendall(out.read())  # handshake done; the first request never comes
+        s.settimeout(6)
+        try:
+            while s.recv(65536):
+                pass
+        except (ConnectionResetError, socket.timeout):
+            pass
+        took = time.monotonic() - t0
+    assert took < 2.8, f"closed {took:.1f}s after accept, with a 2s header timeout"
+
+
 def test_protocols_option_refuses_tls12(server, pki):
     srv = start(server, pki, "--tls-protocols", "TLSv1.3")
     with pytest.raises(ssl.SSLError):
