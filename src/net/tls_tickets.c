@@ -51,9 +51,14 @@ void tls_tickets_rotate(struct tls_tickets *t)
     OPENSSL_cleanse(&k, sizeof k);
 }
 
-static void snapshot(struct ticket_key *cur, struct ticket_key *prev)
+/* The keys as the master last wrote them: 0, or -1 when a write never
+ * ends. The master's copy takes nanoseconds; a sequence that stays odd
+ * for a million looks means it died inside one (SIGKILL), and spinning on
+ * would hold this thread at 100% CPU for good: such a handshake gets no
+ * ticket and resumes nothing instead. */
+static int snapshot(struct ticket_key *cur, struct ticket_key *prev)
 {
-    for (;;) {
+    for (long tries = 0; tries < 1000000; tries++) {
         uint32_t s1 = __atomic_load_n(&keys->seq, __ATOMIC_ACQUIRE);
         if (s1 & 1)
             continue;
@@ -61,8 +66,9 @@ static void snapshot(struct ticket_key *cur, struct ticket_key *prev)
         *prev = keys->prev;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&keys->seq, __ATOMIC_RELAXED) == s1)
-            return;
+            return 0;
     }
+    return -1;
 }
 
 static int mac_init(EVP_MAC_CTX *hctx, const struct ticket_key *k)
@@ -81,7 +87,8 @@ static int ticket_cb(SSL *ssl, unsigned char name[16], unsigned char *iv,
 {
     (void)ssl;
     struct ticket_key cur, prev;
-    snapshot(&cur, &prev);
+    if (snapshot(&cur, &prev) < 0)
+        return 0; /* enc: no ticket; dec: a full handshake */
     int rc = -1;
     if (enc) {
         memcpy(name, cur.name, 16);
