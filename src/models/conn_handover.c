@@ -106,9 +106,10 @@ void conn_handover_receive(struct evloop *ev)
 }
 
 /* Hands over the connections of q that wait for their next request (those
- * that cannot move are marked to drain); returns how many stay. One that
- * has not had a request yet stays: it is answered with keep-alive and
- * moves once idle, as a busy one does. */
+ * that cannot move are marked to drain); returns how many stay. A fresh
+ * one with no byte yet moves too (not a TLS one: OpenSSL has it here):
+ * kept, it held the old worker to its shutdown timeout, which then closed
+ * it under a request still due within the header timeout. */
 static int hand_over_queue(struct evloop *ev, struct timerq *q)
 {
     int stay = 0;
@@ -116,7 +117,8 @@ static int hand_over_queue(struct evloop *ev, struct timerq *q)
     while (n != &q->head) {
         struct tq_node *next = n->next;
         struct conn *c = container_of(n, struct conn, timer);
-        if (c->in_len == 0 && c->st.nreq && c->drain != DRAIN_KEEP && !c->st.await_pp) {
+        if (c->in_len == 0 && (c->st.nreq || !c->ssl) && c->drain != DRAIN_KEEP &&
+            !c->st.await_pp) {
             if (conn_hand_over(ev, c) < 0) {
                 c->drain = DRAIN_RETRY;
                 stay++;
@@ -135,7 +137,7 @@ int conn_handover_retry(struct evloop *ev)
     int64_t now = clock_now_ms();
     if (next_at && now < next_at)
         return (int)(next_at - now);
-    int stay = hand_over_queue(ev, &ev->q_keepalive);
+    int stay = hand_over_queue(ev, &ev->q_keepalive) + hand_over_queue(ev, &ev->q_header);
     next_at = stay ? now + RETRY_MS : 0;
     return stay ? RETRY_MS : -1;
 }

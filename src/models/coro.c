@@ -391,8 +391,22 @@ static int serve(struct conn_state *st, int fresh, int64_t head_deadline)
                                ? body_clock_deadline(&st->sc.body, cfg->body_timeout_ms,
                                                      cfg->body_min_rate)
                                : head_deadline;
-        if (drained && wait_io(fd, tls_wants(st), deadline, 0) < 0)
-            return CLOSE;
+        /* A fresh connection with no byte yet moves on a reload as an idle
+         * one does: kept, it held this worker to its shutdown timeout,
+         * which then closed it under a request still due. */
+        int movable = !st->len && !st->sc.nreq && !st->ssl && !st->drain &&
+                      !st->sc.await_pp && (!coro_stopping() || handing_over());
+        if (drained) {
+            int w = coro_wait_fd(fd, tls_wants(st), deadline,
+                                 movable ? CORO_INTERRUPTIBLE : 0);
+            if (w == -ECANCELED && movable) {
+                if (handing_over())
+                    return HANDED;
+                continue; /* a plain stop: it waits on for its request */
+            }
+            if (w < 0)
+                return CLOSE;
+        }
         if (!st->in && !(st->in = bufpool_get(&here()->inbufs)))
             return CLOSE;
         for (;;) {
@@ -463,7 +477,9 @@ static int hand_over(struct conn_state *st)
 static void *conn_main(void *arg)
 {
     struct conn_state *st = arg;
-    int resumed = st->sc.nreq > 0;
+    /* idle: parked without a stack, as a fresh one that could not move on
+     * a reload is too; its wakeup took the edge, so it reads first */
+    int resumed = st->sc.nreq > 0 || st->idle;
     int r = GO_ON;
     if (resumed) {
         set_idle(st, 0);

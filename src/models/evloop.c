@@ -316,7 +316,8 @@ static void begin_stop(struct server *s, int hand_over)
     }
     /* Idle keep-alive connections close now. Fresh ones without a byte yet
      * stay: their request may be on its way, and it gets its answer (with
-     * Connection: close) or the header timeout, within the stop deadline. */
+     * Connection: close) or the header timeout, within the stop deadline.
+     * On a reload both move to the new generation instead. */
     if (ev->handing_over)
         conn_handover_retry(ev);
     else

@@ -39,7 +39,7 @@ static void idle(struct uring_loop *u, struct uconn *c)
 {
     if (c->handing || c->drain)
         return; /* on its way, or staying */
-    if (u->ho_fd < 0 || !c->st.nreq || c->st.await_pp) {
+    if (u->ho_fd < 0 || c->st.await_pp) {
         c->drain = 1;
         uconn_keep(u, c);
         return;
@@ -92,6 +92,17 @@ void uring_handover_begin(struct uring_loop *u)
     while (n != &u->q_keepalive.head) {
         struct tq_node *next = n->next;
         idle(u, container_of(n, struct uconn, timer));
+        n = next;
+    }
+    /* Fresh ones with no byte yet move too: kept, one held this worker to
+     * its shutdown timeout, which then closed it under a request still due
+     * within the header timeout. */
+    n = u->q_header.head.next;
+    while (n != &u->q_header.head) {
+        struct tq_node *next = n->next;
+        struct uconn *c = container_of(n, struct uconn, timer);
+        if (!c->in_len && !c->nheld && !c->st.nreq)
+            idle(u, c);
         n = next;
     }
 }

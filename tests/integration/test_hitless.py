@@ -335,6 +335,35 @@ def test_idle_connection_moves_to_the_new_generation(server, tmp_path, model):
     assert recs[TARGET + "?after"]["generation"] == 2
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_fresh_connection_moves_to_the_new_generation(server, model):
+    """A connection accepted before a HUP that has not sent a byte yet (a
+    browser's preconnect, a pool's warm connection) moves to the new
+    generation like an idle one: the old workers leave at once, and its
+    first request, sent after they have gone, is answered. It stayed in
+    the old worker, which closed it at the shutdown timeout: a request sent
+    after that (still well within the header timeout) met an EOF, and the
+    old generation lived on for the whole shutdown timeout."""
+    srv = server(*server_args(model))
+    procs = 1 if model in ("threads", "coro") else 2
+    wait_for(lambda: len(worker_pids(srv)) == procs, timeout=5, what="the workers")
+    conns = [RawConn.open(("127.0.0.1", srv.port), timeout=10) for _ in range(4)]
+    time.sleep(0.3)   # accepted by the old workers
+    old = worker_pids(srv)
+    hup_at = time.monotonic()
+    srv.send_signal(signal.SIGHUP)
+    wait_for(lambda: not old & set(descendants(srv.pid)), timeout=8,
+             what="old generation gone")
+    took = time.monotonic() - hup_at
+    for i, c in enumerate(conns):
+        c.send(get_req(f"{TARGET}?{i}"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == BODY
+        c.close()
+    # it left by handing them over, not at its 5 s shutdown timeout
+    assert took < 3, took
+
+
 @pytest.mark.slow
 @pytest.mark.concurrency
 @pytest.mark.parametrize("model", MODELS)
