@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import select
 import socket
 import time
 
@@ -256,6 +257,20 @@ def test_upstream_sees_only_herds_chunk_lines(server, model):
             s.close()
 
 
+def accept_request(ls, socks):
+    """Accepts herd's connection on the hand-played upstream ls and reads
+    one request head from it; the socket joins socks (closed by the caller)."""
+    up, _ = ls.accept()
+    socks.append(up)
+    up.settimeout(10)
+    got = b""
+    while b"\r\n\r\n" not in got:
+        more = up.recv(65536)
+        assert more, got
+        got += more
+    return up
+
+
 @contextlib.contextmanager
 def one_exchange(server, model, group):
     """herd proxying /up/ to a hand-played upstream, a client whose GET /up/x
@@ -268,14 +283,7 @@ def one_exchange(server, model, group):
         c = srv.connect(timeout=10)
         socks.append(c)
         c.send(build_request("GET", "/up/x"))
-        up, _ = ls.accept()
-        socks.append(up)
-        up.settimeout(10)
-        got = b""
-        while b"\r\n\r\n" not in got:
-            more = up.recv(65536)
-            assert more, got
-            got += more
+        up = accept_request(ls, socks)
         yield srv, c, up
     finally:
         for s in socks:
@@ -377,34 +385,19 @@ def test_an_answer_that_announces_a_body_it_must_not_have_ends_its_connection(
         a = srv.connect(timeout=10)
         socks.append(a)
         a.send(build_request(method, "/up/a"))
-        up, _ = ls.accept()
-        socks.append(up)
-        up.settimeout(10)
-        got = b""
-        while b"\r\n\r\n" not in got:
-            more = up.recv(65536)
-            assert more, got
-            got += more
+        up = accept_request(ls, socks)
         up.sendall(b"HTTP/1.1 " + status + b"\r\n" + framing + b"\r\n")
         head = a.read_until(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 " + status[:3]), head
         b = srv.connect(timeout=10)
         socks.append(b)
         b.send(build_request("GET", "/up/b"))
-        import select
         ready, _, _ = select.select([ls, up], [], [], 10)
         if up in ready and up.recv(65536):
             # the request came on the same connection: the stray body first
             up.sendall(forged + b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal")
         else:
-            fresh, _ = ls.accept()
-            socks.append(fresh)
-            fresh.settimeout(10)
-            got = b""
-            while b"\r\n\r\n" not in got:
-                more = fresh.recv(65536)
-                assert more, got
-                got += more
+            fresh = accept_request(ls, socks)
             fresh.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal")
         r = b.read_response()
         assert r.status == 200 and r.body == b"real", r
@@ -418,7 +411,6 @@ def test_connect_is_never_proxied(server, model):
     2xx to it (a tunnel, to an RFC 9110 client) was relayed while herd read
     the connection on as HTTP (red-team pass 18). It gets the 405 any
     CONNECT gets, and the upstream never hears of it."""
-    import select
     ls = raw_upstream()
     srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
                  "--proxy", "/up/=r")

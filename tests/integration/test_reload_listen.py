@@ -183,20 +183,26 @@ def test_a_refused_reload_removes_the_unix_socket_file_it_made(from_config, tmp_
     assert serves(("127.0.0.1", srv.port))
 
 
+def reload_refused_for_a_busy_address(srv, cfg, lines):
+    """Reloads srv to its address, one taken by another socket, and lines;
+    returns once the master has refused it."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        cfg.write_text(f"listen = 127.0.0.1:0\nlisten = 127.0.0.1:{port}\n{lines}")
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
+                 what="the refusal")
+
+
 def test_a_reload_refused_for_a_busy_address_leaves_no_new_access_log(from_config, tmp_path):
     """The reload opens (so makes) a new access log to check it first; one
     then refused for a busy address removes the file it made, as it does
     the unix socket files it bound (it was left behind, empty)."""
     srv, cfg = from_config(["127.0.0.1:0"], "--model", "reuseport", "--workers", "2")
     log = tmp_path / "new-access.log"
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen(1)
-        port = busy.getsockname()[1]
-        cfg.write_text(f"listen = 127.0.0.1:0\nlisten = 127.0.0.1:{port}\naccess-log = {log}\n")
-        srv.send_signal(signal.SIGHUP)
-        wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
-                 what="the refusal")
+    reload_refused_for_a_busy_address(srv, cfg, f"access-log = {log}\n")
     assert not log.exists(), "the refused reload left the access log it made"
     assert serves(("127.0.0.1", srv.port))
 
@@ -209,14 +215,7 @@ def test_a_refused_reload_leaves_an_access_log_symlink_alone(from_config, tmp_pa
     srv, cfg = from_config(["127.0.0.1:0"], "--model", "reuseport", "--workers", "2")
     link = tmp_path / "access.log"
     link.symlink_to(tmp_path / "target.log")
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen(1)
-        port = busy.getsockname()[1]
-        cfg.write_text(f"listen = 127.0.0.1:0\nlisten = 127.0.0.1:{port}\naccess-log = {link}\n")
-        srv.send_signal(signal.SIGHUP)
-        wait_for(lambda: any("reload refused" in l for l in srv.lines if l), timeout=5,
-                 what="the refusal")
+    reload_refused_for_a_busy_address(srv, cfg, f"access-log = {link}\n")
     assert link.is_symlink(), "the refused reload removed the operator's symlink"
     assert serves(("127.0.0.1", srv.port))
 
