@@ -34,16 +34,23 @@ def fetch(srv, target):
     return srv.request(get_req(target, headers=[("Connection", "close")]), timeout=5)
 
 
-@pytest.fixture
-def configured(server, tmp_path):
-    """A server run from tmp/herd.conf, whose pid-file line is relative."""
+def from_config(server, tmp_path, text):
+    """A server run from tmp/herd.conf holding text (its pid-file line
+    relative, herd.pid), once its pid file names it: (srv, cfg, pidfile)."""
     cfg = tmp_path / "herd.conf"
-    base = f"workers = 2\nstatus-path = {STATUS}\npid-file = herd.pid\n"
-    cfg.write_text(base)
+    cfg.write_text(text)
     srv = server("--config", cfg)
     pidfile = tmp_path / "herd.pid"
     wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
              what="the pid file")
+    return srv, cfg, pidfile
+
+
+@pytest.fixture
+def configured(server, tmp_path):
+    """A server run from tmp/herd.conf, whose pid-file line is relative."""
+    base = f"workers = 2\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    srv, cfg, pidfile = from_config(server, tmp_path, base)
     return srv, cfg, pidfile, base
 
 
@@ -218,12 +225,8 @@ def test_the_masters_temporary_files_are_not_written_through_a_symlink(server, t
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     os.symlink(victim, tmp_path / which)
-    cfg = tmp_path / "herd.conf"
-    cfg.write_text(f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n")
-    srv = server("--config", cfg)
-    pidfile = tmp_path / "herd.pid"
-    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
-             what="the pid file")
+    srv, cfg, pidfile = from_config(server, tmp_path,
+                                    f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n")
     assert reload("--pid-file", pidfile).returncode == 0
     assert victim.read_text() == "precious\n"
     assert pidfile.read_text() == f"{srv.pid}\n" and not pidfile.is_symlink()
@@ -233,13 +236,8 @@ def test_the_masters_temporary_files_are_not_written_through_a_symlink(server, t
 def test_a_reload_to_an_access_log_that_cannot_be_opened_is_refused(server, tmp_path):
     """As a start is: the reload was taken, and the master then restarted a
     logger that could not open its log ten times a second, for good."""
-    cfg = tmp_path / "herd.conf"
     base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
-    cfg.write_text(base + f"access-log = {tmp_path}/a.log\n")
-    srv = server("--config", cfg)
-    pidfile = tmp_path / "herd.pid"
-    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
-             what="the pid file")
+    srv, cfg, pidfile = from_config(server, tmp_path, base + f"access-log = {tmp_path}/a.log\n")
     cfg.write_text(base + f"access-log = {tmp_path}\n")   # a directory
     r = reload("--pid-file", pidfile)
     assert r.returncode == 1, r
@@ -257,13 +255,8 @@ def test_a_reload_to_an_access_log_fifo_with_no_reader_is_refused_at_once(server
     the new access log sat in open(2), taking no signal, no answer and
     (dispatch) no connection, until something read the FIFO (red-team
     pass 19)."""
-    cfg = tmp_path / "herd.conf"
     base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
-    cfg.write_text(base)
-    srv = server("--config", cfg)
-    pidfile = tmp_path / "herd.pid"
-    wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n", timeout=5,
-             what="the pid file")
+    srv, cfg, pidfile = from_config(server, tmp_path, base)
     fifo = tmp_path / "access.fifo"
     os.mkfifo(fifo)
     cfg.write_text(base + f"access-log = {fifo}\n")
@@ -286,14 +279,9 @@ def test_an_access_log_pipe_nobody_reads_does_not_hold_the_logger(server, tmp_pa
     os.mkfifo(fifo)
     shipper = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)   # holds it, never reads
     try:
-        cfg = tmp_path / "herd.conf"
         base = (f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
                 "shutdown-timeout = 20s\n")
-        cfg.write_text(base + f"access-log = {fifo}\n")
-        srv = server("--config", cfg)
-        pidfile = tmp_path / "herd.pid"
-        wait_for(lambda: pidfile.exists() and pidfile.read_text() == f"{srv.pid}\n",
-                 timeout=5, what="the pid file")
+        srv, cfg, pidfile = from_config(server, tmp_path, base + f"access-log = {fifo}\n")
         # about 150 KB of log lines: more than the FIFO holds (64 KiB)
         batch = get_req("/small.txt?" + "q" * 100) * 100
         for _ in range(10):
