@@ -172,11 +172,7 @@ static const char *running_model;
  * 0, or -1 with the reason in err. */
 static int threads_fit(const struct serve_config *cfg, char *err, size_t errlen)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    long loops = cfg->threads ? (long)cfg->threads : cfg->workers ? (long)cfg->workers
-                 : ncpu > 0 ? ncpu : 1;
-    if (loops > CONFIG_MAX_WORKERS) /* the one-per-CPU default: the master caps it so */
-        loops = CONFIG_MAX_WORKERS;
+    long loops = config_thread_count(cfg);
     long need = sizing_threads_fds_needed(running_model, (int)loops, cfg->nlisten);
     if (sizing_fd_limit() >= need)
         return 0;

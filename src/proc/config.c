@@ -966,6 +966,14 @@ int config_load(struct serve_config *cfg, const char *path, char *err, size_t er
     return rc;
 }
 
+int config_thread_count(const struct serve_config *cfg)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = cfg->threads ? (long)cfg->threads : cfg->workers ? (long)cfg->workers
+             : ncpu > 0 ? ncpu : 1;
+    return n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)n;
+}
+
 int config_finish(struct serve_config *cfg, char *err, size_t errlen)
 {
     cfg->listen_default = cfg->nlisten == 0;
@@ -1034,9 +1042,7 @@ int config_finish(struct serve_config *cfg, char *err, size_t errlen)
      * a listen socket of its own: a loop with no share would leave the
      * connections the kernel hands its socket waiting for good. */
     if (!strcmp(cfg->model, "threads") && cfg->max_connections) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        uint64_t loops = cfg->threads ? cfg->threads : cfg->workers ? cfg->workers
-                         : (uint64_t)(ncpu > 0 ? ncpu : 1);
+        uint64_t loops = (uint64_t)config_thread_count(cfg);
         if (cfg->max_connections < loops) {
             snprintf(err, errlen, "max-connections %u is below the %llu threads of --model "
                      "threads (each takes at least one)", (unsigned)cfg->max_connections,

@@ -146,6 +146,10 @@ int config_known(const char *name);
  * in err. */
 int config_load(struct serve_config *cfg, const char *path, char *err, size_t errlen);
 
+/* The threads of --model threads or coro: --threads, else --workers, else
+ * one per CPU, at most CONFIG_MAX_WORKERS (the master caps the default so). */
+int config_thread_count(const struct serve_config *cfg);
+
 /* Checks settings that depend on each other; fills the defaults that
  * depend on the machine. Returns 0 or -1 with a reason. */
 int config_finish(struct serve_config *cfg, char *err, size_t errlen);
