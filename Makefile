@@ -140,8 +140,10 @@ build/malloc_count.so: tests/tools/malloc_count.c
 	$(CC) -O2 -shared -fPIC -o $@ $<
 
 # LD_PRELOAD shims for tests (tests/tools): small socket buffers for the
-# handover tests, a slow empty peek for the TLS one.
-SHIMS := build/sockbuf_cap.so build/slow_peek.so build/slow_connect.so build/taken_port.so
+# handover tests, a slow empty peek for the TLS one, sends cut short for
+# the 100 Continue ones.
+SHIMS := build/sockbuf_cap.so build/slow_peek.so build/slow_connect.so build/taken_port.so \
+	build/short_send.so
 $(SHIMS): build/%.so: tests/tools/%.c
 	@mkdir -p build
 	$(CC) -O2 -shared -fPIC -o $@ $< -ldl

@@ -121,6 +121,7 @@ struct xfer {
     uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
     uint8_t busy;                /* a server's listen queue was full (503) */
+    uint8_t continue_left;       /* bytes of CONTINUE_LINE not yet taken by the client's socket */
     int64_t sent_ms;             /* when the whole request was sent (stall checks) */
     uint8_t stall_counted;       /* in the scoreboard's upstream_stalled */
     const struct upstream_codec *codec;

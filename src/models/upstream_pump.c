@@ -198,7 +198,7 @@ static int client_left(struct proxy *px, struct xfer *x)
      * be asked only while none of the answer went out. With a write
      * pending, processing a record (a KeyUpdate) breaks that write; then
      * a raw peek must do, and a failed send shows a client that left. */
-    int ask_tls = x->client_ssl && !x->hoff && !x->body_sent;
+    int ask_tls = x->client_ssl && !x->hoff && !x->body_sent && !x->continue_left;
     if (ask_tls) {
         n = tls_peek(x->client_ssl, peek, sizeof peek);
     } else {
@@ -291,15 +291,31 @@ static ssize_t client_send(struct xfer *x, const struct msghdr *m, int more)
     return r < 0 ? -errno : r;
 }
 
-/* A short interim answer, best effort: the socket is empty at that point. */
-static void client_say(struct xfer *x, const char *p, size_t n)
+/* The interim answer to "Expect: 100-continue". It goes at once; what the
+ * client's socket did not take (a full buffer: the client pipelined and
+ * does not read) goes first with the next bytes dbuf_to_client sends, as a
+ * cut-short line would corrupt the answer after it. Under TLS a refused
+ * write leaves the record in OpenSSL, which sends it when the same bytes
+ * are offered again: the same rule. */
+static const char CONTINUE_LINE[] = "HTTP/1.1 100 Continue\r\n\r\n";
+#define CONTINUE_LEN (sizeof CONTINUE_LINE - 1)
+
+static void send_continue(struct xfer *x)
 {
-    if (x->client_ssl) {
-        struct iovec v = {(void *)p, n};
-        (void)tls_writev(x->client_ssl, &v, 1);
-        return;
-    }
-    (void)!send(x->client_fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct iovec v = {(void *)CONTINUE_LINE, CONTINUE_LEN};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+    ssize_t n;
+    do
+        n = client_send(x, &m, 0);
+    while (n == -EINTR);
+    x->continue_left = (uint8_t)(n > 0 ? CONTINUE_LEN - (size_t)n : CONTINUE_LEN);
+}
+
+/* Bytes still to go to the client: the interim line's rest, then (once
+ * the head is made) the head and dbuf. */
+static int client_owed(const struct xfer *x)
+{
+    return x->continue_left || (x->head_done && (x->hoff < x->hlen || x->doff < x->dlen));
 }
 
 int upstream_reads_body(const struct xfer *x)
@@ -540,17 +556,19 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
 
 static int dbuf_to_client(struct proxy *px, struct xfer *x)
 {
-    if (!x->head_done || (x->hoff == x->hlen && x->doff == x->dlen))
+    if (!client_owed(x))
         return 0;
-    struct iovec iov[2] = {
-        {x->hbuf + x->hoff, x->hlen - x->hoff},
-        {x->dbuf + x->doff, x->dlen - x->doff},
-    };
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    if (!iov[0].iov_len) {
-        m.msg_iov = &iov[1];
-        m.msg_iovlen = 1;
+    struct iovec iov[3];
+    int niov = 0;
+    if (x->continue_left)
+        iov[niov++] = (struct iovec){(void *)(CONTINUE_LINE + CONTINUE_LEN - x->continue_left),
+                                     x->continue_left};
+    if (x->head_done) {
+        if (x->hoff < x->hlen)
+            iov[niov++] = (struct iovec){x->hbuf + x->hoff, x->hlen - x->hoff};
+        iov[niov++] = (struct iovec){x->dbuf + x->doff, x->dlen - x->doff};
     }
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
     int more = x->resp_done && client_closes_after(px, x);
     ssize_t n;
     do
@@ -562,13 +580,17 @@ static int dbuf_to_client(struct proxy *px, struct xfer *x)
         return abort_client(px, x);
     }
     SB_ADD(px->step->slot->bytes_out, (uint64_t)n);
-    size_t left = (size_t)n, h = x->hlen - x->hoff;
+    size_t left = (size_t)n;
+    size_t from_continue = left < x->continue_left ? left : x->continue_left;
+    x->continue_left = (uint8_t)(x->continue_left - from_continue);
+    left -= from_continue;
+    size_t h = x->hlen - x->hoff;
     size_t from_head = left < h ? left : h;
     x->hoff += from_head;
     left -= from_head;
     x->doff += left;
     x->body_sent += left;
-    if (x->doff == x->dlen)
+    if (x->head_done && x->doff == x->dlen)
         dbuf_drained(x);
     x->client_progress = 1;
     return 1;
@@ -617,7 +639,7 @@ static void set_timers(struct proxy *px, struct xfer *x)
             stall_arm(px, x);
     }
     x->up_progress = 0;
-    int q = x->head_done && (x->hoff < x->hlen || x->doff < x->dlen) ? UT_SEND
+    int q = client_owed(x) ? UT_SEND
             : !x->req_done && !x->errored && x->ulen < px->ucap ? UT_BODY
                                                                 : UT_NONE;
     /* progress restarts the send timer; the body clock only counts bytes */
@@ -649,7 +671,7 @@ static void pump(struct proxy *px, struct xfer *x)
         if ((r = dbuf_to_client(px, x)) < 0)
             return;
         moved |= r;
-        if (x->resp_done && x->hoff == x->hlen && x->doff == x->dlen) {
+        if (x->resp_done && !client_owed(x)) {
             finish(px, x);
             return;
         }
@@ -776,7 +798,7 @@ long upstream_start(struct proxy *px, void *client, int fd, SSL *ssl, struct ste
          * (the upstream never sees the Expect header). An HTTP/1.0 client
          * does not know 100 Continue (RFC 9110 10.1.1): it just sends. */
         if (!x->req_done && x->client_minor && expects_continue(req))
-            client_say(x, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            send_continue(x);
     } else {
         x->req_done = 1;
     }

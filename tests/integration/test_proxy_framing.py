@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS
+from conftest import HERD_ARGS, shim_env
 from herdtest import RawConn, build_request, wait_for
 from lenient_backend import Lenient
 from proxy_backend import PATTERN, Backend, pattern_sha
@@ -492,3 +492,24 @@ def test_100_continue_only_to_http11(server, backend, model):
                 assert b"100 Continue" not in rest and rest.startswith(b"HTTP/1.1 200 "), rest
             else:
                 assert echo(c.read_response())["body_len"] == 5
+
+
+@pytest.mark.parametrize("took", [9, 0])
+def test_100_continue_cut_short_by_a_full_socket_goes_whole_before_the_answer(
+        server, backend, model, took):
+    """A client socket with little room (the client pipelined and does not
+    read) may take only part of the interim line, or none. The rest must go
+    before the answer: a cut-short "HTTP/1.1 " ran into the final head, and
+    a refused line was lost, so a client waiting for it sent no body.
+    tests/tools/short_send.c makes the socket take `took` bytes of it."""
+    b = backend()
+    srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b",
+                 env=shim_env("short_send", SHORT_SEND_PREFIX="HTTP/1.1 100 Continue",
+                              SHORT_SEND_BYTES=took))
+    with srv.connect() as c:
+        c.send(build_request("POST", "/e", headers=[("Expect", "100-continue"),
+                                                   ("Content-Length", 5)]))
+        assert c.read_until(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        c.send(b"hello")
+        assert echo(c.read_response())["body_len"] == 5
+        assert echo(srv.get("/again"))["body_len"] == 0

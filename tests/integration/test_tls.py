@@ -348,6 +348,33 @@ def test_proxy_over_tls(server, pki, tmp_path, model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_100_continue_refused_by_a_full_socket_goes_before_the_answer(server, pki, tmp_path,
+                                                                      model):
+    """The interim line's TLS record refused by a full socket stays in
+    OpenSSL, which sends it when the same bytes are offered again. herd
+    offered the answer's head instead: OpenSSL sent the interim record and
+    counted it as the head's first 25 bytes, so the client got a head cut
+    short. tests/tools/short_send.c refuses the record once (25 bytes in a
+    TLS 1.3 record: 5 of header, 1 of type, 16 of tag, 47 in all)."""
+    from proxy_backend import Backend
+    b = Backend(f"unix:{tmp_path}/b.sock", "b")
+    try:
+        srv = start(server, pki, "--upstream", f"b={b.address}", "--proxy", "/api/=b",
+                    model=model, env=shim_env("short_send", SHORT_WRITE_LEN=47))
+        with tls_conn(srv, pki) as c:
+            assert c.sock.version() == "TLSv1.3"
+            c.send(build_request("POST", "/api/echo", headers=[("Expect", "100-continue"),
+                                                              ("Content-Length", 5)]))
+            assert c.read_until(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+            c.send(b"hello")
+            r = c.read_response()
+            assert r.status == 200 and json.loads(r.body)["body_len"] == 5, r
+            assert get(c, "/api/echo").status == 200
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("leave", ["close_notify", "fin"])
 def test_a_tls_client_that_leaves_while_upstream_is_499(server, pki, tmp_path, model, leave):
     """A TLS client that leaves (close_notify, or a bare FIN) while its
