@@ -1,6 +1,7 @@
 #include "proc/dispatch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +16,8 @@
 
 struct channel {
     int fd;            /* master's end, -1 when unused */
+    int rescue;        /* a copy of the worker's end, -1 when none: what its
+                        * worker never took is taken back when it exits */
     uint8_t blocked;   /* last send hit EAGAIN */
     uint64_t sent;     /* connections passed; the worker counts what it took */
 };
@@ -56,7 +59,7 @@ struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const in
     d->hold_max_ms = hold_max_ms;
     d->nlisten = n > 16 ? 16 : n;
     for (int i = 0; i < SB_MAX_SLOTS; i++)
-        d->ch[i].fd = -1;
+        d->ch[i].fd = d->ch[i].rescue = -1;
     acceptor_init(&d->ac);
     for (int i = 0; i < d->nlisten; i++) {
         d->listen_fds[i] = listen_fds[i];
@@ -74,8 +77,10 @@ int dispatch_channel(struct dispatch *d, int slot)
         return -errno;
     if (d->ch[slot].fd >= 0)
         dispatch_drop(d, slot);
+    dispatch_exited(d, slot, 0);
     /* Every send uses MSG_DONTWAIT: the master never blocks on a worker. */
     d->ch[slot].fd = sv[0];
+    d->ch[slot].rescue = fcntl(sv[1], F_DUPFD_CLOEXEC, 0); /* -1: none, as before */
     d->ch[slot].blocked = 0;
     d->ch[slot].sent = SB_GET(d->sb->slots[slot].accepted);
     if (loop_add(d->loop, sv[0], EPOLLOUT | EPOLLET, DISPATCH_TAG_CHANNEL | (uint64_t)slot) < 0)
@@ -279,6 +284,42 @@ static void flush_held(struct dispatch *d)
     set_paused(d, d->nheld > 0 || d->accept_retry_at);
 }
 
+/* Takes back what the exited worker of slot never took from its channel
+ * (it crashed, or stopped reading at a reload) and passes it on, as a
+ * listen queue outlives the process that was to accept from it. Those
+ * connections wait for their first answer: closed, each is a request
+ * lost for a client that does not retry. Past HELD_MAX, or on a stop
+ * (pass_on 0), they close. */
+void dispatch_exited(struct dispatch *d, int slot, int pass_on)
+{
+    int end = d->ch[slot].rescue;
+    if (end < 0)
+        return;
+    d->ch[slot].rescue = -1;
+    dispatch_drop(d, slot); /* so EOF ends the reads below */
+    int fds[64], n, moved = 0, closed = 0;
+    unsigned lost;
+    while ((n = dispatch_receive(end, fds, 64, &lost)) > 0) {
+        for (int i = 0; i < n; i++) {
+            if (pass_on && pass(d, fds[i]) == 0) {
+                moved++;
+            } else if (pass_on && d->nheld < HELD_MAX) {
+                d->held[d->nheld++] = (struct held){fds[i], clock_now_ms()};
+                moved++;
+            } else {
+                close(fds[i]);
+                closed++;
+            }
+        }
+    }
+    close(end);
+    if (moved || closed)
+        log_msg(closed ? LOG_WARN : LOG_NOTICE, "dispatch: %d connections the worker in slot %d "
+                "never took passed on, %d closed", moved, slot, closed);
+    if (d->nheld)
+        flush_held(d);
+}
+
 /* Level-triggered: accepts until EAGAIN or until it must stop (nobody can
  * take a connection, or no fds); a stop always comes with a retry time,
  * never with a listener that stays readable and spins the loop. */
@@ -405,9 +446,12 @@ int dispatch_receive(int channel, int *fds, int max, unsigned *lost)
 
 void dispatch_close_in_child(struct dispatch *d)
 {
-    for (int s = 0; s < SB_MAX_SLOTS; s++)
+    for (int s = 0; s < SB_MAX_SLOTS; s++) {
         if (d->ch[s].fd >= 0)
             close(d->ch[s].fd);
+        if (d->ch[s].rescue >= 0)
+            close(d->ch[s].rescue);
+    }
     for (int i = 0; i < d->nheld; i++)
         close(d->held[i].fd);
 }

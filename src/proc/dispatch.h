@@ -7,7 +7,8 @@
  * master's RLIMIT_NOFILE), the master stops polling the listen sockets,
  * holding the connections it has, and retries until a worker takes them; a
  * connection held longer than hold_max_ms is closed. A channel is dropped
- * only when its worker is gone. The master never blocks on a worker. */
+ * only when its worker is gone or draining; what a worker that exited left
+ * in its channel is passed on. The master never blocks on a worker. */
 #ifndef HERD_PROC_DISPATCH_H
 #define HERD_PROC_DISPATCH_H
 
@@ -30,6 +31,9 @@ struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const in
 int dispatch_channel(struct dispatch *d, int slot);
 /* The worker in slot is gone or draining: no more connections for it. */
 void dispatch_drop(struct dispatch *d, int slot);
+/* The worker in slot has exited: the connections still in its channel go
+ * to the other workers (pass_on), or close (a stop). */
+void dispatch_exited(struct dispatch *d, int slot, int pass_on);
 
 /* In a freshly forked child: close the master's ends of every channel. */
 void dispatch_close_in_child(struct dispatch *d);

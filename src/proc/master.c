@@ -323,7 +323,7 @@ static void reap(struct master *m)
             SB_SET(m->sb->slots[k].idle, 0);
             SB_SET(m->sb->slots[k].state, SB_FREE);
             if (m->dispatch)
-                dispatch_drop(m->dispatch, k);
+                dispatch_exited(m->dispatch, k, !m->stopping);
         }
         if (w.draining || m->stopping) {
             log_debug("worker %d (pid %d, generation %u) %s", w.index, pid, w.gen, how);

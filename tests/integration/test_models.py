@@ -8,6 +8,7 @@ worker that stops reading its channel, and prefork's thundering herd.
 
 import json
 import os
+import select
 import selectors
 import threading
 import signal
@@ -149,6 +150,44 @@ def test_dispatch_survives_a_stopped_worker(server, policy):
     assert done_while_stopped >= 150, done_while_stopped
     stuck = sum(1 for ok, after, took in results if took > 2.5)
     assert stuck <= 20, f"{stuck} requests waited for the stopped worker"
+
+
+@pytest.mark.parametrize("policy", ["rr", "least"])
+def test_dispatch_passes_on_what_a_dead_worker_never_took(server, policy):
+    """Connections passed to a worker that dies before it takes them from
+    its channel go to another worker: they were lost (closed with the
+    channel: no answer for a client that does not retry). Worker 0 is
+    stopped so the first connections wait in its channel, then killed."""
+    srv = server("--model", "dispatch", "--dispatch", policy, "--workers", "2",
+                 "--status-path", "/herd-status")
+    pids = [s["pid"] for s in status(srv)["slots"]]
+    assert len(pids) == 2
+    os.kill(pids[0], signal.SIGSTOP)
+    conns = []
+    try:
+        for _ in range(6):
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            c.sendall(REQ)
+            conns.append(c)
+        # the running worker answers its share at once; the rest wait in
+        # the stopped worker's channel (rr and least both send it the first)
+        time.sleep(1.0)
+        waiting = [c for c in conns if not select.select([c], [], [], 0)[0]]
+        assert waiting, "no connection waits for the stopped worker"
+    finally:
+        os.kill(pids[0], signal.SIGKILL)
+    answered = 0
+    for c in conns:
+        with c:
+            data = b""
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                data += d
+            answered += data.startswith(b"HTTP/1.1 200")
+    assert answered == 6, f"{answered} of 6 answered"
+    assert srv.alive()
 
 
 EPOLLEXCLUSIVE = 1 << 28
