@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -156,10 +157,14 @@ int listen_open(struct listen_addr *a, int backlog, int reuseport)
         return fd;
     if (a->family == AF_UNIX) {
         const char *path = ((struct sockaddr_un *)&a->ss)->sun_path;
-        if (access(path, F_OK) == 0) {
-            if (!unix_path_is_stale(a)) {
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+            /* Only a dead server's socket is ours to replace: connecting
+             * to a regular file or a FIFO is refused too, and unlinking
+             * it would delete someone's data (a typo in --listen). */
+            if (!S_ISSOCK(st.st_mode) || !unix_path_is_stale(a)) {
                 close(fd);
-                return -EADDRINUSE;
+                return S_ISSOCK(st.st_mode) ? -EADDRINUSE : -EEXIST;
             }
             unlink(path);
         }

@@ -8,6 +8,8 @@ every model the second start must fail the way docs/SPEC-serve.md says
 too, and leave the first server as it was: still answering, the same
 listening sockets, its pid file untouched."""
 
+import os
+
 import pytest
 
 from conftest import HERD_ARGS, ipv6_available, run_herd
@@ -131,3 +133,28 @@ def test_a_failed_start_leaves_no_unix_socket_file(server, site, tmp_path, model
     # said once the start cannot be refused: it logged the unix address
     assert "listening on" not in r.stderr, r.stderr
     assert answers(first)
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo", "symlink"])
+def test_a_unix_path_that_is_no_socket_is_left_alone(site, tmp_path, kind):
+    """A regular file, a FIFO or a symlink at a unix listen path refuses
+    the start and stays as it was: connecting to any of them is refused
+    as to a dead server's socket, and herd unlinked them to bind there (a
+    typo in --listen deleted a file; red-team pass 23)."""
+    path = tmp_path / "not-a-socket"
+    target = tmp_path / "data.txt"
+    target.write_text("precious\n")
+    if kind == "file":
+        path.write_text("precious\n")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(target)
+    r = run_herd(["serve", str(site.root), "--workers", "1", "--listen", f"unix:{path}"],
+                 timeout=10, extra=False)
+    assert r.returncode == 1, r
+    assert r.stderr.strip() == f"herd: cannot listen on unix:{path}: File exists", r.stderr
+    assert os.path.lexists(path), f"herd removed the {kind} in its way"
+    assert target.read_text() == "precious\n"
+    if kind == "file":
+        assert path.read_text() == "precious\n"

@@ -196,6 +196,26 @@ def test_unix_socket_is_removed_after_stop(spawn, short_tmp):
     assert not os.path.exists(path)
 
 
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_a_unix_path_that_is_no_socket_is_left_alone(short_tmp, kind):
+    """A regular file or FIFO at the --listen path is refused, not
+    unlinked to bind there: connecting to it is refused as to a dead
+    server's socket (red-team pass 23)."""
+    require_binary()
+    path = short_tmp / "data"
+    if kind == "file":
+        path.write_text("precious\n")
+    else:
+        os.mkfifo(path)
+    r = subprocess.run([HERD_BIN, "spawn", "--listen", f"unix:{path}", "--", "/bin/true"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 1, r
+    assert f"cannot listen on unix:{path}: File exists" in r.stderr, r.stderr
+    assert os.path.lexists(path)
+    if kind == "file":
+        assert path.read_text() == "precious\n"
+
+
 def test_a_killed_child_is_respawned(spawn):
     s = spawn(args=["-n", "2", "--respawn"])
     wait_for(lambda: len(s.children()) == 2, TIMEOUT, what="2 children")
