@@ -288,3 +288,21 @@ def test_help():
     assert r.returncode == 0
     for word in ("-s", "--listen", "-m", "-N", "--cpus", "--spawn", "unix:/PATH"):
         assert word in r.stdout, word
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_server_leaves_a_file_at_its_unix_path_alone(short_tmp, kind):
+    """A regular file or FIFO at the --listen path refuses the start and
+    stays: connecting to it is refused as to a dead server's socket, and
+    the server unlinked it to bind there (red-team pass 23)."""
+    path = short_tmp / "data"
+    if kind == "file":
+        path.write_text("precious\n")
+    else:
+        os.mkfifo(path)
+    r = herd_lat("-s", "--listen", f"unix:{path}", timeout=10)
+    assert r.returncode == 1, r
+    assert "cannot listen" in one_line_error(r)
+    assert os.path.lexists(path)
+    if kind == "file":
+        assert path.read_text() == "precious\n"
