@@ -50,12 +50,17 @@ static void put_len(struct pw *w, size_t n)
 }
 
 /* Starts a pair whose value (vlen bytes) the caller appends; 0 when the
- * pair is dropped (too long for any record). */
+ * pair is too long for any record (PHP reads each record's pairs on their
+ * own): the request is refused then, as when the records overflow the
+ * buffer (431), since a script run without a query string or a header
+ * it was sent may do what the client never asked (nginx refuses too). */
 static int pair_begin(struct pw *w, const char *name, size_t nlen, size_t vlen)
 {
     size_t n = (nlen < 128 ? 1 : 4) + (vlen < 128 ? 1 : 4) + nlen + vlen;
-    if (n > FCGI_CONTENT_MAX)
+    if (n > FCGI_CONTENT_MAX) {
+        w->full = 1;
         return 0;
+    }
     if (w->len - w->rec - FCGI_HEADER_LEN + n > FCGI_CONTENT_MAX) {
         rec_close(w);
         rec_open(w);

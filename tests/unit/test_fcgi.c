@@ -170,6 +170,30 @@ TEST(params_split_into_records_of_65535)
     CHECK(strstr(flat, "HTTP_X_BIG_19=tttt") != NULL);
 }
 
+TEST(a_pair_no_record_holds_refuses_the_request)
+{
+    /* a query string or header over 65535 bytes was dropped silently: the
+     * script ran without it (red-team pass 23) */
+    static char r[80000];
+    for (int header = 0; header < 2; header++) {
+        int len = sprintf(r, "GET /x.php?%s", header ? "" : "q=");
+        if (!header) {
+            memset(r + len, 'q', 70000);
+            len += 70000;
+        }
+        len += sprintf(r + len, " HTTP/1.1\r\nHost: h\r\n%s", header ? "X-Big: " : "");
+        if (header) {
+            memset(r + len, 'b', 70000);
+            len += 70000;
+            len += sprintf(r + len, "\r\n");
+        }
+        sprintf(r + len, "\r\n");
+        parse_req(r);
+        struct upstream_req_info info = {.fcgi = &ENV};
+        CHECK_EQ_INT(C->request_head(&req, &info, out, sizeof out), -1);
+    }
+}
+
 /* STDIN records of out[0..len) back to their data; 1 when the empty
  * STDIN ends them. */
 static int stdin_of(const unsigned char *o, size_t len, char *data, size_t *dlen)
