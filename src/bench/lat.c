@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,18 +26,10 @@ int lat_listen(struct listen_addr *a)
         return -errno;
     int one = 1;
     if (a->family == AF_UNIX) {
-        /* Replace the path only when it is a socket nothing answers on: a
-         * regular file or a FIFO refuses a connect too, and is someone's
-         * data (bind then fails: "Address already in use"). */
-        struct stat st;
-        int probe = lstat(((const struct sockaddr_un *)&a->ss)->sun_path, &st) == 0 &&
-                            S_ISSOCK(st.st_mode)
-                        ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)
-                        : -1;
-        if (probe >= 0) {
-            if (connect(probe, (const struct sockaddr *)&a->ss, a->len) < 0 && errno == ECONNREFUSED)
-                unlink(((const struct sockaddr_un *)&a->ss)->sun_path);
-            close(probe);
+        int rc = listen_unix_path_free(a);
+        if (rc < 0) {
+            close(fd);
+            return rc;
         }
     } else {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

@@ -107,6 +107,23 @@ static int unix_path_is_stale(const struct listen_addr *a)
     return rc < 0 && err == ECONNREFUSED;
 }
 
+int listen_unix_path_free(const struct listen_addr *a)
+{
+    const char *path = ((const struct sockaddr_un *)&a->ss)->sun_path;
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return 0;
+    /* Only a dead server's socket is ours to replace: connecting to a
+     * regular file or a FIFO is refused too, and unlinking it would
+     * delete someone's data (a typo in --listen). */
+    if (!S_ISSOCK(st.st_mode))
+        return -EEXIST;
+    if (!unix_path_is_stale(a))
+        return -EADDRINUSE;
+    unlink(path);
+    return 0;
+}
+
 void listen_nodelay(int fd)
 {
     int one = 1;
@@ -156,17 +173,10 @@ int listen_open(struct listen_addr *a, int backlog, int reuseport)
     if (fd < 0)
         return fd;
     if (a->family == AF_UNIX) {
-        const char *path = ((struct sockaddr_un *)&a->ss)->sun_path;
-        struct stat st;
-        if (lstat(path, &st) == 0) {
-            /* Only a dead server's socket is ours to replace: connecting
-             * to a regular file or a FIFO is refused too, and unlinking
-             * it would delete someone's data (a typo in --listen). */
-            if (!S_ISSOCK(st.st_mode) || !unix_path_is_stale(a)) {
-                close(fd);
-                return S_ISSOCK(st.st_mode) ? -EADDRINUSE : -EEXIST;
-            }
-            unlink(path);
+        int rc = listen_unix_path_free(a);
+        if (rc < 0) {
+            close(fd);
+            return rc;
         }
     }
     if (bind(fd, (struct sockaddr *)&a->ss, a->len) < 0 || listen(fd, backlog) < 0) {

@@ -34,6 +34,11 @@ int listen_open(struct listen_addr *a, int backlog, int reuseport);
  * writes into a, for the group). Returns the probe's fd or -errno. */
 int listen_probe(struct listen_addr *a);
 
+/* Makes a unix socket path free to bind: nothing there, or a dead
+ * server's socket file (removed). -EADDRINUSE when a server answers
+ * there, -EEXIST when something other than a socket is there. */
+int listen_unix_path_free(const struct listen_addr *a);
+
 /* Sets TCP_NODELAY on a TCP listener (a unix socket refuses it, harmlessly).
  * Linux copies a listener's options to the sockets accept4 returns, so the
  * accepted connections have it without a setsockopt each; listen_open and
