@@ -450,9 +450,10 @@ static void child_died(struct spawner *s, int i, int status)
         log_msg(LOG_INFO, "herd spawn: child %d %s", i, what);
         return;
     }
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+    int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean)
         s->nonzero_exits++;
-    int quick = lived < SPAWN_QUICK_DEATH_MS;
+    int quick = lived < (clean ? SPAWN_RECYCLE_MIN_MS : SPAWN_QUICK_DEATH_MS);
     c->quick_deaths = quick ? c->quick_deaths + 1 : 0;
     if (quick && (!s->cfg->respawn || c->quick_deaths >= SPAWN_GIVE_UP_AFTER)) {
         log_msg(LOG_ERROR, "herd spawn: child %d (%s) %s, %.2f s after it started%s; stopping",

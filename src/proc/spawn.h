@@ -23,6 +23,10 @@ struct spawn_config {
 #define SPAWN_QUICK_DEATH_MS 1000
 /* With --respawn, this many quick deaths in a row in one slot stop herd spawn. */
 #define SPAWN_GIVE_UP_AFTER 5
+/* A clean exit (status 0) after this long is a child recycling itself
+ * (php-cgi after PHP_FCGI_MAX_REQUESTS requests, well within a second
+ * when busy), not a death at start. */
+#define SPAWN_RECYCLE_MIN_MS 100
 
 /* Runs until a stop signal or until the children are gone for good, and
  * then until nothing they started is left. Returns the exit status: 0
