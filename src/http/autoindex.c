@@ -5,12 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "core/beneath.h"
 
 /* The names kept so far: a max-heap by name, so the largest is dropped
  * first when a smaller one comes and the heap is full. */
@@ -84,16 +84,6 @@ static int pick_add(struct pick *p, const char *name, uint8_t dir)
         sift_up(p->items, p->n++);
     }
     return 0;
-}
-
-static int open_beneath(int root, const char *path, uint64_t flags)
-{
-    struct open_how how = {
-        .flags = flags | O_CLOEXEC,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
-    return fd < 0 ? -errno : fd;
 }
 
 /* Size, date and kind of an item; a symlink is followed only while it stays

@@ -2,12 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/beneath.h"
 #include "core/fnv.h"
 #include "http/path.h"
 
@@ -36,11 +35,7 @@ static int kind_asked(const struct fcgi_rules *r, const char *p, size_t n)
         return -1;
     memcpy(rel, p + 1, n - 1);
     rel[n - 1] = 0;
-    struct open_how how = {
-        .flags = O_PATH | O_CLOEXEC,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, r->root_fd, rel, &how, sizeof how);
+    int fd = open_beneath(r->root_fd, rel, O_PATH);
     if (fd < 0)
         return -1;
     struct stat st;

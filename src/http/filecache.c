@@ -3,14 +3,13 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/beneath.h"
 #include "core/fnv.h"
 #include "core/httpdate.h"
 #include "http/mime.h"
@@ -36,17 +35,6 @@ struct filecache {
     struct fc_lru lru;   /* sentinel: lru.next is the most recently used */
     struct fc_entry *buckets[FC_BUCKETS];
 };
-
-/* glibc 2.36 has no openat2 wrapper. */
-static int open_beneath(int dirfd, const char *rel)
-{
-    struct open_how how = {
-        .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
-    return fd < 0 ? -errno : fd;
-}
 
 struct filecache *fc_create(const char *docroot, const struct filecache_limits *lim)
 {
@@ -209,7 +197,7 @@ static void table_insert(struct filecache *fc, struct fc_entry *e)
 
 static int open_regular(struct filecache *fc, const char *rel, struct stat *st)
 {
-    int fd = open_beneath(fc->root_fd, rel);
+    int fd = open_beneath(fc->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return fd;
     if (fstat(fd, st) < 0) {
@@ -340,11 +328,7 @@ int fc_is_dir(struct filecache *fc, const char *rel, size_t len)
         return len == 0;
     memcpy(name, rel, len);
     name[len] = '\0';
-    struct open_how how = {
-        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, fc->root_fd, name, &how, sizeof how);
+    int fd = open_beneath(fc->root_fd, name, O_PATH | O_DIRECTORY);
     if (fd < 0)
         return 0;
     close(fd);
