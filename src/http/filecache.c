@@ -16,6 +16,14 @@
 
 #define FC_BUCKETS 4096 /* power of two */
 
+/* Seconds an entry may go unused before it is closed, as nginx's
+ * open_file_cache inactive: without it a large file deleted (or replaced)
+ * in the docroot stayed open, its disk space with it, until the same name
+ * was asked for again or 1024 other files pushed it out, which on a quiet
+ * site is never (red-team pass 22). Reopening a file nobody asked for in
+ * this long costs an open and a stat. */
+#define FC_INACTIVE 10
+
 /* Directory listings kept for sharing (fc_listing_*): a few, each with
  * the wall second it was last built. */
 #define FC_LISTINGS 4
@@ -30,6 +38,7 @@ struct filecache {
     struct fc_listing listings[FC_LISTINGS];
     int root_fd;
     struct filecache_limits lim;
+    time_t swept;        /* wall second of the last expire() */
     uint32_t count;
     size_t inline_total;
     struct fc_lru lru;   /* sentinel: lru.next is the most recently used */
@@ -248,6 +257,8 @@ __attribute__((noinline)) static int reopen(struct filecache *fc, struct fc_entr
             st.st_mtim.tv_sec == e->mtim.tv_sec && st.st_mtim.tv_nsec == e->mtim.tv_nsec) {
             close(fd);
             e->checked = now;
+            lru_unlink(e); /* the list stays in order of last use: expire() */
+            lru_push_front(fc, e);
             fc_ref(e);
             *out = e;
             return 0;
@@ -272,9 +283,26 @@ __attribute__((noinline)) static int reopen(struct filecache *fc, struct fc_entr
     return 0;
 }
 
+/* Closes the entries unused for FC_INACTIVE seconds, once a second. The
+ * LRU list is in order of last use, and checked is the second of an
+ * entry's last use (a use in another second revalidates it), so they are
+ * the ones at its tail. A response still sending one keeps its reference. */
+static void expire(struct filecache *fc, time_t now)
+{
+    fc->swept = now;
+    while (fc->lru.prev != &fc->lru) {
+        struct fc_entry *e = entry_of(fc->lru.prev);
+        if (now - e->checked < FC_INACTIVE)
+            return;
+        table_remove(fc, e);
+    }
+}
+
 static int lookup(struct filecache *fc, const char *a, size_t alen, const char *b, size_t blen,
                   time_t now, struct fc_entry **out)
 {
+    if (fc->swept != now)
+        expire(fc, now);
     if (alen + blen > FC_PATH_MAX)
         return -ENAMETOOLONG;
     uint32_t h = fnv_more(fnv_more(FNV_SEED, a, alen), b, blen); /* a name in two pieces */

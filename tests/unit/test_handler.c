@@ -302,6 +302,59 @@ TEST(cached_file_served_when_out_of_fds)
     fc_release(again);
 }
 
+/* Whether this process holds path open (a deleted file's link in
+ * /proc/self/fd reads "PATH (deleted)"). */
+static int holds_open(const char *path)
+{
+    char link[64], target[512];
+    size_t plen = strlen(path);
+    for (int fd = 0; fd < 1024; fd++) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n >= (ssize_t)plen && memcmp(target, path, plen) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A file deleted from the docroot and not asked for again is closed once
+ * it has gone unused for a while (nginx's open_file_cache inactive), so
+ * its disk space comes back: the cache held it until the same name was
+ * asked for again or 1024 other files pushed it out. */
+TEST(deleted_file_closed_when_unused)
+{
+    char big[256], other[256];
+    snprintf(big, sizeof big, "%s/gone.iso", g_root);
+    snprintf(other, sizeof other, "%s/other.txt", g_root);
+    char data[4096] = {0}; /* past max_inline_size: the entry holds an fd */
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, data, sizeof data) == (ssize_t)sizeof data);
+    close(fd);
+    fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, "o", 1) == 1);
+    close(fd);
+    struct fc_entry *e;
+    time_t t = 50000;
+    if (!CHECK_EQ_INT(fc_lookup(fc(), "gone.iso", 8, t, &e), 0))
+        return;
+    CHECK(e->fd >= 0);
+    fc_release(e);
+    unlink(big);
+    CHECK(fc_lookup(fc(), "other.txt", 9, t + 1, &e) == 0 && (fc_release(e), 1));
+    CHECK(holds_open(big)); /* just used: kept */
+    /* later requests, none for it */
+    for (time_t now = t + 2; now <= t + 30; now++) {
+        CHECK(fc_lookup(fc(), "other.txt", 9, now, &e) == 0);
+        fc_release(e);
+    }
+    CHECK(!holds_open(big));
+    /* the file asked for every second stays cached, served without a reopen */
+    struct fc_entry *again;
+    CHECK_EQ_INT(fc_lookup(fc(), "other.txt", 9, t + 30, &again), 0);
+    CHECK(again == e);
+    fc_release(again);
+}
+
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
