@@ -168,6 +168,7 @@ static int entry_from_fd(struct filecache *fc, int fd, const struct stat *st, co
     e->size = st->st_size;
     e->mtime = st->st_mtim.tv_sec;
     e->mtim = st->st_mtim;
+    e->ctim = st->st_ctim;
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->checked = now;
@@ -236,6 +237,18 @@ static struct fc_entry *find(struct filecache *fc, const char *a, size_t alen, c
     return e;
 }
 
+/* The file e was made from, as it was. The ctime too: a file rewritten in
+ * place at the same size with its mtime set back (cp -p, tar, rsync -t
+ * --inplace of a build whose files all carry one date) keeps size and
+ * mtime, and a small file's copy in memory was served stale for as long
+ * as it was asked for (red-team pass 22); no one can set a ctime back. */
+static int unchanged(const struct fc_entry *e, const struct stat *st)
+{
+    return st->st_dev == e->dev && st->st_ino == e->ino && st->st_size == e->size &&
+           st->st_mtim.tv_sec == e->mtim.tv_sec && st->st_mtim.tv_nsec == e->mtim.tv_nsec &&
+           st->st_ctim.tv_sec == e->ctim.tv_sec && st->st_ctim.tv_nsec == e->ctim.tv_nsec;
+}
+
 /* Opens a+b (again) and replaces the stale entry e (or NULL) when the file
  * changed. Kept out of line: only this slow path needs the name buffer, and
  * coroutine stacks are small. */
@@ -253,8 +266,7 @@ __attribute__((noinline)) static int reopen(struct filecache *fc, struct fc_entr
     struct stat st;
     int fd = open_regular(fc, name, &st);
     if (e) {
-        if (fd >= 0 && st.st_dev == e->dev && st.st_ino == e->ino && st.st_size == e->size &&
-            st.st_mtim.tv_sec == e->mtim.tv_sec && st.st_mtim.tv_nsec == e->mtim.tv_nsec) {
+        if (fd >= 0 && unchanged(e, &st)) {
             close(fd);
             e->checked = now;
             lru_unlink(e); /* the list stays in order of last use: expire() */

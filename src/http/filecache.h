@@ -34,6 +34,7 @@ struct fc_entry {
     off_t size;
     time_t mtime;
     struct timespec mtim;
+    struct timespec ctim; /* changed by every write, whatever mtime says */
     dev_t dev;
     ino_t ino;
     time_t checked;    /* wall second of the last revalidation */

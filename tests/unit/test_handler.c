@@ -355,6 +355,35 @@ TEST(deleted_file_closed_when_unused)
     fc_release(again);
 }
 
+/* A small file rewritten in place at the same size with its mtime set
+ * back (cp -p, tar) is read again: its copy in memory was served stale
+ * for as long as it was asked for. */
+TEST(rewrite_with_mtime_set_back_is_seen)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/version.txt", g_root);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, "1.2.3\n", 6) == 6);
+    close(fd);
+    struct stat before;
+    CHECK(stat(p, &before) == 0);
+    struct fc_entry *e;
+    time_t t = 60000;
+    if (!CHECK_EQ_INT(fc_lookup(fc(), "version.txt", 11, t, &e), 0))
+        return;
+    CHECK(e->data && memcmp(e->data, "1.2.3\n", 6) == 0);
+    fc_release(e);
+    fd = open(p, O_WRONLY);
+    CHECK(fd >= 0 && pwrite(fd, "1.2.4\n", 6, 0) == 6);
+    struct timespec times[2] = {before.st_atim, before.st_mtim};
+    CHECK(futimens(fd, times) == 0);
+    close(fd);
+    if (!CHECK_EQ_INT(fc_lookup(fc(), "version.txt", 11, t + 1, &e), 0))
+        return;
+    CHECK(e->data && memcmp(e->data, "1.2.4\n", 6) == 0);
+    fc_release(e);
+}
+
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
