@@ -241,8 +241,7 @@ static int send_file_range(struct evloop *ev, struct conn *c, int fd, struct fc_
                            off_t *off, off_t end)
 {
     uint64_t sent = 0;
-    int rc = c->ssl ? tls_sendfile(c->ssl, f->fd, off, end, &sent)
-                    : plan_sendfile(fd, f->fd, off, end, &sent);
+    int rc = plan_send_file(fd, c->ssl, f, off, end, &sent);
     SB_ADD(ev->slot->bytes_out, sent);
     return io_result(rc);
 }

@@ -121,9 +121,7 @@ int pending_write(struct pending *p, int fd, SSL *ssl, uint64_t *sent)
     }
     if (!more)
         return 0;
-    if (ssl)
-        return tls_sendfile(ssl, p->file->fd, &p->file_off, stop, sent);
-    return plan_sendfile(fd, p->file->fd, &p->file_off, stop, sent);
+    return plan_send_file(fd, ssl, p->file, &p->file_off, stop, sent);
 }
 
 void pending_free(struct pending *p)

@@ -4,8 +4,11 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "core/log.h"
+#include "core/printable.h"
 #include "http/filecache.h"
 #include "models/file_window.h"
 
@@ -24,6 +27,36 @@ int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent)
         return n == 0 ? -EIO : -errno;
     }
     return 0;
+}
+
+/* The file ended before the range sent from it: the Content-Length that
+ * went out is a promise broken, and the connection closes. Said in the
+ * error log, as nginx's 'sendfile() reported that "F" was truncated at
+ * N', or the operator sees only clients that fail (red-team pass 22). */
+static void report_short(const struct fc_entry *f, off_t off)
+{
+    char name[256];
+    size_t n = f->path_len < sizeof name - 1 ? f->path_len : sizeof name - 1;
+    memcpy(name, f->path, n);
+    name[n] = '\0';
+    text_printable(name, n, 0); /* a file's name is anyone's bytes */
+    struct stat st;
+    if (fstat(f->fd, &st) == 0 && st.st_size <= off)
+        log_msg(LOG_ERROR, "\"%s\" was truncated at %lld while it was sent (it had %lld "
+                "bytes): connection closed", name, (long long)off, (long long)f->size);
+    else
+        log_msg(LOG_ERROR, "reading \"%s\" at %lld: %s: connection closed", name,
+                (long long)off, strerror(EIO));
+}
+
+int plan_send_file(int fd, SSL *ssl, const struct fc_entry *f, off_t *off, off_t end,
+                   uint64_t *sent)
+{
+    int rc = ssl ? tls_sendfile(ssl, f->fd, off, end, sent)
+                 : plan_sendfile(fd, f->fd, off, end, sent);
+    if (rc == -EIO)
+        report_short(f, *off);
+    return rc;
 }
 
 int plan_inline_body(struct http_out *out, struct http_plan *plan)
@@ -122,8 +155,7 @@ int plan_write(int fd, SSL *ssl, const struct http_out *out, const struct http_p
             if (w->turn && w->warm && w->warm(w->arg, plan->file, off, window, &cold) < 0)
                 return -1;
         }
-        int rc = ssl ? tls_sendfile(ssl, plan->file->fd, &off, window, sent)
-                     : plan_sendfile(fd, plan->file->fd, &off, window, sent);
+        int rc = plan_send_file(fd, ssl, plan->file, &off, window, sent);
         if (rc == 0 && off >= end)
             return finished(fd, ssl, plan);
         if (rc == 0)

@@ -18,6 +18,14 @@
  * advances past what went; *sent adds it. */
 int plan_sendfile(int fd, int file_fd, off_t *off, off_t end, uint64_t *sent);
 
+struct fc_entry;
+
+/* f[*off, end) by plan_sendfile, or through ssl when there is one, as
+ * plan_sendfile returns; a file that shrank (-EIO) is said in the error
+ * log with its name. */
+int plan_send_file(int fd, SSL *ssl, const struct fc_entry *f, off_t *off, off_t end,
+                   uint64_t *sent);
+
 /* Every driver copies a body this small behind its head (but not into
  * TLS, which copies into records anyway): an answer, or a batch of small
  * answers, is then one buffer, which goes by send (IORING_OP_SEND) where

@@ -161,7 +161,7 @@ static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
             o->warm_end = stop;
         }
         uint64_t sent = 0;
-        rc = plan_sendfile(o->fd, o->file->fd, &o->off, stop, &sent);
+        rc = plan_send_file(o->fd, NULL, o->file, &o->off, stop, &sent);
         SB_ADD(u->slot->bytes_out, sent);
         if (rc < 0)
             break;

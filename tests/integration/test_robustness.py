@@ -278,7 +278,7 @@ def test_a_file_that_shrinks_while_it_is_sent(server, tmp_path):
     """The file is cut to 1 MiB while its 16 MiB answer goes to a client
     that reads slowly: Content-Length was a promise the server can no
     longer keep, so it closes the connection after what the file still
-    had, and goes on serving others. On uring the file is also evicted
+    had, says so in the error log, and goes on serving others. On uring the file is also evicted
     from the page cache first, so its reads go through the ring."""
     root = tmp_path / "www"
     root.mkdir()
@@ -302,3 +302,6 @@ def test_a_file_that_shrinks_while_it_is_sent(server, tmp_path):
     assert rest == data[:len(rest)], "what came is the file's bytes"
     r = srv.get("/small.txt")
     assert r.status == 200 and r.body == b"still here\n"
+    # and the error log says why, as nginx's "was truncated at"
+    wait_for(lambda: '"shrinks.bin" was truncated at ' in srv.stderr_text(),
+             what="the truncation in the error log")
