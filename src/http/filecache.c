@@ -219,9 +219,9 @@ static int open_regular(struct filecache *fc, const char *rel, struct stat *st)
         close(fd);
         return -EISDIR;
     }
-    if (!S_ISREG(st->st_mode)) {
+    if (!S_ISREG(st->st_mode)) { /* a FIFO, a socket, a device */
         close(fd);
-        return -EACCES;
+        return -ENODEV;
     }
     return fd;
 }

@@ -66,7 +66,8 @@ int fc_root_fd(const struct filecache *fc);
 
 /* Looks up rel (no leading '/', "" or "." for the docroot itself) at wall
  * second now. Returns 0 and a referenced entry in *out, or -ENOENT,
- * -EACCES, -EISDIR (a directory), -ENOTDIR, -EXDEV (escapes the docroot),
+ * -EACCES, -EISDIR (a directory), -ENODEV (neither a file nor a directory:
+ * a FIFO, a socket, a device), -ENOTDIR, -EXDEV (escapes the docroot),
  * -ELOOP, -ENAMETOOLONG, -EMFILE... Release the entry with fc_release. */
 int fc_lookup(struct filecache *fc, const char *rel, size_t len, time_t now,
               struct fc_entry **out);

@@ -156,6 +156,7 @@ static unsigned status_for(int err)
     switch (err) {
     case -EACCES:
     case -EPERM:
+    case -ENODEV: /* a FIFO, a socket or a device: never served */
         return 403;
     case -EMFILE:
     case -ENFILE:
@@ -198,7 +199,8 @@ static void directory_listing(struct http_ctx *ctx, const struct http_request *r
 
 /* A path that is not a regular file: a directory (redirect, listing or
  * 403) or an error. An index.html that cannot be served as a file (none,
- * a directory, a symlink that dangles or leaves the docroot) is no index:
+ * a directory, a FIFO, socket or device, a symlink that dangles or leaves
+ * the docroot) is no index:
  * the directory is listed or forbidden the same way in each case. */
 static void not_a_file(struct http_ctx *ctx, const struct http_request *req, char *path,
                        size_t plen, int want_dir, int rc, int keepalive, struct http_out *out,
@@ -207,7 +209,9 @@ static void not_a_file(struct http_ctx *ctx, const struct http_request *req, cha
     unsigned status = status_for(rc);
     if (rc == -EISDIR && !want_dir)
         return redirect_to_dir(ctx, req, path, plen, keepalive, out, plan);
-    if (want_dir && (rc == -ENOENT || rc == -EISDIR || rc == -EXDEV || rc == -ELOOP)) {
+    /* ENXIO: a unix socket, which open refuses before any fstat */
+    if (want_dir && (rc == -ENOENT || rc == -EISDIR || rc == -ENODEV || rc == -ENXIO ||
+                     rc == -EXDEV || rc == -ELOOP)) {
         size_t dlen = plen - 10; /* without "index.html" */
         if (fc_is_dir(ctx->fc, path + 1, dlen - 1)) {
             if (ctx->cfg->autoindex)

@@ -132,9 +132,10 @@ def test_index_wins_and_default_is_off(server, root):
     check_error(off.get("/d/"), 403)
 
 
-@pytest.mark.parametrize("kind", ["dangling", "escaping", "directory"])
+@pytest.mark.parametrize("kind", ["dangling", "escaping", "directory", "fifo", "socket"])
 def test_an_index_that_is_not_a_file_is_no_index(server, root, tmp_path_factory, kind):
-    # as if there were none: 403, or the listing with --autoindex
+    # as if there were none: 403, or the listing with --autoindex (a FIFO
+    # or a socket was a 403 even with --autoindex; red-team pass 22)
     d = root / "odd"
     d.mkdir()
     (d / "other.txt").write_bytes(b"x\n")
@@ -144,6 +145,12 @@ def test_an_index_that_is_not_a_file_is_no_index(server, root, tmp_path_factory,
         outside = tmp_path_factory.mktemp("outside-index")
         (outside / "index.html").write_bytes(b"<p>outside</p>\n")
         os.symlink(outside / "index.html", d / "index.html")
+    elif kind == "fifo":
+        os.mkfifo(d / "index.html")
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(d / "index.html"))
+        sock.close()  # the name stays
     else:
         (d / "index.html").mkdir()
     check_error(server(docroot=root).get("/odd/"), 403)
