@@ -49,13 +49,17 @@ static void report_short(const struct fc_entry *f, off_t off)
                 (long long)off, strerror(EIO));
 }
 
-int plan_send_file(int fd, SSL *ssl, const struct fc_entry *f, off_t *off, off_t end,
+int plan_send_file(int fd, SSL *ssl, struct fc_entry *f, off_t *off, off_t end,
                    uint64_t *sent)
 {
     int rc = ssl ? tls_sendfile(ssl, f->fd, off, end, sent)
                  : plan_sendfile(fd, f->fd, off, end, sent);
-    if (rc == -EIO)
+    if (rc == -EIO) {
         report_short(f, *off);
+        /* looked at again on its next request, not once its second is
+         * over: every answer from it till then would be cut the same way */
+        f->checked = 0;
+    }
     return rc;
 }
 

@@ -22,8 +22,9 @@ struct fc_entry;
 
 /* f[*off, end) by plan_sendfile, or through ssl when there is one, as
  * plan_sendfile returns; a file that shrank (-EIO) is said in the error
- * log with its name. */
-int plan_send_file(int fd, SSL *ssl, const struct fc_entry *f, off_t *off, off_t end,
+ * log with its name, and f is looked at again by the open-file cache on
+ * its next request. Call it in the loop that owns f's cache. */
+int plan_send_file(int fd, SSL *ssl, struct fc_entry *f, off_t *off, off_t end,
                    uint64_t *sent);
 
 /* Every driver copies a body this small behind its head (but not into
