@@ -556,8 +556,10 @@ static void drain_linger(struct evloop *ev, struct conn *c)
     int fd = conn_fd(ev, c);
     for (int i = 0; i < LINGER_READS_MAX; i++) {
         ssize_t n = read(fd, ev->rbuf, ev->in_cap);
-        if (n > 0)
+        if (n > 0) {
+            SB_ADD(ev->slot->bytes_in, (uint64_t)n); /* read from the client, as uring counts it */
             continue;
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)

@@ -142,6 +142,8 @@ static void linger(struct iter *it, int fd)
     int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
     for (int i = 0; i < LINGER_READS_MAX * 16; i++) {
         ssize_t n = recv(fd, it->in, it->cap, MSG_DONTWAIT);
+        if (n > 0)
+            SB_ADD(it->slot->bytes_in, (uint64_t)n); /* read from the client all the same */
         if (n > 0 || (n < 0 && errno == EINTR))
             continue;
         if (n < 0 && errno == EAGAIN && wait_fd(it, fd, POLLIN, deadline) > 0)
