@@ -528,7 +528,7 @@ static void drain_linger(struct evloop *ev, struct conn *c);
 static void finish_closing(struct evloop *ev, struct conn *c)
 {
     /* input a proxied request that closes left unread lingers too */
-    if (!c->st.linger && !c->in_len) {
+    if (!c->st.linger && !c->in_len && !linger_input_waiting(conn_fd(ev, c))) {
         if (!c->ssl)
             shutdown(conn_fd(ev, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
         conn_close(ev, c);

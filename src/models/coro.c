@@ -334,7 +334,7 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
         if (rc < 0)
             ret = CLOSE;
         else if (r.plan.close)
-            ret = r.plan.linger ? LINGER : CLOSE;
+            ret = r.plan.linger || linger_input_waiting(st->fd) ? LINGER : CLOSE;
     }
     if (outbuf)
         bufpool_put(&t->outbufs, outbuf);

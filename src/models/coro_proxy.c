@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "coro/sched.h"
+#include "models/linger.h"
 #include "models/upstream.h"
 
 /* One exchange, on the coroutine's stack. */
@@ -213,5 +214,5 @@ enum coro_proxy_end coro_proxy_run(struct proxy *px, int fd, SSL *ssl, struct st
     if (!ssl)
         shutdown(fd, SHUT_WR); /* sends the corked answer before the close (plan_write.h) */
     /* input left behind the request that closes: drain it (models/linger.h) */
-    return sc->linger || cx.left ? CP_LINGER : CP_CLOSE;
+    return sc->linger || cx.left || linger_input_waiting(fd) ? CP_LINGER : CP_CLOSE;
 }

@@ -204,7 +204,7 @@ static enum served serve_connection(struct iter *it, struct pending_conn *pc, in
             if (rc < 0)
                 return SERVED_DONE;
             SB_ADD(it->slot->bytes_out, sent);
-            if (r.plan.close && r.plan.linger)
+            if (r.plan.close && (r.plan.linger || linger_input_waiting(fd)))
                 linger(it, fd);
             if (r.plan.close)
                 return SERVED_DONE;

@@ -7,7 +7,20 @@
 #ifndef HERD_MODELS_LINGER_H
 #define HERD_MODELS_LINGER_H
 
+#include <sys/socket.h>
+
 #define LINGER_TIMEOUT_MS 5000
 #define LINGER_READS_MAX 64 /* reads per wakeup while draining a closing peer */
+
+/* Whether input waits unread in fd's socket: bytes that came while an
+ * answer that closes was being written (a client that sent on after an
+ * HTTP/1.0 request, or a slow pipeline behind a Connection: close). The
+ * answer planned no linger, but closing on them resets the connection
+ * just the same, cutting the answer the client has not read yet. */
+static inline int linger_input_waiting(int fd)
+{
+    char b;
+    return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
 
 #endif

@@ -234,7 +234,7 @@ static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, siz
 static void finish_closing(struct uring_loop *u, struct uconn *c)
 {
     shutdown(uconn_fd(u, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
-    if (!c->st.linger || c->eof) {
+    if ((!c->st.linger && !linger_input_waiting(uconn_fd(u, c))) || c->eof) {
         uconn_close(u, c);
         return;
     }

@@ -3,12 +3,15 @@ network splits them (found by a differential harness that sent one byte
 sequence to each model and compared the answers). Each test runs on every
 model, as test_proxy_framing.py runs on the proxying ones."""
 
+import hashlib
 import json
+import time
 
 import pytest
 
 from conftest import HERD_ARGS
-from herdtest import wait_for
+from herdtest import RawConn, wait_for
+from proxy_backend import Backend, pattern_sha
 
 pytestmark = pytest.mark.skipif(
     "--model" in HERD_ARGS, reason="picks its models itself")
@@ -70,3 +73,43 @@ def test_bytes_drained_by_a_lingering_close_are_counted(server, model):
     # the answer and our EOF come before the server has drained it all
     wait_for(lambda: status_json(srv)["bytes_in"] - before >= 200000, timeout=3,
              what="bytes_in to count the drained input")
+
+
+BIG = 8 << 20   # more than the server's socket and ours hold: its write waits for us
+
+
+def sent_on_after(srv, target):
+    """The body of the answer to an HTTP/1.0 GET (it closes) whose client
+    sends on while the answer is being written, then reads it."""
+    with RawConn.open(srv.addr, rcvbuf=8192) as c:
+        c.send(b"GET " + target + b" HTTP/1.0\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)
+        c.send(b"\r\nx" * 10)
+        time.sleep(0.1)
+        resp = c.read_response()
+        assert len(resp.body) == BIG
+        c.read_to_close()
+        return resp.body
+
+
+# The answer planned no lingering close (no input was behind its request
+# then), so the bytes that came while it was written were left unread, and
+# the close on them reset the connection: the client lost what the socket
+# had not sent yet (megabytes), on every model.
+def test_input_sent_on_during_a_closing_answer_does_not_cut_it(server, model, tmp_path):
+    (tmp_path / "big.bin").write_bytes(b"b" * BIG)
+    srv = server(*model, docroot=tmp_path)
+    assert sent_on_after(srv, b"/big.bin") == b"b" * BIG
+
+
+def test_input_sent_on_during_a_closing_proxied_answer_does_not_cut_it(server, model,
+                                                                       tmp_path):
+    if "iterative" in model:
+        pytest.skip("iterative does not proxy")
+    b = Backend(f"unix:{tmp_path}/b.sock")
+    try:
+        srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b")
+        body = sent_on_after(srv, b"/big?n=%d" % BIG)
+        assert hashlib.sha256(body).hexdigest() == pattern_sha(BIG)
+    finally:
+        b.close()
