@@ -525,10 +525,10 @@ static int keep_input(struct evloop *ev, struct conn *c, char *data, size_t pos,
 static void drain_linger(struct evloop *ev, struct conn *c);
 
 /* Everything owed is written and the connection is to close. */
-static void finish_closing(struct evloop *ev, struct conn *c)
+static void finish_closing(struct evloop *ev, struct conn *c, int waited)
 {
     /* input a proxied request that closes left unread lingers too */
-    if (!c->st.linger && !c->in_len && !linger_input_waiting(conn_fd(ev, c))) {
+    if (!c->st.linger && !c->in_len && !(waited && linger_input_waiting(conn_fd(ev, c)))) {
         if (!c->ssl)
             shutdown(conn_fd(ev, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
         conn_close(ev, c);
@@ -606,7 +606,7 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         return SETTLED_DONE;
     }
     if (c->st.closing) {
-        finish_closing(ev, c);
+        finish_closing(ev, c, 0); /* answered at once */
         return SETTLED_DONE;
     }
     if (body_skip_active(&c->st.skip)) {
@@ -710,7 +710,7 @@ void conn_writable(struct evloop *ev, struct conn *c)
 void conn_proxy_resume(struct evloop *ev, struct conn *c)
 {
     if (c->st.closing) {
-        finish_closing(ev, c);
+        finish_closing(ev, c, 1);
         return;
     }
     if (c->in_len) {

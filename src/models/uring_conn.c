@@ -231,10 +231,10 @@ static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, siz
     }
 }
 
-static void finish_closing(struct uring_loop *u, struct uconn *c)
+static void finish_closing(struct uring_loop *u, struct uconn *c, int waited)
 {
     shutdown(uconn_fd(u, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
-    if ((!c->st.linger && !linger_input_waiting(uconn_fd(u, c))) || c->eof) {
+    if ((!c->st.linger && !(waited && linger_input_waiting(uconn_fd(u, c)))) || c->eof) {
         uconn_close(u, c);
         return;
     }
@@ -313,6 +313,8 @@ static void settle(struct uring_loop *u, struct uconn *c, int served)
  * c->in was just served already. */
 static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
 {
+    int waited = c->waited;
+    c->waited = 0;
     if (c->st.closing && (c->in_len || c->nheld))
         c->st.linger = 1; /* input a proxied request that closes left unread */
     for (;;) {
@@ -333,7 +335,7 @@ static void pump(struct uring_loop *u, struct uconn *c, int served, int skip)
         if (c->out)
             return; /* on its way: uconn_after_output goes on */
         if (c->st.closing) {
-            finish_closing(u, c);
+            finish_closing(u, c, waited);
             return;
         }
         if (!refill(u, c))
@@ -352,8 +354,10 @@ void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next ne
         uconn_arm(u, c, UQ_SEND); /* progress restarts the send timeout */
     else if (next == UOUT_CLOSE)
         uconn_close(u, c);
-    else if (next == UOUT_DONE)
+    else if (next == UOUT_DONE) {
+        c->waited = 1;
         pump(u, c, 1, 0); /* close, or serve what waits */
+    }
 }
 
 /* Input while an answer is on its way: buffered, up to c->in's room and
@@ -550,6 +554,7 @@ void uconn_resume(struct uring_loop *u, struct uconn *c)
     /* closing with a linger reads on: that needs the receive */
     if (c->st.closing && c->st.linger && !c->recv_on && !c->nheld)
         arm_recv(u, c);
+    c->waited = 1;
     pump(u, c, 1, 0);
 }
 
