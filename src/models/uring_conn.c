@@ -354,10 +354,8 @@ void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next ne
         uconn_arm(u, c, UQ_SEND); /* progress restarts the send timeout */
     else if (next == UOUT_CLOSE)
         uconn_close(u, c);
-    else if (next == UOUT_DONE) {
-        c->waited = 1;
-        pump(u, c, 1, 0); /* close, or serve what waits */
-    }
+    else if (next == UOUT_DONE)
+        pump(u, c, 1, 0); /* close, or serve what waits (c->waited: uring_send.c) */
 }
 
 /* Input while an answer is on its way: buffered, up to c->in's room and

@@ -75,7 +75,8 @@ struct uconn {
     uint8_t warming;            /* waiting for a file's next bytes to be read in */
     uint8_t eof;                /* the peer sent FIN */
     uint8_t lingering;          /* write side shut, draining until EOF */
-    uint8_t waited;             /* the answer just ended took a wait (output, an exchange) */
+    uint8_t waited;             /* the answer just ended took a wait (a short send, a
+                                 * file's body, an exchange): look for input at a close */
     uint8_t cancelling;         /* the receive's cancel is on its way */
     uint8_t handing;            /* idle on a reload: goes to the new generation once
                                  * its receive has ended (uring_handover.c) */

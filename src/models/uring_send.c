@@ -147,6 +147,7 @@ static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
 static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
 {
     struct uout *o = c->out;
+    c->waited = 1; /* a file's body: more than one step, and time for input */
     off_t turn_start = o->off;
     int rc = 0;
     while (o->off < o->end) {
@@ -245,6 +246,7 @@ enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct 
         return UOUT_CLOSE; /* EPIPE, ECONNRESET: quietly */
     }
     if ((size_t)res < o->bytes) {
+        c->waited = 1; /* the client's socket was full: input may have come meanwhile */
         SB_ADD(u->slot->bytes_out, -(uint64_t)(o->bytes - (size_t)res));
         o->bytes -= (size_t)res;
         advance(o, (size_t)res);
