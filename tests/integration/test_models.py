@@ -99,16 +99,32 @@ def test_burst_with_small_backlog_all_answered(server, model):
     assert srv.alive()
 
 
+def _answered(s):
+    """Whether the server's answer on s, read to its close, is a 200."""
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    return data.startswith(b"HTTP/1.1 200")
+
+
 def _get(port, timeout):
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(REQ)
-        data = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
-    return data.startswith(b"HTTP/1.1 200")
+        return _answered(s)
+
+
+def _dispatch_with_worker_0_stopped(server, policy):
+    """A two-worker dispatch server whose first worker is stopped (SIGSTOP);
+    its worker pids."""
+    srv = server("--model", "dispatch", "--dispatch", policy, "--workers", "2",
+                 "--status-path", "/herd-status")
+    pids = [s["pid"] for s in status(srv)["slots"]]
+    assert len(pids) == 2
+    os.kill(pids[0], signal.SIGSTOP)
+    return srv, pids
 
 
 @pytest.mark.parametrize("policy", ["rr", "least"])
@@ -117,11 +133,7 @@ def test_dispatch_survives_a_stopped_worker(server, policy):
     channel and must route new connections to the others. The few passed to
     the stopped worker before the master noticed wait for it (they are not
     lost): they complete once it runs again."""
-    srv = server("--model", "dispatch", "--dispatch", policy, "--workers", "2",
-                 "--status-path", "/herd-status")
-    pids = [s["pid"] for s in status(srv)["slots"]]
-    assert len(pids) == 2
-    os.kill(pids[0], signal.SIGSTOP)
+    srv, pids = _dispatch_with_worker_0_stopped(server, policy)
     results = []
     lock = threading.Lock()
     resumed = threading.Event()
@@ -158,11 +170,7 @@ def test_dispatch_passes_on_what_a_dead_worker_never_took(server, policy):
     its channel go to another worker: they were lost (closed with the
     channel: no answer for a client that does not retry). Worker 0 is
     stopped so the first connections wait in its channel, then killed."""
-    srv = server("--model", "dispatch", "--dispatch", policy, "--workers", "2",
-                 "--status-path", "/herd-status")
-    pids = [s["pid"] for s in status(srv)["slots"]]
-    assert len(pids) == 2
-    os.kill(pids[0], signal.SIGSTOP)
+    srv, pids = _dispatch_with_worker_0_stopped(server, policy)
     conns = []
     try:
         for _ in range(6):
@@ -179,13 +187,7 @@ def test_dispatch_passes_on_what_a_dead_worker_never_took(server, policy):
     answered = 0
     for c in conns:
         with c:
-            data = b""
-            while True:
-                d = c.recv(65536)
-                if not d:
-                    break
-                data += d
-            answered += data.startswith(b"HTTP/1.1 200")
+            answered += _answered(c)
     assert answered == 6, f"{answered} of 6 answered"
     assert srv.alive()
 
