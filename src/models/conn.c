@@ -572,9 +572,11 @@ static void drain_linger(struct evloop *ev, struct conn *c)
 /* settle: whether the caller may go on with this connection (read more). */
 enum { SETTLED_OPEN, SETTLED_DONE };
 
-/* After serve_input: keep the leftover, then arm the timer that fits. */
+/* After serve_input: keep the leftover, then arm the timer that fits.
+ * waited: served after a wait (a blocked write drained, an exchange
+ * ended), when input sent meanwhile may sit unread in the socket. */
 static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, size_t len,
-                  int rc, int served)
+                  int rc, int served, int waited)
 {
     if (rc == IO_FATAL) {
         conn_close(ev, c);
@@ -606,7 +608,7 @@ static int settle(struct evloop *ev, struct conn *c, char *data, size_t pos, siz
         return SETTLED_DONE;
     }
     if (c->st.closing) {
-        finish_closing(ev, c, 0); /* answered at once */
+        finish_closing(ev, c, waited);
         return SETTLED_DONE;
     }
     if (body_skip_active(&c->st.skip)) {
@@ -680,7 +682,7 @@ static int on_readable(struct evloop *ev, struct conn *c, int rdhup)
         c->want_read = (size_t)n >= space || rdhup || c->ssl;
         int served = 0;
         int rc = serve_input(ev, c, buf, len, &pos, &served);
-        if (settle(ev, c, buf, pos, len, rc, served) == SETTLED_DONE)
+        if (settle(ev, c, buf, pos, len, rc, served, 0) == SETTLED_DONE)
             return 1;
         /* Edge-triggered: a short read means the socket is drained, and new
          * bytes will raise a new event. After RDHUP read on to see the EOF.
@@ -717,9 +719,9 @@ void conn_proxy_resume(struct evloop *ev, struct conn *c)
         size_t pos;
         int served = 0;
         int rc = serve_input(ev, c, c->in, c->in_len, &pos, &served);
-        if (settle(ev, c, c->in, pos, c->in_len, rc, served) == SETTLED_DONE)
+        if (settle(ev, c, c->in, pos, c->in_len, rc, served, 1) == SETTLED_DONE)
             return;
-    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0) == SETTLED_DONE) {
+    } else if (settle(ev, c, NULL, 0, 0, IO_DONE, 0, 1) == SETTLED_DONE) {
         return;
     }
     /* Input that arrived meanwhile raised its edge then (TLS may hold

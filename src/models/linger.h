@@ -17,7 +17,8 @@
  * HTTP/1.0 request, or a slow pipeline behind a Connection: close). The
  * answer planned no linger, but closing on them resets the connection
  * just the same, cutting the answer the client has not read yet. Asked
- * once an answer took a wait (its output blocked, or an exchange ran):
+ * once an answer took a wait, its own or one before it on the connection
+ * whose wait ended in it (its output blocked, or an exchange ran):
  * an answer written at once leaves a window of microseconds, and the
  * peek, a syscall, cost 3% of a connection that closes after one small
  * answer (bench/RESULTS.md §37). */

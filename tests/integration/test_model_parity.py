@@ -113,3 +113,23 @@ def test_input_sent_on_during_a_closing_proxied_answer_does_not_cut_it(server, m
         assert hashlib.sha256(body).hexdigest() == pattern_sha(BIG)
     finally:
         b.close()
+
+
+# The same input behind a pipelined answer that waited: the first answer's
+# write blocked (the client did not read), the request that closes behind
+# it was then answered at once, and the bytes sent during the wait were
+# still unread in the socket at the close.
+def test_input_sent_on_behind_a_pipelined_closing_answer_does_not_cut_it(server, model,
+                                                                         tmp_path):
+    (tmp_path / "big.bin").write_bytes(b"b" * BIG)
+    (tmp_path / "small.txt").write_bytes(b"small\n")
+    srv = server(*model, docroot=tmp_path)
+    with RawConn.open(srv.addr, rcvbuf=8192) as c:
+        c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+               b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        time.sleep(0.2)
+        c.send(b"\r\nx" * 10)
+        time.sleep(0.1)
+        assert c.read_response().body == b"b" * BIG
+        assert c.read_response().body == b"small\n"
+        c.read_to_close()
