@@ -208,6 +208,8 @@ static void table_insert(struct filecache *fc, struct fc_entry *e)
 static int open_regular(struct filecache *fc, const char *rel, struct stat *st)
 {
     int fd = open_beneath(fc->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd == -ENXIO) /* a unix socket: open refuses it before any fstat */
+        return -ENODEV;
     if (fd < 0)
         return fd;
     if (fstat(fd, st) < 0) {

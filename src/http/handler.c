@@ -209,9 +209,8 @@ static void not_a_file(struct http_ctx *ctx, const struct http_request *req, cha
     unsigned status = status_for(rc);
     if (rc == -EISDIR && !want_dir)
         return redirect_to_dir(ctx, req, path, plen, keepalive, out, plan);
-    /* ENXIO: a unix socket, which open refuses before any fstat */
-    if (want_dir && (rc == -ENOENT || rc == -EISDIR || rc == -ENODEV || rc == -ENXIO ||
-                     rc == -EXDEV || rc == -ELOOP)) {
+    if (want_dir && (rc == -ENOENT || rc == -EISDIR || rc == -ENODEV || rc == -EXDEV ||
+                     rc == -ELOOP)) {
         size_t dlen = plen - 10; /* without "index.html" */
         if (fc_is_dir(ctx->fc, path + 1, dlen - 1)) {
             if (ctx->cfg->autoindex)

@@ -7,10 +7,13 @@
  * under ASan a write past it is a crash. */
 #include "unit.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -390,6 +393,24 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ft
     (void)flag;
     (void)ftw;
     return remove(p);
+}
+
+/* A FIFO and a unix socket are both neither file nor directory: ENODEV
+ * (403 when asked for by name). The socket was ENXIO, the code open gives
+ * it, and a 404 where the FIFO was a 403. */
+TEST(fifo_and_socket_are_enodev)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/pipe", g_root);
+    CHECK_EQ_INT(mkfifo(p, 0644), 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", g_root);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0);
+    close(s);
+    struct fc_entry *e;
+    CHECK_EQ_INT(fc_lookup(fc(), "pipe", 4, clock_wall(), &e), -ENODEV);
+    CHECK_EQ_INT(fc_lookup(fc(), "sock", 4, clock_wall(), &e), -ENODEV);
 }
 
 TEST(zz_cleanup)
