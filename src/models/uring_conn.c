@@ -234,7 +234,10 @@ static size_t serve(struct uring_loop *u, struct uconn *c, const char *data, siz
 static void finish_closing(struct uring_loop *u, struct uconn *c, int waited)
 {
     shutdown(uconn_fd(u, c), SHUT_WR); /* sends the corked answer (plan_write.h) */
-    if ((!c->st.linger && !(waited && linger_input_waiting(uconn_fd(u, c)))) || c->eof) {
+    /* a receive that is off (cancelled to hold input back) leaves what
+     * came since in the socket, as a wait does */
+    int look = waited || !c->recv_on;
+    if ((!c->st.linger && !(look && linger_input_waiting(uconn_fd(u, c)))) || c->eof) {
         uconn_close(u, c);
         return;
     }
