@@ -415,23 +415,22 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
     const char *start = buf + skip;
     size_t avail = len - skip;
 
-    /* Not HTTP at all (a TLS hello, a stray protocol): say so now rather
-     * than wait for a line end that never comes. Checked before the size
-     * too, so a bad method over a long head is 400 however the bytes were
-     * split by the network, not 400 in pieces and 414/431 in one read. */
-    for (size_t i = 0; i < avail && start[i] != ' '; i++)
-        if (!(cls[(unsigned char)start[i]] & C_TOKEN))
-            return fail(req, 400);
-
     long line1;
     size_t head = find_head_end(start, avail, &line1);
-    if (head == 0) {
-        if (avail < max_head)
+    if (head == 0 || head > max_head) {
+        /* Not HTTP at all (a TLS hello, a stray protocol): say so now
+         * rather than wait for a line end that never comes. Checked before
+         * the size too, so a bad method over a long head is 400 however
+         * the bytes were split by the network, not 400 in pieces and
+         * 414/431 in one read. (A whole head within the limit has its
+         * method checked with its request line.) */
+        for (size_t i = 0; i < avail && start[i] != ' '; i++)
+            if (!(cls[(unsigned char)start[i]] & C_TOKEN))
+                return fail(req, 400);
+        if (head == 0 && avail < max_head)
             return HTTP_PARSE_INCOMPLETE;
         return fail(req, line1 < 0 || (size_t)line1 >= max_head ? 414 : 431);
     }
-    if (head > max_head)
-        return fail(req, (size_t)line1 >= max_head ? 414 : 431);
 
     req->error = 0;
     req->nheaders = 0;
