@@ -299,7 +299,8 @@ void dispatch_exited(struct dispatch *d, int slot, int pass_on)
     dispatch_drop(d, slot); /* so EOF ends the reads below */
     int fds[64], n, moved = 0, closed = 0;
     unsigned lost;
-    while ((n = dispatch_receive(end, fds, 64, &lost)) > 0) {
+    while ((n = dispatch_receive(end, fds, 64, &lost)) > 0 || lost) {
+        closed += (int)lost; /* no fd free here: the kernel closed them */
         for (int i = 0; i < n; i++) {
             if (pass_on && pass(d, fds[i]) == 0) {
                 moved++;
