@@ -334,7 +334,12 @@ static int answer_buffered(struct conn_state *st, int64_t *head_deadline)
         if (rc < 0)
             ret = CLOSE;
         else if (r.plan.close)
-            ret = r.plan.linger || linger_input_waiting(st->fd) ? LINGER : CLOSE;
+            /* after a wait (read_first) or a file's body, input may have
+             * come meanwhile: looked for, as models/linger.h says */
+            ret = r.plan.linger || ((st->read_first || r.plan.file) &&
+                                    linger_input_waiting(st->fd))
+                      ? LINGER
+                      : CLOSE;
     }
     if (outbuf)
         bufpool_put(&t->outbufs, outbuf);
