@@ -42,32 +42,34 @@ if [ -n "$pkgs" ]; then
     fi
 fi
 
-# h11, the reference parser of the differential tests (tests/diff), pinned,
-# into build/pydeps: the tests put that folder first on sys.path, and the
-# system Python stays as it is (pip's --target does not touch it).
-if [ "$what" = test ]; then
-    h11=0.16.0
-    if ! PYTHONPATH=build/pydeps python3 -c \
-        "import sys, h11; sys.exit(h11.__version__ != '$h11')" >/dev/null 2>&1; then
-        echo "deps: h11 $h11 into build/pydeps"
-        python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-            --no-deps --upgrade --target build/pydeps "h11==$h11"
-    fi
-fi
+# Test-only Python packages, pinned, into build/pydeps: the tests put that
+# folder first on sys.path, and the system Python stays as it is (pip's
+# --target does not touch it). A package counts as there only when
+# build/pydeps holds it: a system Python may have the same name at the same
+# version (a CI image with h11 installed did), and the tests that check
+# where it came from must find it here.
+in_pydeps() { # DIST VERSION
+    PYTHONPATH=build/pydeps python3 -c "
+import os, sys, importlib.metadata as m
+d = m.distribution('$1')
+here = os.path.realpath('build/pydeps')
+sys.exit(d.version != '$2' or os.path.realpath(str(d.locate_file(''))) != here)" \
+        >/dev/null 2>&1
+}
 
-# Other test-only Python packages, pinned, the same way: prometheus-client
-# (its text parser reads the status page's Prometheus output) and
+# h11 is the reference parser of the differential tests (tests/diff);
+# prometheus-client's text parser reads the status page's Prometheus output;
 # Playwright with its one dependency (drives the system chromium for the
 # status page's test; it never downloads a browser of its own).
 pydep() { # DIST VERSION
-    if ! PYTHONPATH=build/pydeps python3 -c \
-        "import sys, importlib.metadata as m; sys.exit(m.version('$1') != '$2')" >/dev/null 2>&1; then
+    if ! in_pydeps "$1" "$2"; then
         echo "deps: $1 $2 into build/pydeps"
         python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
             --no-deps --upgrade --target build/pydeps "$1==$2"
     fi
 }
 if [ "$what" = test ]; then
+    pydep h11 0.16.0
     pydep prometheus-client 0.21.1
     pydep greenlet 3.5.6
     pydep playwright 1.65.2
@@ -77,9 +79,7 @@ fi
 # with every dependency pinned and installed in one call (--no-deps: the
 # list is the whole closure pip resolved for redbot 2.7.1).
 redbot=2.7.1
-if [ "$what" = test ] && ! PYTHONPATH=build/pydeps python3 -c \
-    "import sys, importlib.metadata as m; sys.exit(m.version('redbot') != '$redbot')" \
-    >/dev/null 2>&1; then
+if [ "$what" = test ] && ! in_pydeps redbot "$redbot"; then
     echo "deps: redbot $redbot and its dependencies into build/pydeps"
     python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
         --no-deps --upgrade --target build/pydeps "redbot==$redbot" \
