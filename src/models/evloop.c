@@ -217,6 +217,7 @@ static void receive_connections(struct server *s)
         uint32_t room = ev->max_conns > ev->nconns ? ev->max_conns - ev->nconns : 0;
         if (!room) {
             ev->accept_paused = 1;
+            SB_SET(ev->slot->full, 1);
             return;
         }
         unsigned lost;
@@ -265,6 +266,8 @@ static void receive_connections(struct server *s)
 static void accept_all(struct server *s)
 {
     s->ev.accept_paused = 0;
+    if (SB_GET(s->ev.slot->full))
+        SB_SET(s->ev.slot->full, 0);
     watch_listeners(s, 1);
     for (int i = 0; i < s->nls; i++)
         accept_from(s, &s->ls[i], 0);

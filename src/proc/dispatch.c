@@ -13,6 +13,12 @@
 
 #define HELD_MAX 64 /* connections held while no worker can take one (>= 1) */
 #define RETRY_MS 10 /* while holding: the next try, if no channel's EPOLLOUT comes first */
+/* A worker that took nothing from its channel for this long while
+ * connections waited there is stalled (stopped, swapped out, looping, or at
+ * --max-connections): what waits is taken back and passed on. A working
+ * loop drains its channel within milliseconds. */
+#define STALL_MS 1000
+#define STALL_CHECK_MS 250 /* how often channels with waiting connections are looked at */
 
 struct channel {
     int fd;            /* master's end, -1 when unused */
@@ -20,6 +26,9 @@ struct channel {
                         * worker never took is taken back when it exits */
     uint8_t blocked;   /* last send hit EAGAIN */
     uint64_t sent;     /* connections passed; the worker counts what it took */
+    uint64_t watch_taken;  /* its accepted count when watch_since began */
+    int64_t watch_since;   /* since when connections wait and none was taken, or 0 */
+    int64_t avoid_until;   /* found stalled: given nothing taken back from another until then */
 };
 
 
@@ -43,7 +52,7 @@ struct dispatch {
     struct held held[HELD_MAX];
     int nheld;
     long shed;                       /* held connections closed past hold_max_ms */
-    time_t last_held_log, last_shed_log, last_accept_log;
+    time_t last_held_log, last_shed_log, last_accept_log, last_stall_log;
 };
 
 struct dispatch *dispatch_create(struct loop *l, const int *listen_fds, const int *tcp, int n,
@@ -83,6 +92,7 @@ int dispatch_channel(struct dispatch *d, int slot)
     d->ch[slot].rescue = fcntl(sv[1], F_DUPFD_CLOEXEC, 0); /* -1: none, as before */
     d->ch[slot].blocked = 0;
     d->ch[slot].sent = SB_GET(d->sb->slots[slot].accepted);
+    d->ch[slot].watch_since = d->ch[slot].avoid_until = 0;
     if (loop_add(d->loop, sv[0], EPOLLOUT | EPOLLET, DISPATCH_TAG_CHANNEL | (uint64_t)slot) < 0)
         log_msg(LOG_ERROR, "epoll_ctl channel: %s", strerror(errno));
     return sv[1];
@@ -130,10 +140,16 @@ static uint64_t unclaimed(struct dispatch *d, int s)
 /* Sort key: with --dispatch least, open plus unclaimed connections; with
  * rr, the unclaimed ones only, so rr order holds among workers that keep
  * up (all at 0 in the normal case) and a stalled worker stops getting
- * connections after the first few. */
+ * connections after the first few. A worker at --max-connections comes
+ * after every other. */
 static uint64_t load_of(struct dispatch *d, int s)
 {
     uint64_t u = unclaimed(d, s);
+    /* at --max-connections: tried after the others (one found stalled is
+     * not: passed over once it holds one, it must get its share again as
+     * soon as it runs, and nothing tells the master when that is) */
+    if (SB_GET(d->sb->slots[s].full))
+        u += 1ULL << 40;
     if (d->least)
         return SB_GET(d->sb->slots[s].active) + u;
     return u;
@@ -321,6 +337,114 @@ void dispatch_exited(struct dispatch *d, int slot, int pass_on)
         flush_held(d);
 }
 
+/* A worker that can take what a stalled one left: its channel open and
+ * not full, not found stalled itself lately, not at --max-connections. */
+static int can_take(struct dispatch *d, int s)
+{
+    return d->ch[s].fd >= 0 && !d->ch[s].blocked && d->ch[s].avoid_until <= clock_now_ms() &&
+           !SB_GET(d->sb->slots[s].full);
+}
+
+/* Passes fd to a worker that can_take, fewest unclaimed first; 0 or -EAGAIN. */
+static int pass_on(struct dispatch *d, int fd)
+{
+    int best = -1;
+    for (int k = 0; k < (int)d->sb->nslots; k++)
+        if (can_take(d, k) && (best < 0 || unclaimed(d, k) < unclaimed(d, best)))
+            best = k;
+    if (best < 0)
+        return -EAGAIN;
+    int rc = send_fd(d->ch[best].fd, fd);
+    if (rc < 0) {
+        d->ch[best].blocked = 1; /* EPOLLOUT (edge) clears a full one; a gone one is dropped */
+        return -EAGAIN;
+    }
+    d->ch[best].sent++;
+    close(fd);
+    return 0;
+}
+
+static int any_can_take(struct dispatch *d)
+{
+    for (int k = 0; k < (int)d->sb->nslots; k++)
+        if (can_take(d, k))
+            return 1;
+    return 0;
+}
+
+/* Takes back what waits in slot's channel (its worker is stalled, or at
+ * --max-connections) and passes it to workers that can take it. The worker
+ * may wake and take some at the same time: each message goes to one
+ * reader, and what the master took is no longer counted as sent. One that
+ * no worker could take after all goes to the back of the same channel,
+ * where it waited anyway (held by the master it would be closed after
+ * hold_max_ms); the rest stay there. Where every worker is full or stalled
+ * nothing moves. */
+static void rescue_stalled(struct dispatch *d, int s)
+{
+    struct channel *c = &d->ch[s];
+    int full = (int)SB_GET(d->sb->slots[s].full);
+    if (!full)
+        c->avoid_until = clock_now_ms() + STALL_MS;
+    int moved = 0, closed = 0;
+    while (any_can_take(d)) {
+        int fd;
+        unsigned lost;
+        int got = dispatch_receive(c->rescue, &fd, 1, &lost);
+        c->sent -= (uint64_t)(got > 0 ? got : 0) + lost;
+        closed += (int)lost; /* no fd free in the master: the kernel closed it */
+        if (got <= 0) {
+            if (!lost)
+                break; /* the channel is empty (or the worker took the rest) */
+            continue;
+        }
+        if (pass_on(d, fd) == 0) {
+            moved++;
+            continue;
+        }
+        if (send_fd(c->fd, fd) == 0) {
+            c->sent++;
+            close(fd);
+        } else if (d->nheld < HELD_MAX) {
+            d->held[d->nheld++] = (struct held){fd, clock_now_ms()};
+        } else {
+            close(fd);
+            closed++;
+        }
+        break;
+    }
+    if ((moved || closed) && may_log(&d->last_stall_log))
+        log_msg(closed ? LOG_WARN : LOG_NOTICE, "dispatch: the worker in slot %d took no "
+                "connection for %d ms (%s): %d waiting in its channel passed on, %d closed",
+                s, STALL_MS, full ? "at --max-connections" : "stalled", moved, closed);
+}
+
+/* Finds the channels whose worker took nothing for STALL_MS while
+ * connections waited there. Returns the ms until the next look, or -1 when
+ * no connection waits. */
+static int watch_stalls(struct dispatch *d)
+{
+    int64_t now = clock_now_ms();
+    int watching = 0;
+    for (int s = 0; s < (int)d->sb->nslots; s++) {
+        struct channel *c = &d->ch[s];
+        if (c->fd < 0 || c->rescue < 0 || unclaimed(d, s) == 0) {
+            c->watch_since = 0;
+            continue;
+        }
+        uint64_t taken = SB_GET(d->sb->slots[s].accepted);
+        if (!c->watch_since || taken != c->watch_taken) {
+            c->watch_since = now;
+            c->watch_taken = taken;
+        } else if (now - c->watch_since >= STALL_MS) {
+            rescue_stalled(d, s);
+            c->watch_since = 0;
+        }
+        watching = 1;
+    }
+    return watching ? STALL_CHECK_MS : -1;
+}
+
 /* Level-triggered: accepts until EAGAIN or until it must stop (nobody can
  * take a connection, or no fds); a stop always comes with a retry time,
  * never with a listener that stays readable and spins the loop. */
@@ -466,10 +590,16 @@ int dispatch_tick(struct dispatch *d)
             d->ch[s].blocked = 0;
         flush_held(d);
     }
-    set_paused(d, d->nheld > 0 || d->accept_retry_at);
+    int watch = watch_stalls(d);
     if (d->nheld)
-        return RETRY_MS;
-    if (d->accept_retry_at)
-        return (int)(d->accept_retry_at - clock_now_ms()) + 1;
-    return -1;
+        flush_held(d); /* what a stalled channel's rescue held */
+    set_paused(d, d->nheld > 0 || d->accept_retry_at);
+    int t = watch;
+    if (d->nheld)
+        t = RETRY_MS;
+    else if (d->accept_retry_at) {
+        int retry = (int)(d->accept_retry_at - clock_now_ms()) + 1;
+        t = t < 0 || retry < t ? retry : t;
+    }
+    return t;
 }

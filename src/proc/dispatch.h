@@ -8,7 +8,9 @@
  * holding the connections it has, and retries until a worker takes them; a
  * connection held longer than hold_max_ms is closed. A channel is dropped
  * only when its worker is gone or draining; what a worker that exited left
- * in its channel is passed on. The master never blocks on a worker. */
+ * in its channel is passed on, and so is what waits for a second in the
+ * channel of a worker that takes nothing (stalled, or at
+ * --max-connections). The master never blocks on a worker. */
 #ifndef HERD_PROC_DISPATCH_H
 #define HERD_PROC_DISPATCH_H
 
@@ -40,8 +42,9 @@ void dispatch_close_in_child(struct dispatch *d);
 
 void dispatch_event(struct dispatch *d, uint64_t tag, uint32_t events);
 /* While connections are held (no worker could take them), retries them;
- * ends an fd back-off of the listen sockets when it is due. Returns the ms
- * until the next retry, or -1 when there is none. A channel's EPOLLOUT
+ * ends an fd back-off of the listen sockets when it is due; passes on what
+ * waits in a stalled worker's channel. Returns the ms until the next retry
+ * or look, or -1 when there is none. A channel's EPOLLOUT
  * usually comes first for a full channel; nothing else comes for the rest. */
 int dispatch_tick(struct dispatch *d);
 

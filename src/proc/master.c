@@ -321,6 +321,7 @@ static void reap(struct master *m)
             SB_SET(m->sb->slots[k].pid, 0);
             SB_SET(m->sb->slots[k].active, 0);
             SB_SET(m->sb->slots[k].idle, 0);
+            SB_SET(m->sb->slots[k].full, 0);
             SB_SET(m->sb->slots[k].state, SB_FREE);
             if (m->dispatch)
                 dispatch_exited(m->dispatch, k, !m->stopping);

@@ -61,6 +61,8 @@ struct sb_slot {
     struct sb_upstream up[SB_UPSTREAMS];
     struct sb_latency latency; /* request durations (models/step.c says which) */
     uint32_t ready;           /* its loop is set up and serves (an upgrade waits for it) */
+    uint32_t full;            /* dispatch: at --max-connections, not taking from its
+                               * channel (proc/dispatch.c passes what waits there on) */
 } __attribute__((aligned(64)));
 
 struct scoreboard {

@@ -365,6 +365,19 @@ class Server:
         with self.cond:
             return "\n".join(l for l in self.lines if l is not None)
 
+    def wait_stderr(self, pattern, since=0, timeout=5.0):
+        """The server's stderr from line since on, once a line matches the
+        regex pattern or timeout seconds passed: a line the server writes
+        after an answer may reach the reader thread after that answer."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                text = "\n".join(l for l in self.lines[since:] if l is not None)
+                left = deadline - time.monotonic()
+                if re.search(pattern, text) or left <= 0:
+                    return text
+                self.cond.wait(min(left, 0.2))
+
     # -- clients
     def connect(self, addr=None, **kw):
         return RawConn.open(addr or self.addr, **kw)

@@ -8,6 +8,7 @@ worker that stops reading its channel, and prefork's thundering herd.
 
 import json
 import os
+import re
 import select
 import selectors
 import threading
@@ -110,6 +111,25 @@ def _answered(s):
     return data.startswith(b"HTTP/1.1 200")
 
 
+def _answered_keepalive(s):
+    """Whether the server's answer on s (framed by Content-Length, the
+    connection left open) is a 200."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = s.recv(65536)
+        if not d:
+            return False
+        data += d
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", head).group(1))
+    while len(body) < length:
+        d = s.recv(65536)
+        if not d:
+            return False
+        body += d
+    return head.startswith(b"HTTP/1.1 200")
+
+
 def _get(port, timeout):
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(REQ)
@@ -179,7 +199,8 @@ def test_dispatch_passes_on_what_a_dead_worker_never_took(server, policy):
             conns.append(c)
         # the running worker answers its share at once; the rest wait in
         # the stopped worker's channel (rr and least both send it the first)
-        time.sleep(1.0)
+        # until it has taken nothing for a second (then they are passed on)
+        time.sleep(0.3)
         waiting = [c for c in conns if not select.select([c], [], [], 0)[0]]
         assert waiting, "no connection waits for the stopped worker"
     finally:
@@ -189,6 +210,106 @@ def test_dispatch_passes_on_what_a_dead_worker_never_took(server, policy):
         with c:
             answered += _answered(c)
     assert answered == 6, f"{answered} of 6 answered"
+    assert srv.alive()
+
+
+@pytest.mark.parametrize("policy", ["rr", "least"])
+def test_dispatch_passes_on_what_a_stalled_worker_does_not_take(server, policy):
+    """Connections that wait in the channel of a worker that takes nothing
+    (stopped here; swapped out, looping or at --max-connections alike) are
+    taken back after a second and passed to another worker: they waited
+    with no timeout of any kind until the worker ran again, a hang for a
+    client that does not retry. The worker stays stopped throughout."""
+    srv, pids = _dispatch_with_worker_0_stopped(server, policy)
+    mark = srv.stderr_mark()
+    conns = []
+    try:
+        # keep-alive: the running worker's connections stay open, so least
+        # too sends the stopped one some (its frozen count looks lighter)
+        for _ in range(6):
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
+            conns.append(c)
+        answered = 0
+        deadline = time.monotonic() + 8
+        for c in conns:
+            with c:
+                c.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    answered += _answered_keepalive(c)
+                except socket.timeout:
+                    pass
+        assert answered == 6, f"{answered} of 6 answered while worker 0 is stopped"
+        want = (r"dispatch: the worker in slot 0 took no connection for \d+ ms "
+                r"\(stalled\): [1-6] waiting in its channel passed on, 0 closed")
+        told = srv.wait_stderr(want, mark)
+        assert re.search(want, told), told
+    finally:
+        os.kill(pids[0], signal.SIGCONT)
+    # running again, it gets its share: every request is answered
+    assert all(_get(srv.port, timeout=10) for _ in range(10))
+    assert srv.alive()
+
+
+def test_dispatch_sends_nothing_to_wait_for_a_full_worker(server):
+    """A worker at --max-connections stops taking from its channel; a
+    connection sent there waited for one of its connections to end (a slow
+    client held it for the whole header timeout). The master now sends new
+    connections to a worker with room, and what waits in a full worker's
+    channel is passed on after a second."""
+    srv = server("--model", "dispatch", "--dispatch", "rr", "--workers", "2",
+                 "--max-connections", "1", "--header-timeout", "60")
+    busy = []
+    try:
+        # two clients that send half a head fill both workers
+        for _ in range(2):
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n")
+            busy.append(c)
+            time.sleep(0.1)
+        # one leaves: its worker has room again, the other is still full
+        busy.pop(0).close()
+        time.sleep(0.3)
+        for i in range(4):
+            t0 = time.monotonic()
+            assert _get(srv.port, timeout=8), f"request {i} not answered"
+            took = time.monotonic() - t0
+            assert took < 3, f"request {i} took {took:.1f} s"
+    finally:
+        for c in busy:
+            c.close()
+    assert srv.alive()
+
+
+def test_dispatch_passes_on_what_waits_for_a_full_worker(server):
+    """Every worker at --max-connections: a new connection waits in a
+    channel (rr sends it to worker 0). When worker 1 gets room, it is taken
+    back from worker 0's channel and passed there within about a second;
+    it waited until worker 0's slow client timed out."""
+    srv = server("--model", "dispatch", "--dispatch", "rr", "--workers", "2",
+                 "--max-connections", "1", "--header-timeout", "60")
+    mark = srv.stderr_mark()
+    busy = []
+    try:
+        for _ in range(2):  # worker 0, then worker 1
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n")
+            busy.append(c)
+            time.sleep(0.1)
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as waiting:
+            waiting.sendall(REQ)
+            time.sleep(0.3)
+            assert not select.select([waiting], [], [], 0)[0], "answered by a full worker"
+            busy.pop(1).close()  # worker 1's client leaves
+            t0 = time.monotonic()
+            assert _answered(waiting)
+            assert time.monotonic() - t0 < 4
+        want = r"\(at --max-connections\): 1 waiting in its channel passed on, 0 closed"
+        told = srv.wait_stderr(want, mark)
+        assert re.search(want, told), told
+    finally:
+        for c in busy:
+            c.close()
     assert srv.alive()
 
 
