@@ -557,7 +557,10 @@ static void drain_linger(struct evloop *ev, struct conn *c)
     for (int i = 0; i < LINGER_READS_MAX; i++) {
         ssize_t n = read(fd, ev->rbuf, ev->in_cap);
         if (n > 0) {
-            SB_ADD(ev->slot->bytes_in, (uint64_t)n); /* read from the client, as uring counts it */
+            /* read from the client, as uring counts it; over TLS these are
+             * records left undecrypted, and bytes_in counts HTTP bytes */
+            if (!c->ssl)
+                SB_ADD(ev->slot->bytes_in, (uint64_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)

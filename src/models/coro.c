@@ -142,8 +142,9 @@ static void linger_close(int fd, SSL *ssl)
     int64_t deadline = clock_now_ms() + LINGER_TIMEOUT_MS;
     for (int i = 0; i < LINGER_READS_MAX * 16; i++) {
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0)
-            SB_ADD(here()->slot->bytes_in, (uint64_t)n); /* read from the client all the same */
+        if (n > 0 && !ssl) /* read from the client all the same; over TLS, records left
+                            * undecrypted, and bytes_in counts HTTP bytes */
+            SB_ADD(here()->slot->bytes_in, (uint64_t)n);
         if (n > 0 || (n < 0 && errno == EINTR))
             continue;
         if (n < 0 && errno == EAGAIN && wait_io(fd, EPOLLIN, deadline, 0) == 0)

@@ -424,6 +424,34 @@ def test_a_bare_fin_after_the_requests_gets_a_clean_close(server, site, pki, mod
         c.expect_close(timeout=5)  # an SSLError (the alert) fails here
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_bytes_drained_by_a_lingering_tls_close_are_not_counted_as_read(server, site, pki,
+                                                                         model):
+    """bytes_in counts what clients sent as HTTP (over TLS, decrypted), as
+    bytes_out counts what herd wrote. A lingering close drains TLS records
+    without decrypting them: the event loop and coro counted those raw
+    bytes, record headers and tags with them, so a closing request with
+    input behind it counted more than the client sent."""
+    srv = start(server, pki, model=model)
+    status_req = build_request("GET", STATUS, headers=[("Connection", "close")])
+    before = status(srv, pki)["bytes_in"]
+    head = build_request("GET", "/small.txt", headers=[("Connection", "close")])
+    behind = b"x" * 400000  # ~25 records of 16 KiB, 22 bytes more each on the wire
+    with tls_conn(srv, pki) as c:
+        c.send(head + behind)
+        r = c.read_response()
+        assert r.status == 200
+        dup = socket.socket(fileno=os.dup(c.sock.fileno()))
+        dup.shutdown(socket.SHUT_WR)  # the FIN ends the server's linger
+        dup.close()
+        c.expect_close(timeout=10)
+    time.sleep(0.5)
+    delta = status(srv, pki)["bytes_in"] - before
+    assert delta <= len(head) + len(behind) + len(status_req), \
+        f"bytes_in grew by {delta}; the client sent {len(head) + len(behind)} (and the " \
+        f"status request {len(status_req)})"
+
+
 @pytest.mark.skipif(not shutil.which("openssl"), reason="needs the openssl CLI")
 def test_key_updates_during_a_large_proxied_answer(server, pki, tmp_path):
     """TLS 1.3 KeyUpdates (openssl s_client's K command) while a 20 MB
