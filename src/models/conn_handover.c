@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "models/evloop_internal.h"
+#include "net/tls.h"
 #include "proc/handover.h"
 
 #define RETRY_MS 20 /* a full channel: try the refused connections again */
@@ -26,15 +27,24 @@ int conn_handover_settled(void)
     return __atomic_load_n(&pending, __ATOMIC_ACQUIRE) <= 0;
 }
 
+/* A TLS connection whose OpenSSL has read nothing: the next process
+ * handshakes afresh (with the certificate a reload loaded). */
+static int tls_fresh(const struct conn *c)
+{
+    return c->ssl && c->handshaking && tls_untouched(c->ssl);
+}
+
 int conn_hand_over(struct evloop *ev, struct conn *c)
 {
     /* A TLS connection's state lives in this process's OpenSSL only: it
-     * stays and drains (its next request is answered with close). */
-    if (ev->ho_fd < 0 || c->ssl || c->out || c->xfer || c->lingering || c->st.closing ||
-        c->drain == DRAIN_KEEP || step_in_body(&c->st) || c->in_len > HANDOVER_IN_MAX)
+     * stays and drains (its next request is answered with close), unless
+     * OpenSSL has read nothing of it yet. */
+    if (ev->ho_fd < 0 || (c->ssl && !tls_fresh(c)) || c->out || c->xfer || c->lingering ||
+        c->st.closing || c->drain == DRAIN_KEEP || step_in_body(&c->st) ||
+        c->in_len > HANDOVER_IN_MAX)
         return -1;
-    struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp, .state_len = sizeof c->st,
-                             .in_len = c->in_len};
+    struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp | (c->ssl ? HO_TLS_FRESH : 0),
+                             .state_len = sizeof c->st, .in_len = c->in_len};
     memcpy(h.state, &c->st, sizeof c->st);
     int fd = conn_fd(ev, c);
     __atomic_add_fetch(&pending, 1, __ATOMIC_ACQ_REL);
@@ -53,8 +63,15 @@ int conn_hand_over(struct evloop *ev, struct conn *c)
  * accepted it, with its state and unparsed bytes. */
 static void adopt(struct evloop *ev, const struct handover_msg *h, const char *in, int fd)
 {
+    int tls = (h->tcp & HO_TLS_FRESH) != 0;
+    if (tls && !ev->tls_ctx) {
+        log_msg(LOG_ERROR, "handover: a TLS connection, and this generation serves no TLS: "
+                "closing it");
+        close(fd);
+        return;
+    }
     if (h->state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap ||
-        conn_open(ev, fd, h->tcp, 0, 0, NULL) < 0) {
+        conn_open(ev, fd, h->tcp & 1, 0, tls, NULL) < 0) {
         if (h->state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap) {
             log_msg(LOG_ERROR, "handover: a connection from another build or with a "
                     "larger head than ours: closing it");
@@ -107,7 +124,7 @@ void conn_handover_receive(struct evloop *ev)
 
 /* Hands over the connections of q that wait for their next request (those
  * that cannot move are marked to drain); returns how many stay. A fresh
- * one with no byte yet moves too (not a TLS one: OpenSSL has it here):
+ * one with no byte yet moves too (a TLS one if OpenSSL has read nothing):
  * kept, it held the old worker to its shutdown timeout, which then closed
  * it under a request still due within the header timeout. */
 static int hand_over_queue(struct evloop *ev, struct timerq *q)
@@ -117,8 +134,8 @@ static int hand_over_queue(struct evloop *ev, struct timerq *q)
     while (n != &q->head) {
         struct tq_node *next = n->next;
         struct conn *c = container_of(n, struct conn, timer);
-        if (c->in_len == 0 && (c->st.nreq || !c->ssl) && c->drain != DRAIN_KEEP &&
-            !c->st.await_pp) {
+        if (c->in_len == 0 && (c->st.nreq || !c->ssl || tls_fresh(c)) &&
+            c->drain != DRAIN_KEEP && !c->st.await_pp) {
             if (conn_hand_over(ev, c) < 0) {
                 c->drain = DRAIN_RETRY;
                 stay++;

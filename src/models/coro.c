@@ -242,7 +242,17 @@ static int handshake(struct conn_state *st, int64_t *deadline_out)
     enum tls_fail why;
     int rc;
     while ((rc = tls_handshake(st->ssl, &why)) == -EAGAIN) {
-        if (wait_io(st->fd, tls_wants(st), deadline, 0) < 0) {
+        /* Nothing read yet: on a reload it moves, as a plain one with no
+         * byte yet does, and the next generation handshakes afresh. */
+        int movable = !st->drain && tls_untouched(st->ssl) &&
+                      (!coro_stopping() || handing_over());
+        int w = coro_wait_fd(st->fd, tls_wants(st), deadline, movable ? CORO_INTERRUPTIBLE : 0);
+        if (w == -ECANCELED && movable) {
+            if (handing_over())
+                return 1;
+            continue; /* a plain stop: it waits on for its handshake */
+        }
+        if (w < 0) {
             SB_ADD(here()->slot->tls_failed[TLS_FAIL_TIMEOUT], 1);
             return -1;
         }
@@ -453,15 +463,18 @@ static int hand_over(struct conn_state *st)
 {
     int ch = M.env->handover_fd;
     /* TLS state lives in this process's OpenSSL only: such a connection
-     * stays and drains (its next request is answered with close). */
-    if (st->ssl)
+     * stays and drains (its next request is answered with close), unless
+     * OpenSSL has read nothing of it yet. */
+    int tls_fresh = st->ssl && !st->sc.nreq && tls_untouched(st->ssl);
+    if (st->ssl && !tls_fresh)
         st->drain = 1;
     if (ch < 0 || st->len || st->drain)
         return 0;
     int domain = AF_INET;
     socklen_t dlen = sizeof domain;
     getsockopt(st->fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
-    struct handover_msg h = {.kind = HO_CONN, .tcp = domain != AF_UNIX,
+    struct handover_msg h = {.kind = HO_CONN,
+                             .tcp = (domain != AF_UNIX) | (tls_fresh ? HO_TLS_FRESH : 0),
                              .state_len = sizeof st->sc};
     memcpy(h.state, &st->sc, sizeof st->sc);
     __atomic_add_fetch(&M.ho_pending, 1, __ATOMIC_ACQ_REL);
@@ -473,6 +486,8 @@ static int hand_over(struct conn_state *st)
     }
     if (st->in)
         bufpool_put(&here()->inbufs, st->in);
+    if (st->ssl)
+        tls_free(st->ssl); /* it sent nothing: it frees silently */
     close(st->fd);
     free(st);
     count(&M.nconns, -1, 0);
@@ -501,8 +516,10 @@ static void *conn_main(void *arg)
     }
     /* after a handshake, the first head has what is left of its time */
     int64_t head_deadline = 0;
-    if (r == GO_ON && st->ssl && !resumed && handshake(st, &head_deadline) < 0)
-        r = CLOSE;
+    if (r == GO_ON && st->ssl && !resumed) {
+        int h = handshake(st, &head_deadline);
+        r = h < 0 ? CLOSE : h > 0 ? HANDED : GO_ON;
+    }
     if (r == GO_ON)
         r = serve(st, !resumed && !st->ssl, head_deadline);
     if (r == HANDED && hand_over(st))
@@ -548,6 +565,18 @@ static void adopt(const struct handover_msg *h, const char *in, int fd)
         close(fd);
         return;
     }
+    if (h->tcp & HO_TLS_FRESH) {
+        void *ctx = M.env->tls ? tls_server_ctx(M.env->tls) : NULL;
+        if (!ctx || !(c->ssl = tls_open(ctx, fd))) {
+            log_msg(LOG_ERROR, "handover: a TLS connection, and %s: closing it",
+                    ctx ? "out of memory" : "this generation serves no TLS");
+            if (c->in)
+                bufpool_put(&here()->inbufs, c->in);
+            free(c);
+            close(fd);
+            return;
+        }
+    }
     c->fd = fd;
     memcpy(&c->sc, h->state, sizeof c->sc);
     if (h->in_len)
@@ -561,6 +590,8 @@ static void adopt(const struct handover_msg *h, const char *in, int fd)
         count(&M.nconns, -1, 0);
         if (c->in)
             bufpool_put(&here()->inbufs, c->in);
+        if (c->ssl)
+            tls_free(c->ssl);
         close(fd);
         free(c);
     }

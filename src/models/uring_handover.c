@@ -135,6 +135,12 @@ void uring_handover_on_poll(struct uring_loop *u, uint32_t cqe_flags)
             close(fd);
             continue;
         }
+        if (h.tcp & HO_TLS_FRESH) { /* from a TLS model's generation: uring serves no TLS */
+            log_msg(LOG_ERROR, "handover: a TLS connection, and this generation serves no "
+                    "TLS: closing it");
+            close(fd);
+            continue;
+        }
         uconn_adopt(u, fd, h.tcp, h.state, rbuf, h.in_len,
                     h.kind == HO_BOUNCE || u->stopping);
     }

@@ -212,6 +212,13 @@ void tls_close_notify(SSL *ssl)
     ERR_clear_error();
 }
 
+int tls_untouched(SSL *ssl)
+{
+    BIO *rbio = SSL_get_rbio(ssl);
+    return !SSL_is_init_finished(ssl) && rbio && BIO_number_read(rbio) == 0 &&
+           BIO_number_written(SSL_get_wbio(ssl)) == 0;
+}
+
 void tls_free(SSL *ssl)
 {
     tls_close_notify(ssl);

@@ -53,6 +53,11 @@ void tls_close_notify(SSL *ssl);
  * nginx's 497), then our side of the connection is shut. */
 void tls_refuse_plain_http(int fd);
 
+/* Whether ssl has read nothing from its socket yet (no handshake begun:
+ * the client's ClientHello, if sent, is still in the kernel): such a
+ * connection may move to another process, which starts afresh. */
+int tls_untouched(SSL *ssl);
+
 /* Frees ssl; a connection that failed sends nothing more. */
 void tls_free(SSL *ssl);
 

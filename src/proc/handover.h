@@ -24,9 +24,14 @@ enum handover_kind {
     HO_ACK,         /* master -> old worker: `count` of its connections placed */
 };
 
+/* In handover_msg.tcp, beside bit 0 (TCP): a TLS connection whose
+ * OpenSSL has read nothing yet (a client that connected and has not sent
+ * its ClientHello); the adopting worker starts its handshake afresh. */
+#define HO_TLS_FRESH 2
+
 struct handover_msg {
     uint8_t kind;
-    uint8_t tcp;            /* a TCP connection (else unix) */
+    uint8_t tcp;            /* 1: a TCP connection (else unix), | HO_TLS_FRESH */
     uint16_t state_len;
     uint32_t in_len;        /* bytes that follow the header */
     uint32_t count;         /* HO_ACK */

@@ -697,6 +697,37 @@ def test_idle_tls_connection_left_by_a_hup_closes_at_the_shutdown_timeout(server
              what="the old generation's worker to exit")
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_a_tls_connection_with_no_byte_yet_moves_at_a_reload(server, site, pki, tmp_path,
+                                                             model):
+    """A client that connected before a HUP and sends its ClientHello after
+    it (a browser's preconnect) is served by the new generation, with the
+    certificate the HUP loaded: its OpenSSL has read nothing yet. It stayed
+    in the old worker, which handshook with the old certificate."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copyfile(pki.cert, cert)
+    shutil.copyfile(pki.key, key)
+    srv = start(server, pki, "--workers", "1", "--shutdown-timeout", "10s", cert=cert, key=key,
+                model=model)
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=OP_TIMEOUT)
+    try:
+        time.sleep(0.3)  # accepted by the worker
+        swap_in(pki, cert, key, pki.new_cert, pki.new_key)
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10,
+                 what="reload")
+        time.sleep(0.5)  # the old worker hands over what it can
+        t = client_ctx(pki).wrap_socket(raw, server_hostname="localhost")
+    except Exception:
+        raw.close()
+        raise
+    with RawConn(t) as c:
+        assert peer_serial(c) == "03EB", "the old generation's certificate"
+        r = get(c, "/small.txt")
+        assert r.status == 200 and r.body == site.files["small.txt"], r
+        assert r.get("Connection", "").lower() != "close", r.headers
+
+
 def test_hup_with_bad_key_keeps_old_certificate(server, pki, tmp_path):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     shutil.copyfile(pki.cert, cert)
