@@ -43,8 +43,9 @@ int conn_hand_over(struct evloop *ev, struct conn *c)
         c->st.closing || c->drain == DRAIN_KEEP || step_in_body(&c->st) ||
         c->in_len > HANDOVER_IN_MAX)
         return -1;
-    struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp | (c->ssl ? HO_TLS_FRESH : 0),
-                             .state_len = sizeof c->st, .in_len = c->in_len};
+    struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp,
+                             .state_len = sizeof c->st | (c->ssl ? HO_TLS_FRESH : 0),
+                             .in_len = c->in_len};
     memcpy(h.state, &c->st, sizeof c->st);
     int fd = conn_fd(ev, c);
     __atomic_add_fetch(&pending, 1, __ATOMIC_ACQ_REL);
@@ -63,16 +64,17 @@ int conn_hand_over(struct evloop *ev, struct conn *c)
  * accepted it, with its state and unparsed bytes. */
 static void adopt(struct evloop *ev, const struct handover_msg *h, const char *in, int fd)
 {
-    int tls = (h->tcp & HO_TLS_FRESH) != 0;
+    int tls = (h->state_len & HO_TLS_FRESH) != 0;
+    size_t state_len = h->state_len & ~HO_TLS_FRESH;
     if (tls && !ev->tls_ctx) {
         log_msg(LOG_ERROR, "handover: a TLS connection, and this generation serves no TLS: "
                 "closing it");
         close(fd);
         return;
     }
-    if (h->state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap ||
-        conn_open(ev, fd, h->tcp & 1, 0, tls, NULL) < 0) {
-        if (h->state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap) {
+    if (state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap ||
+        conn_open(ev, fd, h->tcp, 0, tls, NULL) < 0) {
+        if (state_len != sizeof(struct step_conn) || h->in_len > ev->in_cap) {
             log_msg(LOG_ERROR, "handover: a connection from another build or with a "
                     "larger head than ours: closing it");
             close(fd);

@@ -474,8 +474,8 @@ static int hand_over(struct conn_state *st)
     socklen_t dlen = sizeof domain;
     getsockopt(st->fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
     struct handover_msg h = {.kind = HO_CONN,
-                             .tcp = (domain != AF_UNIX) | (tls_fresh ? HO_TLS_FRESH : 0),
-                             .state_len = sizeof st->sc};
+                             .tcp = domain != AF_UNIX,
+                             .state_len = sizeof st->sc | (tls_fresh ? HO_TLS_FRESH : 0)};
     memcpy(h.state, &st->sc, sizeof st->sc);
     __atomic_add_fetch(&M.ho_pending, 1, __ATOMIC_ACQ_REL);
     coro_fd_forget(st->fd); /* out of our netpoll before it moves */
@@ -516,7 +516,9 @@ static void *conn_main(void *arg)
     }
     /* after a handshake, the first head has what is left of its time */
     int64_t head_deadline = 0;
-    if (r == GO_ON && st->ssl && !resumed) {
+    /* (resumed too: one whose move failed waited as an idle one, and is
+     * woken by its ClientHello) */
+    if (r == GO_ON && st->ssl && !SSL_is_init_finished(st->ssl)) {
         int h = handshake(st, &head_deadline);
         r = h < 0 ? CLOSE : h > 0 ? HANDED : GO_ON;
     }
@@ -557,7 +559,7 @@ static void *conn_main(void *arg)
 static void adopt(const struct handover_msg *h, const char *in, int fd)
 {
     struct conn_state *c = calloc(1, sizeof *c);
-    if (!c || h->state_len != sizeof c->sc || h->in_len > M.in_cap ||
+    if (!c || (h->state_len & ~HO_TLS_FRESH) != sizeof c->sc || h->in_len > M.in_cap ||
         (h->in_len && !(c->in = bufpool_get(&here()->inbufs)))) {
         log_msg(LOG_ERROR, "handover: cannot take a connection (%s): closing it",
                 c ? "from another build, or out of memory" : "out of memory");
@@ -565,7 +567,7 @@ static void adopt(const struct handover_msg *h, const char *in, int fd)
         close(fd);
         return;
     }
-    if (h->tcp & HO_TLS_FRESH) {
+    if (h->state_len & HO_TLS_FRESH) {
         void *ctx = M.env->tls ? tls_server_ctx(M.env->tls) : NULL;
         if (!ctx || !(c->ssl = tls_open(ctx, fd))) {
             log_msg(LOG_ERROR, "handover: a TLS connection, and %s: closing it",

@@ -129,15 +129,16 @@ void uring_handover_on_poll(struct uring_loop *u, uint32_t cqe_flags)
         }
         if (h.kind == HO_BOUNCE)
             pending--;
-        if (h.state_len != sizeof(struct step_conn) || h.in_len > u->in_cap) {
-            log_msg(LOG_ERROR, "handover: a connection from another build or with a "
-                    "larger head than ours: closing it");
+        if (h.state_len == (sizeof(struct step_conn) | HO_TLS_FRESH)) {
+            /* from a TLS model's generation: uring serves no TLS */
+            log_msg(LOG_ERROR, "handover: a TLS connection, and this generation serves no "
+                    "TLS: closing it");
             close(fd);
             continue;
         }
-        if (h.tcp & HO_TLS_FRESH) { /* from a TLS model's generation: uring serves no TLS */
-            log_msg(LOG_ERROR, "handover: a TLS connection, and this generation serves no "
-                    "TLS: closing it");
+        if (h.state_len != sizeof(struct step_conn) || h.in_len > u->in_cap) {
+            log_msg(LOG_ERROR, "handover: a connection from another build or with a "
+                    "larger head than ours: closing it");
             close(fd);
             continue;
         }

@@ -345,18 +345,22 @@ static int can_take(struct dispatch *d, int s)
            !SB_GET(d->sb->slots[s].full);
 }
 
-/* Passes fd to a worker that can_take, fewest unclaimed first; 0 or -EAGAIN. */
-static int pass_on(struct dispatch *d, int fd)
+/* Passes fd to a worker other than from that can_take, fewest unclaimed
+ * first; 0 or -EAGAIN. (from may have room again by now: sent back there,
+ * fd would only go round its queue.) */
+static int pass_on(struct dispatch *d, int fd, int from)
 {
     int best = -1;
     for (int k = 0; k < (int)d->sb->nslots; k++)
-        if (can_take(d, k) && (best < 0 || unclaimed(d, k) < unclaimed(d, best)))
+        if (k != from && can_take(d, k) && (best < 0 || unclaimed(d, k) < unclaimed(d, best)))
             best = k;
     if (best < 0)
         return -EAGAIN;
     int rc = send_fd(d->ch[best].fd, fd);
     if (rc < 0) {
-        d->ch[best].blocked = 1; /* EPOLLOUT (edge) clears a full one; a gone one is dropped */
+        /* full: its EPOLLOUT (edge) clears the mark; a worker that has
+         * gone is found by pass, which drops its channel */
+        d->ch[best].blocked = 1;
         return -EAGAIN;
     }
     d->ch[best].sent++;
@@ -364,10 +368,10 @@ static int pass_on(struct dispatch *d, int fd)
     return 0;
 }
 
-static int any_can_take(struct dispatch *d)
+static int any_can_take(struct dispatch *d, int from)
 {
     for (int k = 0; k < (int)d->sb->nslots; k++)
-        if (can_take(d, k))
+        if (k != from && can_take(d, k))
             return 1;
     return 0;
 }
@@ -387,7 +391,7 @@ static void rescue_stalled(struct dispatch *d, int s)
     if (!full)
         c->avoid_until = clock_now_ms() + STALL_MS;
     int moved = 0, closed = 0;
-    while (any_can_take(d)) {
+    while (any_can_take(d, s)) {
         int fd;
         unsigned lost;
         int got = dispatch_receive(c->rescue, &fd, 1, &lost);
@@ -398,7 +402,7 @@ static void rescue_stalled(struct dispatch *d, int s)
                 break; /* the channel is empty (or the worker took the rest) */
             continue;
         }
-        if (pass_on(d, fd) == 0) {
+        if (pass_on(d, fd, s) == 0) {
             moved++;
             continue;
         }
@@ -433,7 +437,10 @@ static int watch_stalls(struct dispatch *d)
             continue;
         }
         uint64_t taken = SB_GET(d->sb->slots[s].accepted);
-        if (!c->watch_since || taken != c->watch_taken) {
+        /* A take restarts the watch, but not at --max-connections: one
+         * take a second (as each of its connections ends) would keep the
+         * rest queued there while another worker has room. */
+        if (!c->watch_since || (taken != c->watch_taken && !SB_GET(d->sb->slots[s].full))) {
             c->watch_since = now;
             c->watch_taken = taken;
         } else if (now - c->watch_since >= STALL_MS) {

@@ -71,7 +71,7 @@ int handover_recv(int ch, struct handover_msg *m, void *in, size_t cap, int *fd)
         memcpy(fd, CMSG_DATA(c), sizeof(int));
     if (msg.msg_flags & MSG_CTRUNC)
         return -EMFILE;
-    if ((size_t)n < sizeof *m || m->state_len > HANDOVER_STATE_MAX ||
+    if ((size_t)n < sizeof *m || (m->state_len & ~HO_TLS_FRESH) > HANDOVER_STATE_MAX ||
         (size_t)n != sizeof *m + m->in_len || (msg.msg_flags & MSG_TRUNC))
         return -EMSGSIZE;
     return 1;

@@ -24,15 +24,19 @@ enum handover_kind {
     HO_ACK,         /* master -> old worker: `count` of its connections placed */
 };
 
-/* In handover_msg.tcp, beside bit 0 (TCP): a TLS connection whose
+/* In handover_msg.state_len, above the length: a TLS connection whose
  * OpenSSL has read nothing yet (a client that connected and has not sent
- * its ClientHello); the adopting worker starts its handshake afresh. */
-#define HO_TLS_FRESH 2
+ * its ClientHello); the adopting worker starts its handshake afresh. A
+ * build from before it reads a length that is not its own and closes the
+ * connection ("from another build"), where reading the flag anywhere it
+ * looked it would serve the ClientHello as plain HTTP (an upgrade back to
+ * such a build). */
+#define HO_TLS_FRESH 0x8000
 
 struct handover_msg {
     uint8_t kind;
-    uint8_t tcp;            /* 1: a TCP connection (else unix), | HO_TLS_FRESH */
-    uint16_t state_len;
+    uint8_t tcp;            /* a TCP connection (else unix) */
+    uint16_t state_len;     /* | HO_TLS_FRESH */
     uint32_t in_len;        /* bytes that follow the header */
     uint32_t count;         /* HO_ACK */
     uint32_t pad;

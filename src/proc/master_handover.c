@@ -81,9 +81,13 @@ static int forward(struct master *m, int slot, int sender_here, struct handover_
 {
     if (!m->stopping && place(m, m->w[slot].index, h, in, fd) == 0)
         return FWD_PLACED;
-    /* upgraded: the new master takes it (and bounces it back if it cannot) */
+    /* upgraded: the new master takes it (and bounces it back if it
+     * cannot); not a TLS connection with nothing read yet, which a build
+     * from before HO_TLS_FRESH would refuse (proc/handover.h): it stays and
+     * handshakes here, as it did before that */
     h->pad = (uint32_t)slot;
-    if (m->succ_fd >= 0 && handover_send(m->succ_fd, h, in, fd) == 0)
+    if (m->succ_fd >= 0 && !(h->state_len & HO_TLS_FRESH) &&
+        handover_send(m->succ_fd, h, in, fd) == 0)
         return FWD_PLACED;
     if (!sender_here || m->ho[slot] < 0) /* nobody to give it back to */
         return FWD_FULL;

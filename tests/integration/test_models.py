@@ -266,7 +266,7 @@ def test_dispatch_sends_nothing_to_wait_for_a_full_worker(server):
             c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
             c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n")
             busy.append(c)
-            time.sleep(0.1)
+            time.sleep(0.3)  # taken from its channel before the next goes
         # one leaves: its worker has room again, the other is still full
         busy.pop(0).close()
         time.sleep(0.3)
@@ -295,7 +295,7 @@ def test_dispatch_passes_on_what_waits_for_a_full_worker(server):
             c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
             c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n")
             busy.append(c)
-            time.sleep(0.1)
+            time.sleep(0.3)  # taken from its channel before the next goes
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as waiting:
             waiting.sendall(REQ)
             time.sleep(0.3)

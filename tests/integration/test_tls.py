@@ -709,6 +709,7 @@ def test_a_tls_connection_with_no_byte_yet_moves_at_a_reload(server, site, pki, 
     shutil.copyfile(pki.key, key)
     srv = start(server, pki, "--workers", "1", "--shutdown-timeout", "10s", cert=cert, key=key,
                 model=model)
+    old = worker_pids(srv)
     raw = socket.create_connection(("127.0.0.1", srv.port), timeout=OP_TIMEOUT)
     try:
         time.sleep(0.3)  # accepted by the worker
@@ -716,7 +717,10 @@ def test_a_tls_connection_with_no_byte_yet_moves_at_a_reload(server, site, pki, 
         srv.send_signal(signal.SIGHUP)
         wait_for(lambda: "reloaded: generation 2" in srv.stderr_text(), timeout=10,
                  what="reload")
-        time.sleep(0.5)  # the old worker hands over what it can
+        # with its one connection moved, the old worker exits at once (kept,
+        # it would wait for it until --shutdown-timeout, 10 s)
+        wait_for(lambda: not old & worker_pids(srv), timeout=5,
+                 what="the old generation's worker to exit")
         t = client_ctx(pki).wrap_socket(raw, server_hostname="localhost")
     except Exception:
         raw.close()
@@ -1032,3 +1036,36 @@ def test_an_unreadable_certificate_or_key_says_why(pki, tmp_path):
         r = run_herd(["serve", str(tmp_path), "--listen", "127.0.0.1:0 tls", "--tls-cert",
                       str(cert), "--tls-key", str(key)], extra=False)
         assert r.returncode == 1 and why in r.stderr, (cert, key, r.stderr)
+
+
+@pytest.mark.parametrize("model", ["reuseport", "coro"])
+def test_a_tls_connection_with_no_byte_yet_stays_at_a_binary_upgrade(upgradable, pki, model):
+    """A TLS connection with nothing read yet moves at a reload, but not to
+    another master (USR2): a build from before that move was possible reads
+    the message as one from another build and closes the connection, or as
+    plain HTTP. It stays in its old worker and handshakes there. HERD_OLD_BIN
+    names such a build to upgrade to (the review that found it used 05ff46e;
+    an older build answered the ClientHello with a plaintext 400)."""
+    old_bin = os.environ.get("HERD_OLD_BIN")
+    upgrade_to = ["--upgrade-binary", old_bin] if old_bin else []
+    from test_upgrade import read_pid
+    srv, pidfile = upgradable("--model", model, "--workers", "1", "--tls-cert", pki.cert,
+                              "--tls-key", pki.key, *upgrade_to, listen=("127.0.0.1:0 tls",))
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=OP_TIMEOUT)
+    try:
+        time.sleep(0.3)  # accepted by the worker
+        first = wait_for(lambda: read_pid(pidfile), timeout=5, what="a pid")
+        srv.masters = [first]
+        os.kill(first, signal.SIGUSR2)
+        second = wait_for(lambda: (lambda p: p if p not in (0, first) else None)(
+            read_pid(pidfile)), timeout=15, interval=0.02, what="the new master")
+        srv.masters.append(second)
+        time.sleep(0.5)  # the old generation hands over what it can
+        # within the shutdown timeout: it stayed in its old worker
+        t = client_ctx(pki).wrap_socket(raw, server_hostname="localhost")
+    except Exception:
+        raw.close()
+        raise
+    with RawConn(t) as c:
+        r = get(c, "/small.txt")
+        assert r.status == 200, r
