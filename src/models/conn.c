@@ -41,8 +41,13 @@ static void arm(struct evloop *ev, struct conn *c, enum conn_queue q)
     if (q == Q_BODY)
         body_clock_start(&c->st.body, clock_now_ms());
     tq_arm(queue_of(ev, q), &c->timer, clock_now_ms());
-    if ((c->queue == Q_KEEPALIVE) != (q == Q_KEEPALIVE))
+    if ((c->queue == Q_KEEPALIVE) != (q == Q_KEEPALIVE)) {
         SB_ADD(ev->slot->idle, q == Q_KEEPALIVE ? 1 : -1);
+        /* an accept paused at --max-connections may take a client in its
+         * place now (conn_idle_victim) */
+        if (q == Q_KEEPALIVE)
+            ev->hooks.slot_freed(ev);
+    }
     c->queue = (uint8_t)q;
 }
 
@@ -820,6 +825,23 @@ static int body_extended(struct evloop *ev, struct conn *c)
     tq_arm_at(&ev->q_body, &c->timer, due < now + cfg->body_timeout_ms ? due
                                                                       : now + cfg->body_timeout_ms);
     return 1;
+}
+
+/* How many of the longest-idle connections conn_idle_victim looks at:
+ * each look is one peek. */
+#define VICTIM_LOOKS 8
+
+struct conn *conn_idle_victim(struct evloop *ev)
+{
+    struct tq_node *n = ev->q_keepalive.head.next;
+    for (int i = 0; i < VICTIM_LOOKS && n != &ev->q_keepalive.head; i++, n = n->next) {
+        struct conn *c = container_of(n, struct conn, timer);
+        /* its next request already sent (its event not handled yet): closing
+         * would lose it for a client that does not retry */
+        if (!linger_input_waiting(conn_fd(ev, c)))
+            return c;
+    }
+    return NULL;
 }
 
 void conn_timeout(struct evloop *ev, struct conn *c)

@@ -106,6 +106,15 @@ static void accept_back_off(struct server *s, int64_t ms)
     watch_listeners(s, 0); /* the others take the wakeups meanwhile */
 }
 
+/* At --max-connections a client taken in (accepted, or received from the
+ * channel) closes the idle connection conn_idle_victim chose for it. */
+static void give_place(struct evloop *ev, struct conn *idle)
+{
+    log_debug("connection %d: idle, closed for a new one (at --max-connections)",
+              conn_fd(ev, idle));
+    conn_close(ev, idle);
+}
+
 /* Accepts until EAGAIN. Out of fds, connections are refused (the spare fd)
  * or, with no spare, accepting stops for a while: never a loop that spins
  * on EMFILE while the connections that would free fds wait. */
@@ -115,8 +124,10 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
     struct sockaddr_storage peer, *pp = want_peer(s) ? &peer : NULL;
     int got = 0, refused = 0;
     while (l->fd >= 0 && !s->accept_retry_at) {
-        if (ev->nconns >= ev->max_conns) {
-            /* Leave the rest in the backlog; a closing connection resumes us. */
+        struct conn *idle = NULL;
+        if (ev->nconns >= ev->max_conns && !(idle = conn_idle_victim(ev))) {
+            /* Leave the rest in the backlog; a closing connection, or one
+             * turning idle, resumes us. */
             ev->accept_paused = 1;
             watch_listeners(s, 0);
             if (clock_wall() != s->last_limit_log) {
@@ -127,6 +138,8 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
             return;
         }
         int fd = net_accept(&s->ac, l->fd, pp);
+        if (fd >= 0 && idle)
+            give_place(ev, idle);
         if (fd >= 0) {
             got++;
             SB_ADD(ev->slot->accepted, 1);
@@ -215,13 +228,17 @@ static void receive_connections(struct server *s)
         /* At --max-connections the rest wait in the channel (and the master
          * routes new ones to other workers); a closing connection resumes us. */
         uint32_t room = ev->max_conns > ev->nconns ? ev->max_conns - ev->nconns : 0;
-        if (!room) {
+        struct conn *idle = NULL;
+        if (!room && !(idle = conn_idle_victim(ev))) {
             ev->accept_paused = 1;
             SB_SET(ev->slot->full, 1);
             return;
         }
         unsigned lost;
-        int n = dispatch_receive(s->env->channel_fd, fds, room < 64 ? (int)room : 64, &lost);
+        int n = dispatch_receive(s->env->channel_fd, fds, idle ? 1 : room < 64 ? (int)room : 64,
+                                 &lost);
+        if (n > 0 && idle)
+            give_place(ev, idle);
         if (lost) {
             /* Taken from the channel all the same: the master reads what a
              * worker took by its accepted count (proc/dispatch.c), and one

@@ -160,6 +160,12 @@ int conn_open_read(struct evloop *ev, int fd, int tcp, int proxy,
 void conn_close(struct evloop *ev, struct conn *c);
 /* Handles an epoll event for c. */
 void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
+/* At --max-connections, the connection a new client may replace: the one
+ * idle the longest between requests that has no request waiting in its
+ * socket (nginx likewise reuses idle keep-alive connections when
+ * worker_connections run out, rather than leave new clients in the
+ * backlog until a keep-alive timeout), or NULL. */
+struct conn *conn_idle_victim(struct evloop *ev);
 /* A timer of c's queue expired. */
 void conn_timeout(struct evloop *ev, struct conn *c);
 

@@ -363,6 +363,41 @@ def test_header_timeout_that_frees_every_slot_lets_the_queued_one_in(server, sit
 
 
 @pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads"])
+def test_idle_keepalive_connection_makes_room_at_max_connections(server, site, model):
+    """--max-connections 2 held by two idle keep-alive connections: a new
+    client is served at once, in the place of the one idle the longest, as
+    nginx reuses idle connections when worker_connections run out. It
+    waited in the backlog for the keep-alive timeout (75 s by default), so
+    a client that made one request every minute per slot kept everyone
+    else out (red-team pass 26)."""
+    count = ["--threads", "1"] if model == "threads" else ["--workers", "1"]
+    srv = server("--model", model, *count, "--max-connections", "2",
+                 "--keepalive-timeout", "60s")
+    idle = []
+    try:
+        for _ in range(2):
+            c = srv.connect()
+            c.send(get_req("/small.txt"))
+            assert c.read_response().status == 200
+            idle.append(c)
+            time.sleep(0.1)  # the first is the older
+        with srv.connect(timeout=8) as c:
+            t0 = time.monotonic()
+            c.send(get_req("/small.txt"))
+            r = c.read_response()
+            took = time.monotonic() - t0
+        assert r.status == 200 and r.body == site.files["small.txt"]
+        assert took < 2, f"the new client waited {took:.1f} s behind idle connections"
+        closed, _, _ = idle[0].closed_within(2)
+        assert closed, "the connection idle the longest was not the one closed"
+        assert idle[1].is_open(), "the newer idle connection was closed too"
+    finally:
+        for c in idle:
+            c.close()
+
+
+@pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 def test_iterative_holds_no_more_than_max_connections(server, site):
     """iterative serves one connection at a time from a queue it fills at
     each wakeup: it took up to 1024 there whatever --max-connections said,
@@ -394,12 +429,15 @@ def test_max_connections_queues_extra(server, site):
     """--max-connections 2: extra connections wait in the backlog (not served,
     not closed) until a slot frees. With several worker processes the limit
     may apply per process, so 12 connections are used: fewer than all of them
-    may be served at once, and all are served once the first ones close."""
+    may be served at once, and all are served once the first ones close.
+    Each request's body is half sent, so a served connection stays busy
+    reading it rather than idle (an idle one gives its place to a waiting
+    client)."""
     srv = server("--max-connections", "2")
     conns = [srv.connect() for _ in range(12)]
     try:
         for c in conns:
-            c.send(get_req("/small.txt"))
+            c.send(get_req("/small.txt", headers=[("Content-Length", "10")]) + b"half!")
         time.sleep(1.0)       # give the server every chance to (wrongly) serve all
         served = [c for c in conns if not c.nothing_within(0)]
         waiting = [c for c in conns if c not in served]
