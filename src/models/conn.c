@@ -45,7 +45,7 @@ static void arm(struct evloop *ev, struct conn *c, enum conn_queue q)
         SB_ADD(ev->slot->idle, q == Q_KEEPALIVE ? 1 : -1);
         /* an accept paused at --max-connections may take a client in its
          * place now (conn_idle_victim) */
-        if (q == Q_KEEPALIVE)
+        if (q == Q_KEEPALIVE && ev->accept_paused)
             ev->hooks.slot_freed(ev);
     }
     c->queue = (uint8_t)q;
