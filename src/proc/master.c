@@ -236,7 +236,8 @@ static pid_t spawn_worker(struct master *m, int index)
     mark_running(m, slot, pid);
     for (int k = 0; k < m->nthreads; k++) {
         m->w[slot + k] = (struct wproc){.pid = pid, .first = k == 0, .index = index,
-                                        .gen = m->gen, .started_ms = clock_now_ms()};
+                                        .gen = m->gen, .started_ms = clock_now_ms(),
+                                        .shutdown_ms = m->cfg->shutdown_timeout_ms};
     }
     log_debug("worker %d started: pid %d, generation %u, slot %d", index, pid, m->gen, slot);
     return pid;
@@ -250,11 +251,37 @@ static void signal_generation(struct master *m, int sig, int only_old)
             continue;
         if (w->first)
             kill(w->pid, sig);
+        /* An old generation ends itself at its shutdown timeout; one that
+         * cannot (stopped, looping) is ended here a second later, as a stop
+         * ends the rest: its listen wakeups and dispatch channel pass on. */
+        if (only_old && !w->kill_at)
+            w->kill_at = clock_now_ms() + w->shutdown_ms + 1000;
         w->draining = 1;
         SB_SET(m->sb->slots[s].state, SB_DRAINING);
         if (m->dispatch)
             dispatch_drop(m->dispatch, s);
     }
+}
+
+/* SIGKILLs the old-generation workers past their kill_at (once each);
+ * returns the ms until the next kill_at, or -1 when none waits. */
+static int kill_overdue(struct master *m)
+{
+    int64_t now = clock_now_ms(), next = -1;
+    for (int s = 0; s < nslots(m); s++) {
+        struct wproc *w = &m->w[s];
+        if (!w->pid || !w->first || !w->kill_at)
+            continue;
+        if (now < w->kill_at) {
+            next = next < 0 || w->kill_at < next ? w->kill_at : next;
+            continue;
+        }
+        log_msg(LOG_WARN, "worker %d (pid %d, generation %u) still draining a second past its "
+                "shutdown timeout: killed", w->index, w->pid, w->gen);
+        kill(w->pid, SIGKILL);
+        w->kill_at = 0;
+    }
+    return next < 0 ? -1 : (int)(next - now) + 1;
 }
 
 static int live_workers(const struct master *m)
@@ -842,6 +869,9 @@ static void wait_events(struct master *m)
     int acks = master_handover_retry(m);
     if (acks >= 0 && (timeout < 0 || acks < timeout))
         timeout = acks;
+    int overdue = kill_overdue(m);
+    if (overdue >= 0 && (timeout < 0 || overdue < timeout))
+        timeout = overdue;
     int nev = loop_wait(&m->loop, ev, 64, timeout);
     clock_update();
     for (int i = 0; i < nev; i++) {

@@ -36,6 +36,8 @@ struct wproc {
     uint32_t gen;
     uint8_t draining;   /* told to stop (old generation or shutdown) */
     int64_t started_ms;
+    int64_t shutdown_ms; /* its config's --shutdown-timeout */
+    int64_t kill_at;     /* an old generation's: SIGKILL if still here then, or 0 */
 };
 
 /* A worker index waiting to be respawned. */

@@ -8,6 +8,7 @@ error, as wrk and ab count it. A response that says Connection: close is
 honoured (the client then opens a new connection): that is not an error."""
 
 import json
+import os
 import random
 import re
 import selectors
@@ -426,6 +427,49 @@ def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
     finish(load, srv)
     assert load.ok > 100, (load.ok, load.errors[:5])
     assert not load.errors, errors_told(load, srv)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_stalled_old_generation_ends_at_its_shutdown_timeout(server, model):
+    """An old worker that cannot end itself at its shutdown timeout
+    (stopped here; looping or swapped out alike) is killed by the master a
+    second after it, as a stop kills what is left. It lived on for good:
+    with dispatch, the connections waiting in its channel were never
+    answered (the master passes them on once it exits), and with uring its
+    armed accept took the wakeups of its listen socket from the new worker."""
+    srv = server("--model", model, "--workers", "2", "--shutdown-timeout", "1s")
+    procs = 1 if model in ("threads", "coro") else 2
+    wait_for(lambda: len(worker_pids(srv)) == procs, timeout=5, what="the workers")
+    old = worker_pids(srv)
+    mark = srv.stderr_mark()
+    for pid in old:
+        os.kill(pid, signal.SIGSTOP)
+    conns = []
+    try:
+        for i in range(4):   # accepted into a channel (dispatch) or queued
+            c = RawConn.open(("127.0.0.1", srv.port), timeout=10)
+            c.send(get_req(f"{TARGET}?{i}"))
+            conns.append(c)
+        time.sleep(0.3)
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: not old & set(descendants(srv.pid)), timeout=6,
+                 what="the stopped old generation gone")
+        for c in conns:
+            r = c.read_response()
+            assert r.status == 200 and r.body == BODY
+    finally:
+        for pid in old:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        for c in conns:
+            c.close()
+    want = r"\[warn\] worker \d \(pid \d+, generation 1\) still draining a second past its shutdown timeout: killed"
+    told = srv.wait_stderr(want, mark)
+    assert re.search(want, told), told
+    r = srv.get(TARGET)
+    assert r.status == 200 and r.body == BODY
 
 
 @pytest.mark.parametrize("model", MODELS)
