@@ -432,7 +432,9 @@ static int watch_stalls(struct dispatch *d)
     int watching = 0;
     for (int s = 0; s < (int)d->sb->nslots; s++) {
         struct channel *c = &d->ch[s];
-        if (c->fd < 0 || c->rescue < 0 || unclaimed(d, s) == 0) {
+        /* A draining worker's channel (dropped at a reload) is watched too:
+         * stalled, it would hold what waits there until it exits. */
+        if (c->rescue < 0 || unclaimed(d, s) == 0) {
             c->watch_since = 0;
             continue;
         }

@@ -251,6 +251,44 @@ def test_dispatch_passes_on_what_a_stalled_worker_does_not_take(server, policy):
     assert srv.alive()
 
 
+def test_dispatch_passes_on_what_a_stalled_worker_holds_at_a_reload(server):
+    """A reload drops the channel of a stopped worker with connections still
+    waiting in it: they are taken back after a second as before the reload,
+    not left there until the worker exits (at its shutdown timeout, 20 s
+    here, a client that does not retry timed out first)."""
+    srv = server("--model", "dispatch", "--dispatch", "rr", "--workers", "2",
+                 "--status-path", "/herd-status", "--shutdown-timeout", "20s")
+    pids = [s["pid"] for s in status(srv)["slots"]]
+    mark = srv.stderr_mark()
+    os.kill(pids[0], signal.SIGSTOP)
+    conns = []
+    try:
+        for _ in range(6):
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            c.sendall(REQ)
+            conns.append(c)
+        time.sleep(0.3)   # dispatched: some wait in worker 0's channel
+        srv.send_signal(signal.SIGHUP)   # within the second: nothing moved yet
+        deadline = time.monotonic() + 6
+        answered = 0
+        for c in conns:
+            c.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                answered += _answered(c)
+            except socket.timeout:
+                pass
+        assert answered == 6, f"{answered} of 6 answered within 6 s of the reload"
+        want = r"dispatch: the worker in slot 0 took no connection for \d+ ms \(stalled\)"
+        told = srv.wait_stderr(want, mark)
+        assert re.search(want, told), told
+    finally:
+        os.kill(pids[0], signal.SIGCONT)
+        for c in conns:
+            c.close()
+    assert all(_get(srv.port, timeout=10) for _ in range(4))
+    assert srv.alive()
+
+
 def test_dispatch_sends_nothing_to_wait_for_a_full_worker(server):
     """A worker at --max-connections stops taking from its channel; a
     connection sent there waited for one of its connections to end (a slow
