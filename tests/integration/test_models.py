@@ -130,6 +130,30 @@ def _answered_keepalive(s):
     return head.startswith(b"HTTP/1.1 200")
 
 
+def _clients(port, n, data, pause=0.0):
+    """n connections that each sent data (pause seconds after each)."""
+    conns = []
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(data)
+        conns.append(c)
+        time.sleep(pause)
+    return conns
+
+
+def _answered_within(conns, seconds, read=_answered):
+    """How many of conns get a 200 (by read) within seconds in all."""
+    deadline = time.monotonic() + seconds
+    answered = 0
+    for c in conns:
+        c.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            answered += read(c)
+        except socket.timeout:
+            pass
+    return answered
+
+
 def _get(port, timeout):
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(REQ)
@@ -222,23 +246,13 @@ def test_dispatch_passes_on_what_a_stalled_worker_does_not_take(server, policy):
     client that does not retry. The worker stays stopped throughout."""
     srv, pids = _dispatch_with_worker_0_stopped(server, policy)
     mark = srv.stderr_mark()
-    conns = []
     try:
         # keep-alive: the running worker's connections stay open, so least
         # too sends the stopped one some (its frozen count looks lighter)
-        for _ in range(6):
-            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
-            conns.append(c)
-        answered = 0
-        deadline = time.monotonic() + 8
+        conns = _clients(srv.port, 6, b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
+        answered = _answered_within(conns, 8, _answered_keepalive)
         for c in conns:
-            with c:
-                c.settimeout(max(0.1, deadline - time.monotonic()))
-                try:
-                    answered += _answered_keepalive(c)
-                except socket.timeout:
-                    pass
+            c.close()
         assert answered == 6, f"{answered} of 6 answered while worker 0 is stopped"
         want = (r"dispatch: the worker in slot 0 took no connection for \d+ ms "
                 r"\(stalled\): [1-6] waiting in its channel passed on, 0 closed")
@@ -263,20 +277,10 @@ def test_dispatch_passes_on_what_a_stalled_worker_holds_at_a_reload(server):
     os.kill(pids[0], signal.SIGSTOP)
     conns = []
     try:
-        for _ in range(6):
-            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            c.sendall(REQ)
-            conns.append(c)
+        conns = _clients(srv.port, 6, REQ)
         time.sleep(0.3)   # dispatched: some wait in worker 0's channel
         srv.send_signal(signal.SIGHUP)   # within the second: nothing moved yet
-        deadline = time.monotonic() + 6
-        answered = 0
-        for c in conns:
-            c.settimeout(max(0.1, deadline - time.monotonic()))
-            try:
-                answered += _answered(c)
-            except socket.timeout:
-                pass
+        answered = _answered_within(conns, 6)
         assert answered == 6, f"{answered} of 6 answered within 6 s of the reload"
         want = r"dispatch: the worker in slot 0 took no connection for \d+ ms \(stalled\)"
         told = srv.wait_stderr(want, mark)
@@ -297,14 +301,10 @@ def test_dispatch_sends_nothing_to_wait_for_a_full_worker(server):
     channel is passed on after a second."""
     srv = server("--model", "dispatch", "--dispatch", "rr", "--workers", "2",
                  "--max-connections", "1", "--header-timeout", "60")
-    busy = []
+    # two clients that send half a head fill both workers (each taken from
+    # its channel before the next goes)
+    busy = _clients(srv.port, 2, b"GET /index.html HTTP/1.1\r\nHost: t\r\n", pause=0.3)
     try:
-        # two clients that send half a head fill both workers
-        for _ in range(2):
-            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n")
-            busy.append(c)
-            time.sleep(0.3)  # taken from its channel before the next goes
         # one leaves: its worker has room again, the other is still full
         busy.pop(0).close()
         time.sleep(0.3)
@@ -327,13 +327,9 @@ def test_dispatch_passes_on_what_waits_for_a_full_worker(server):
     srv = server("--model", "dispatch", "--dispatch", "rr", "--workers", "2",
                  "--max-connections", "1", "--header-timeout", "60")
     mark = srv.stderr_mark()
-    busy = []
+    # worker 0, then worker 1, each taken from its channel before the next
+    busy = _clients(srv.port, 2, b"GET /index.html HTTP/1.1\r\nHost: t\r\n", pause=0.3)
     try:
-        for _ in range(2):  # worker 0, then worker 1
-            c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            c.sendall(b"GET /index.html HTTP/1.1\r\nHost: t\r\n")
-            busy.append(c)
-            time.sleep(0.3)  # taken from its channel before the next goes
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as waiting:
             waiting.sendall(REQ)
             time.sleep(0.3)
