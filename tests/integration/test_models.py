@@ -168,6 +168,11 @@ def _dispatch_with_worker_0_stopped(server, policy):
     pids = [s["pid"] for s in status(srv)["slots"]]
     assert len(pids) == 2
     os.kill(pids[0], signal.SIGSTOP)
+
+    def stopped():  # until then it may still take a connection
+        with open(f"/proc/{pids[0]}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    wait_for(stopped, timeout=5, what="worker 0 stopped")
     return srv, pids
 
 
