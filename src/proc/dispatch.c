@@ -406,7 +406,7 @@ static void rescue_stalled(struct dispatch *d, int s)
             moved++;
             continue;
         }
-        if (send_fd(c->fd, fd) == 0) {
+        if (c->fd >= 0 && send_fd(c->fd, fd) == 0) { /* (a drained one's end is gone) */
             c->sent++;
             close(fd);
         } else if (d->nheld < HELD_MAX) {
@@ -594,14 +594,12 @@ int dispatch_tick(struct dispatch *d)
 {
     if (d->accept_retry_at && clock_now_ms() >= d->accept_retry_at)
         d->accept_retry_at = 0;
+    int watch = watch_stalls(d); /* first: what its rescue holds is placed below */
     if (d->nheld) {
         for (int s = 0; s < SB_MAX_SLOTS; s++)
             d->ch[s].blocked = 0;
         flush_held(d);
     }
-    int watch = watch_stalls(d);
-    if (d->nheld)
-        flush_held(d); /* what a stalled channel's rescue held */
     set_paused(d, d->nheld > 0 || d->accept_retry_at);
     int t = watch;
     if (d->nheld)
