@@ -25,6 +25,8 @@ void tq_init(struct timerq *q, int64_t timeout_ms);
 
 static inline int tq_linked(const struct tq_node *n) { return n->next != NULL; }
 
+static inline int tq_empty(const struct timerq *q) { return q->head.next == &q->head; }
+
 void tq_unlink(struct tq_node *n);
 
 /* Arms n to expire timeout_ms after now, moving it from any queue it is in. */

@@ -34,6 +34,7 @@
 #include "coro/sched.h"
 #include "core/bufpool.h"
 #include "http/pp.h"
+#include "models/coro_idle.h"
 #include "models/coro_proxy.h"
 #include "models/coro_warm.h"
 #include "models/linger.h"
@@ -158,7 +159,7 @@ enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3, HANDED = 4 };
 
 /* A connection, alive across its coroutines: between requests it has no
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
-/* 112 bytes per connection (80 of them the request step's state); the
+/* 136 bytes per connection (80 of them the request step's state); the
  * buffers come from the thread's pools only while a request is in progress. */
 struct conn_state {
     int fd;
@@ -171,6 +172,7 @@ struct conn_state {
                          * came before the answer ended (pipelined) */
     char *in;          /* only while a request is in progress (thread pools) */
     SSL *ssl;          /* TLS listener: the transport (net/tls.h), else NULL */
+    struct coro_idle_link idle_link; /* in the idle list while idle */
     struct step_conn sc; /* the request step's state */
 };
 
@@ -190,6 +192,10 @@ static void set_idle(struct conn_state *st, int idle)
     if (st->idle != idle) {
         st->idle = idle;
         count(&M.nidle, idle ? 1 : -1, 1);
+        if (idle)
+            coro_idle_add(&st->idle_link, st->fd);
+        else
+            coro_idle_remove(&st->idle_link);
     }
 }
 
@@ -489,6 +495,7 @@ static int hand_over(struct conn_state *st)
     if (st->ssl)
         tls_free(st->ssl); /* it sent nothing: it frees silently */
     close(st->fd);
+    coro_idle_closed(&st->idle_link);
     free(st);
     count(&M.nconns, -1, 0);
     return 1;
@@ -549,6 +556,7 @@ static void *conn_main(void *arg)
         tls_free(st->ssl);
     coro_fd_forget(st->fd);
     close(st->fd);
+    coro_idle_closed(&st->idle_link);
     free(st);
     count(&M.nconns, -1, 0);
     return NULL;
@@ -680,6 +688,13 @@ static void take_backlog(struct listener *l)
         start_conn(l, fd, &peer);
 }
 
+/* A client waits in the listen socket's backlog. */
+static int client_waiting(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 static void *acceptor_main(void *arg)
 {
     struct listener *l = arg;
@@ -687,13 +702,23 @@ static void *acceptor_main(void *arg)
     unsigned refused = 0;
     while (!coro_stopping()) {
         if (__atomic_load_n(&M.nconns, __ATOMIC_RELAXED) >= M.max_conns) {
-            /* Leave the rest in the backlog until some close. */
-            if (clock_wall() != last_log) {
-                last_log = clock_wall();
-                log_msg(LOG_WARN, "%lu connections: at --max-connections, not accepting",
-                        (unsigned long)M.nconns);
+            /* A client waiting takes an idle connection's place; one
+             * shut down already is on its way out (soon: its own thread
+             * reads the end and closes it). The rest wait in the backlog
+             * until some close. */
+            int wait_ms = 10;
+            if (coro_idle_shutting()) {
+                wait_ms = 1;
+            } else if (client_waiting(l->fd)) {
+                if (coro_idle_make_room()) {
+                    wait_ms = 1;
+                } else if (clock_wall() != last_log) {
+                    last_log = clock_wall();
+                    log_msg(LOG_WARN, "%lu connections: at --max-connections, not accepting",
+                            (unsigned long)M.nconns);
+                }
             }
-            if (coro_sleep(10) < 0)
+            if (coro_sleep(wait_ms) < 0)
                 break;
             continue;
         }

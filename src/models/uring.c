@@ -38,6 +38,10 @@ struct listener {
     uint8_t armed;          /* a multishot accept is in the ring */
     uint8_t multishot;      /* ...a multishot one */
     uint8_t cancelled;      /* ...and its cancel too */
+    uint8_t watched;        /* at --max-connections: a poll for a client waiting
+                             * in the backlog is in the ring (make_room) */
+    uint8_t unwatched;      /* ...and its cancel too */
+    uint8_t waiting;        /* ...and it said one waits */
 };
 
 struct server {
@@ -64,6 +68,30 @@ static int accepting(struct server *s)
 {
     struct uring_loop *u = &s->u;
     return !u->stopping && !s->accept_retry_at && u->nconns < u->max_conns;
+}
+
+/* At --max-connections a listener is polled for a client waiting in its
+ * backlog (make_room acts on it). The poll is one-shot; a stop cancels it
+ * (the ring's hold on the socket would keep it open past its close). */
+static void sync_watch(struct server *s, struct listener *l, uint32_t i)
+{
+    struct uring_loop *u = &s->u;
+    uint64_t tag = uring_tag(UK_BACKLOG, 0, i);
+    int full = !u->stopping && !s->accept_retry_at && u->nconns >= u->max_conns;
+    if (full && !l->watched && !l->waiting && !l->armed && l->fd >= 0) {
+        struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+        io_uring_prep_poll_add(sqe, l->fd, POLLIN);
+        io_uring_sqe_set_data64(sqe, tag);
+        l->watched = 1;
+        l->unwatched = 0;
+    } else if (u->stopping && l->watched && !l->unwatched) {
+        struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+        io_uring_prep_poll_remove(sqe, tag);
+        io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
+        l->unwatched = 1;
+    }
+    if (!full)
+        l->waiting = 0;
 }
 
 /* Arms or cancels each listener's accept to match accepting(). Far from
@@ -96,6 +124,7 @@ static void sync_accepts(struct server *s)
             io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
             l->cancelled = 1;
         }
+        sync_watch(s, l, (uint32_t)i);
     }
 }
 
@@ -121,7 +150,6 @@ static void release_listener(struct server *s, struct listener *l);
 
 static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
 {
-    struct uring_loop *u = &s->u;
     struct listener *l = &s->ls[i];
     if (!(flags & IORING_CQE_F_MORE))
         l->armed = 0;
@@ -141,9 +169,9 @@ static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
     }
     /* While stopping, a connection the ring took before its cancel landed
      * is served like the fresh ones (its answer says close): closing it
-     * would drop a request that a reload's new worker could have served. */
-    if (u->nconns >= u->max_conns)
-        log_limit(s, LOG_WARN, "at --max-connections, not accepting");
+     * would drop a request that a reload's new worker could have served.
+     * At --max-connections the warning waits for a client that must wait
+     * (make_room). */
 }
 
 /* Stopping: what is queued on a listen socket now was meant for us, and
@@ -163,7 +191,7 @@ static void take_backlog(struct server *s, struct listener *l)
  * and would wait in the backlog until the next connection came. */
 static void release_listener(struct server *s, struct listener *l)
 {
-    if (!s->u.stopping || l->armed || l->fd < 0)
+    if (!s->u.stopping || l->armed || l->watched || l->fd < 0)
         return;
     take_backlog(s, l);
     close(l->fd);
@@ -176,6 +204,45 @@ static int listeners_released(const struct server *s)
         if (s->ls[i].fd >= 0)
             return 0;
     return 1;
+}
+
+/* A listener's backlog poll completed: a client waits (or the poll was
+ * cancelled by a stop, which may now release the listener). */
+static void on_backlog(struct server *s, uint32_t i, int res)
+{
+    struct listener *l = &s->ls[i];
+    l->watched = 0;
+    if (res > 0 && (res & POLLIN))
+        l->waiting = 1;
+    release_listener(s, l);
+}
+
+/* At --max-connections with a client waiting in a backlog, the connection
+ * idle the longest between requests gives its place, as on the event
+ * loop (conn_idle_victim) and as nginx reuses idle keep-alive connections;
+ * the accept sync_accepts then arms takes the client. Run at a round's
+ * end, when every completion is handled: a request that came for an idle
+ * connection is either served already or still in its socket, where the
+ * victim's peek sees it. */
+static void make_room(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    int waiting = 0;
+    for (int i = 0; i < s->nls; i++)
+        waiting |= s->ls[i].waiting;
+    if (!waiting || u->stopping || u->nconns < u->max_conns)
+        return;
+    struct uconn *idle = uconn_idle_victim(u);
+    if (!idle) {
+        /* none idle now: tried again at each round's end until one is */
+        log_limit(s, LOG_WARN, "at --max-connections, not accepting");
+        return;
+    }
+    log_debug("connection %d: idle, closed for a new one (at --max-connections)",
+              uconn_fd(u, idle));
+    uconn_close(u, idle);
+    for (int i = 0; i < s->nls; i++)
+        s->ls[i].waiting = 0;
 }
 
 static void close_idle(struct uring_loop *u)
@@ -341,6 +408,10 @@ static int dispatch(struct server *s, uint64_t tag, int res, uint32_t flags)
         break;
     case UK_HANDOVER:
         uring_handover_on_poll(u, flags);
+        break;
+    case UK_BACKLOG:
+        if (id < (uint32_t)s->nls)
+            on_backlog(s, id, res);
         break;
     case UK_TIMEOUT:
         if ((int64_t)(tag & ((1ULL << 60) - 1)) == s->timeout_at)
@@ -514,6 +585,7 @@ static int round_end(struct server *s)
             return 1;
         }
     }
+    make_room(s);
     sync_accepts(s);
     arm_timeout(s);
     uring_bufs_publish(&u->bufs);

@@ -146,6 +146,23 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
     SB_SET(u->slot->active, u->nconns);
 }
 
+/* How many of the longest-idle connections uconn_idle_victim looks at:
+ * each look is one peek. */
+#define VICTIM_LOOKS 8
+
+struct uconn *uconn_idle_victim(struct uring_loop *u)
+{
+    struct tq_node *n = u->q_keepalive.head.next;
+    for (int i = 0; i < VICTIM_LOOKS && n != &u->q_keepalive.head; i++, n = n->next) {
+        struct uconn *c = container_of(n, struct uconn, timer);
+        /* its next request already sent: closing would lose it for a
+         * client that does not retry */
+        if (!c->in_len && !c->nheld && !linger_input_waiting(uconn_fd(u, c)))
+            return c;
+    }
+    return NULL;
+}
+
 /* Answers the requests in data[0..len) through the request step, all in
  * one send; returns the bytes used and says in *next how the send went.
  * Stops at an incomplete request, a full batch, a file to sendfile or a

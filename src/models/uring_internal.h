@@ -148,6 +148,9 @@ void uconn_open(struct uring_loop *u, int fd, int tcp, int pp,
 void uconn_close(struct uring_loop *u, struct uconn *c);
 void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags);
 void uconn_timeout(struct uring_loop *u, struct uconn *c);
+/* At --max-connections: the keep-alive connection idle the longest with
+ * no request waiting in its socket (a peek each, a few at most), or NULL. */
+struct uconn *uconn_idle_victim(struct uring_loop *u);
 /* Up to n bytes of c's buffered input (c->in, then held receive buffers),
  * taken off the front; 0 when there is none. */
 size_t uconn_take_input(struct uring_loop *u, struct uconn *c, char *buf, size_t n);

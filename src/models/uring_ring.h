@@ -68,6 +68,7 @@ enum uring_kind {
     UK_EPOLL,    /* the proxy's epoll set (upstream sockets, clients in an exchange) */
     UK_HANDOVER, /* the reload's handover channel is readable */
     UK_WARM,     /* a read that brings a file's next bytes into the page cache */
+    UK_BACKLOG,  /* a listener has a client waiting (at --max-connections); low bits: its index */
 };
 
 #define UR_GEN_MASK 0x0fffffffu

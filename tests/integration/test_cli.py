@@ -363,15 +363,15 @@ def test_header_timeout_that_frees_every_slot_lets_the_queued_one_in(server, sit
 
 
 @pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
-@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads"])
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro", "uring"])
 def test_idle_keepalive_connection_makes_room_at_max_connections(server, site, model):
     """--max-connections 2 held by two idle keep-alive connections: a new
     client is served at once, in the place of the one idle the longest, as
     nginx reuses idle connections when worker_connections run out. It
     waited in the backlog for the keep-alive timeout (75 s by default), so
     a client that made one request every minute per slot kept everyone
-    else out (red-team pass 26)."""
-    count = ["--threads", "1"] if model == "threads" else ["--workers", "1"]
+    else out (red-team pass 26; coro and uring since)."""
+    count = ["--threads", "1"] if model in ("threads", "coro") else ["--workers", "1"]
     srv = server("--model", model, *count, "--max-connections", "2",
                  "--keepalive-timeout", "60s")
     idle = []
