@@ -42,6 +42,8 @@ struct listener {
                              * in the backlog is in the ring (make_room) */
     uint8_t unwatched;      /* ...and its cancel too */
     uint8_t waiting;        /* ...and it said one waits */
+    uint8_t backlog_seen;   /* checks in a row that found clients queued while
+                             * the accept was armed (look_for_lost_wakeups) */
 };
 
 struct server {
@@ -54,6 +56,7 @@ struct server {
     int64_t stop_deadline;
     int64_t accept_retry_at;    /* out of fds: not accepting until then */
     int64_t timeout_at;         /* the armed IORING_OP_TIMEOUT, or -1 */
+    int64_t backlog_check_at;   /* next look_for_lost_wakeups */
     struct __kernel_timespec ts;
     time_t last_limit_log;
     int ring_ok;
@@ -206,6 +209,46 @@ static int listeners_released(const struct server *s)
     return 1;
 }
 
+/* How often an armed accept is checked for a wakeup it missed, and how
+ * many checks in a row must find clients queued before it is re-armed. */
+#define BACKLOG_CHECK_MS 1000
+#define BACKLOG_CHECKS 2
+
+/* An accept armed in the ring waits on the listen socket as an exclusive
+ * waiter: each new connection wakes one waiter. An old generation's
+ * worker that could not leave its ring (stopped, stuck) until the master
+ * killed it took those wakeups, and the connections they were for stayed
+ * queued after it was gone, while this worker's accept slept on, until
+ * the next connection came. A listener whose backlog holds clients at two
+ * checks in a row gets its accept cancelled, and sync_accepts re-arms it:
+ * a new accept takes what is queued at once. Under load the backlog is
+ * seldom found full twice in a row, and a needless re-arm costs nothing
+ * but the two SQEs. */
+static void look_for_lost_wakeups(struct server *s)
+{
+    if (clock_now_ms() < s->backlog_check_at)
+        return;
+    s->backlog_check_at = clock_now_ms() + BACKLOG_CHECK_MS;
+    for (int i = 0; i < s->nls; i++) {
+        struct listener *l = &s->ls[i];
+        if (!l->armed || l->cancelled || l->fd < 0) {
+            l->backlog_seen = 0;
+            continue;
+        }
+        struct pollfd p = {.fd = l->fd, .events = POLLIN};
+        if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) {
+            l->backlog_seen = 0;
+        } else if (++l->backlog_seen >= BACKLOG_CHECKS) {
+            log_debug("listener %d: clients queued behind an armed accept: re-arming it", l->fd);
+            struct io_uring_sqe *sqe = uring_sqe(&s->u.ring);
+            io_uring_prep_cancel64(sqe, uring_tag(UK_ACCEPT, 0, (uint32_t)i), 0);
+            io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
+            l->cancelled = 1;
+            l->backlog_seen = 0;
+        }
+    }
+}
+
 /* A listener's backlog poll completed: a client waits (or the poll was
  * cancelled by a stop, which may now release the listener). */
 static void on_backlog(struct server *s, uint32_t i, int res)
@@ -329,6 +372,8 @@ static int64_t next_deadline(struct server *s)
         next = s->stop_deadline;
     if (s->accept_retry_at && (next < 0 || s->accept_retry_at < next))
         next = s->accept_retry_at;
+    if (!u->stopping && (next < 0 || s->backlog_check_at < next))
+        next = s->backlog_check_at;
     int64_t up_due = uproxy_next_deadline(u);
     if (up_due >= 0 && (next < 0 || up_due < next))
         next = up_due;
@@ -586,6 +631,7 @@ static int round_end(struct server *s)
         }
     }
     make_room(s);
+    look_for_lost_wakeups(s);
     sync_accepts(s);
     arm_timeout(s);
     uring_bufs_publish(&u->bufs);

@@ -494,6 +494,42 @@ def test_a_stalled_old_generation_ends_at_its_shutdown_timeout(server, model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_clients_queued_while_a_stalled_old_generation_holds_the_wakeups_are_served(server, model):
+    """Clients that connect after a reload while an old worker is stopped
+    (so it cannot leave the listen socket's wait queue) and before the
+    master kills it are served by the new generation, within a few
+    seconds, with no further connection to wake it. With uring the old
+    worker's armed accept took their wakeups, and after the kill they
+    waited in the backlog until the next client came."""
+    srv = server("--model", model, "--workers", "1", "--shutdown-timeout", "2s")
+    wait_for(lambda: len(worker_pids(srv)) == 1, timeout=5, what="the worker")
+    old = worker_pids(srv)
+    for pid in old:
+        os.kill(pid, signal.SIGSTOP)
+    conns = []
+    try:
+        srv.send_signal(signal.SIGHUP)
+        wait_for(lambda: len(worker_pids(srv) - old) == 1, timeout=5,
+                 what="the new generation")
+        time.sleep(0.5)  # the new worker's accept armed
+        for i in range(4):
+            c = RawConn.open(("127.0.0.1", srv.port), timeout=10)
+            c.send(get_req(f"{TARGET}?{i}"))
+            conns.append(c)
+        for c in conns:
+            r = c.read_response()
+            assert r.status == 200 and r.body == BODY
+    finally:
+        for pid in old:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        for c in conns:
+            c.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_new_connections_are_served_while_the_old_generation_drains(server, model):
     """While an old worker drains (a half-sent request keeps it alive), new
     connections are answered at once by the new generation. A draining
