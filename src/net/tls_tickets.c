@@ -56,19 +56,47 @@ void tls_tickets_rotate(struct tls_tickets *t)
  * for a million looks means it died inside one (SIGKILL), and spinning on
  * would hold this thread at 100% CPU for good: such a handshake gets no
  * ticket and resumes nothing instead. */
-static int snapshot(struct ticket_key *cur, struct ticket_key *prev)
+static int snapshot_of(struct tls_tickets *t, struct ticket_key *cur, struct ticket_key *prev)
 {
     for (long tries = 0; tries < 1000000; tries++) {
-        uint32_t s1 = __atomic_load_n(&keys->seq, __ATOMIC_ACQUIRE);
+        uint32_t s1 = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE);
         if (s1 & 1)
             continue;
-        *cur = keys->cur;
-        *prev = keys->prev;
+        *cur = t->cur;
+        *prev = t->prev;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&keys->seq, __ATOMIC_RELAXED) == s1)
+        if (__atomic_load_n(&t->seq, __ATOMIC_RELAXED) == s1)
             return 0;
     }
     return -1;
+}
+
+static int snapshot(struct ticket_key *cur, struct ticket_key *prev)
+{
+    return snapshot_of(keys, cur, prev);
+}
+
+_Static_assert(2 * sizeof(struct ticket_key) == TLS_TICKETS_WIRE, "the wire holds two keys");
+
+int tls_tickets_save(struct tls_tickets *t, unsigned char out[TLS_TICKETS_WIRE])
+{
+    struct ticket_key cur, prev;
+    int rc = snapshot_of(t, &cur, &prev);
+    if (rc == 0) {
+        memcpy(out, &cur, sizeof cur);
+        memcpy(out + sizeof cur, &prev, sizeof prev);
+    }
+    OPENSSL_cleanse(&cur, sizeof cur);
+    OPENSSL_cleanse(&prev, sizeof prev);
+    return rc;
+}
+
+void tls_tickets_restore(struct tls_tickets *t, const unsigned char in[TLS_TICKETS_WIRE])
+{
+    __atomic_add_fetch(&t->seq, 1, __ATOMIC_ACQ_REL);
+    memcpy(&t->cur, in, sizeof t->cur);
+    memcpy(&t->prev, in + sizeof t->cur, sizeof t->prev);
+    __atomic_add_fetch(&t->seq, 1, __ATOMIC_RELEASE);
 }
 
 static int mac_init(EVP_MAC_CTX *hctx, const struct ticket_key *k)

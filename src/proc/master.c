@@ -744,18 +744,26 @@ static int open_master(struct master *m)
         return -1;
     }
     m->pred_fd = upgrade_handover_fd(m->ready_fd);
+    int tickets_fd = upgrade_tickets_fd(m->ready_fd);
     size_tree(m);
     clock_update();
     if (check_access_log(m) < 0) {
         inherit_free(&in);
+        if (tickets_fd >= 0)
+            close(tickets_fd);
         return -1;
     }
     /* Certificates and keys are read now, as the user who started us. */
     if (tls_setup_load(&m->tls, cfg, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         inherit_free(&in);
+        if (tickets_fd >= 0)
+            close(tickets_fd);
         return -1;
     }
+    /* an upgrade: the old master's ticket keys, so its tickets resume here */
+    if (tickets_fd >= 0)
+        tls_setup_import(&m->tls, tickets_fd);
     /* Signals are blocked before anyone can learn our address: a HUP that
      * follows "listening on" at once must find the signalfd, not kill us. */
     m->sfd = signals_open();

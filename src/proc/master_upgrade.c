@@ -76,8 +76,11 @@ void master_start_upgrade(struct master *m)
     argv[0] = path;
     for (int i = 0; i < m->argc; i++)
         argv[i + 1] = m->argv[i];
-    int rc = upgrade_start(&m->up, path, argv, fds, names, n,
+    int tickets_fd = tls_setup_export(&m->tls);
+    int rc = upgrade_start(&m->up, path, argv, fds, names, n, tickets_fd,
                            clock_now_ms() + m->cfg->upgrade_timeout_ms, err, sizeof err);
+    if (tickets_fd >= 0)
+        close(tickets_fd);
     free(argv);
     if (rc < 0) {
         log_msg(LOG_ERROR, "upgrade failed: %s; the old master (pid %d) keeps serving", err,

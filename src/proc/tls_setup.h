@@ -27,6 +27,16 @@ int tls_setup_load(struct tls_setup *t, const struct serve_config *cfg, char *er
 /* Frees the contexts (the ticket keys' mapping goes with the process). */
 void tls_setup_free(struct tls_setup *t);
 
+/* Binary upgrade: a file (a memfd, not close-on-exec) holding the ticket
+ * keys and their rotation schedule for the new master, or -1 (no TLS,
+ * or it could not be made: the new master makes fresh keys). */
+int tls_setup_export(struct tls_setup *t);
+
+/* New master: takes the ticket keys and their schedule from fd (from
+ * tls_setup_export), then closes it. 0, or -1 when it holds none (the
+ * fresh keys stay). Call after tls_setup_load. */
+int tls_setup_import(struct tls_setup *t, int fd);
+
 /* Rotates the ticket keys when due; returns ms until the next rotation, or -1. */
 int64_t tls_setup_tick(struct tls_setup *t, int64_t now_ms);
 

@@ -38,7 +38,8 @@ int upgrade_binary(const char *path, char *out, size_t n, char *err, size_t errl
 }
 
 int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const int *fds,
-                  char *const *names, int n, int64_t deadline_ms, char *err, size_t errlen)
+                  char *const *names, int n, int tickets_fd, int64_t deadline_ms, char *err,
+                  size_t errlen)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
@@ -65,8 +66,16 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
          * The signal mask (TERM, HUP, USR2... blocked) survives exec on
          * purpose: a signal sent before the new master opens its signalfd
          * waits there instead of killing it. */
-        int extra[2] = {p[1], ho[1]};
-        int ready = inherit_export(fds, names, n, extra, ho[1] >= 0 ? 2 : 1);
+        int extra[3] = {p[1]}, nextra = 1, ho_at = 0, tickets_at = 0;
+        if (ho[1] >= 0) {
+            ho_at = nextra;
+            extra[nextra++] = ho[1];
+        }
+        if (tickets_fd >= 0) {
+            tickets_at = nextra;
+            extra[nextra++] = tickets_fd;
+        }
+        int ready = inherit_export(fds, names, n, extra, nextra);
         if (ready < 0) {
             fprintf(stderr, "herd: upgrade: cannot pass the sockets: %s\n", strerror(-ready));
             _exit(127);
@@ -74,11 +83,15 @@ int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const
         char num[16];
         snprintf(num, sizeof num, "%d", ready);
         setenv(UPGRADE_READY_ENV, num, 1);
-        if (ho[1] >= 0) {
-            snprintf(num, sizeof num, "%d", ready + 1);
+        unsetenv(UPGRADE_HANDOVER_ENV);
+        unsetenv(UPGRADE_TICKETS_ENV);
+        if (ho_at) {
+            snprintf(num, sizeof num, "%d", ready + ho_at);
             setenv(UPGRADE_HANDOVER_ENV, num, 1);
-        } else {
-            unsetenv(UPGRADE_HANDOVER_ENV);
+        }
+        if (tickets_at) {
+            snprintf(num, sizeof num, "%d", ready + tickets_at);
+            setenv(UPGRADE_TICKETS_ENV, num, 1);
         }
         execv(path, argv);
         fprintf(stderr, "herd: upgrade: exec %s: %s\n", path, strerror(errno));
@@ -150,20 +163,35 @@ int upgrade_ready_fd(const struct inherited *in, int *fd, char *err, size_t errl
     return 0;
 }
 
-int upgrade_handover_fd(int ready_fd)
+/* The fd the variable env names among those the old master passed after
+ * the ready pipe (at ready_fd + 1 .. ready_fd + last), if it is of the
+ * type (S_IFSOCK, S_IFREG); close-on-exec from here on. Else -1. */
+static int passed_fd(const char *env, int ready_fd, int last, mode_t type)
 {
-    const char *s = getenv(UPGRADE_HANDOVER_ENV);
+    const char *s = getenv(env);
     if (!s || ready_fd < 0)
         return -1;
     char *end;
     long n = strtol(s, &end, 10);
-    unsetenv(UPGRADE_HANDOVER_ENV);
+    unsetenv(env);
     struct stat st;
-    /* only right after the ready pipe, and only a socket */
-    if (*end || n != ready_fd + 1 || fstat((int)n, &st) < 0 || !S_ISSOCK(st.st_mode))
+    if (*end || n <= ready_fd || n > ready_fd + last || fstat((int)n, &st) < 0 ||
+        (st.st_mode & S_IFMT) != type)
         return -1;
     fcntl((int)n, F_SETFD, FD_CLOEXEC);
     return (int)n;
+}
+
+int upgrade_handover_fd(int ready_fd)
+{
+    /* only right after the ready pipe, and only a socket */
+    return passed_fd(UPGRADE_HANDOVER_ENV, ready_fd, 1, S_IFSOCK);
+}
+
+int upgrade_tickets_fd(int ready_fd)
+{
+    /* after the ready pipe (and the handover channel), and only a file */
+    return passed_fd(UPGRADE_TICKETS_ENV, ready_fd, 2, S_IFREG);
 }
 
 int upgrade_report_ready(int fd)

@@ -20,6 +20,9 @@
 /* The new master's end of a handover channel from the old one: the old
  * master's idle connections come here once the new one serves. */
 #define UPGRADE_HANDOVER_ENV "HERD_UPGRADE_HANDOVER_FD"
+/* The new master's copy of the TLS session-ticket keys (proc/tls_setup.h),
+ * so tickets issued before the upgrade resume after it. */
+#define UPGRADE_TICKETS_ENV "HERD_UPGRADE_TICKETS_FD"
 
 /* The old master's view of one upgrade in flight. */
 struct upgrade {
@@ -34,10 +37,13 @@ struct upgrade {
 int upgrade_binary(const char *path, char *out, size_t n, char *err, size_t errlen);
 
 /* Forks and execs path with argv; fds[0..n-1] become the child's fds 3..
- * named by names. On success fills u (pid, fd, deadline) and returns 0;
- * else -1 with a one-line reason in err and nothing left behind. */
+ * named by names; tickets_fd (or -1) is passed too, named by
+ * HERD_UPGRADE_TICKETS_FD. On success fills u (pid, fd, deadline) and
+ * returns 0; else -1 with a one-line reason in err and nothing left behind
+ * (tickets_fd stays the caller's either way). */
 int upgrade_start(struct upgrade *u, const char *path, char *const argv[], const int *fds,
-                  char *const *names, int n, int64_t deadline_ms, char *err, size_t errlen);
+                  char *const *names, int n, int tickets_fd, int64_t deadline_ms, char *err,
+                  size_t errlen);
 
 /* The ready pipe is readable: 1 when the new master reported ready, 0 when
  * nothing came yet, -1 when it was closed without a word. */
@@ -59,6 +65,11 @@ int upgrade_ready_fd(const struct inherited *in, int *fd, char *err, size_t errl
 /* New master: the handover channel the old master passed with the ready
  * pipe (right after it), or -1 when there is none. */
 int upgrade_handover_fd(int ready_fd);
+
+/* New master: the ticket-key file the old master passed after the ready
+ * pipe (a regular file, close-on-exec from here on), or -1 when there is
+ * none. */
+int upgrade_tickets_fd(int ready_fd);
 
 /* Writes the ready byte and closes fd. */
 int upgrade_report_ready(int fd);

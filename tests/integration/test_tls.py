@@ -805,6 +805,29 @@ def test_usr2_upgrade_keeps_tls_listener(upgradable, pki):
             assert get(c, "/small.txt", [("Connection", "close")]).status == 200
 
 
+@pytest.mark.parametrize("version", ["TLSv1_3", "TLSv1_2"])
+def test_sessions_resume_after_a_binary_upgrade(upgradable, pki, version):
+    """A ticket issued before a USR2 upgrade resumes on the new master's
+    workers: the old master passes its ticket keys (and their rotation
+    schedule) to the new one. The new master made keys of its own, so
+    every client paid a full handshake again after each upgrade, as after
+    a restart."""
+    from test_upgrade import upgrade
+    srv, pidfile = upgradable("--workers", "1", "-v", *tls_args(pki),
+                              listen=("127.0.0.1:0 tls",))
+    ctx = client_ctx(pki, maxver=getattr(ssl.TLSVersion, version))
+    with tls_conn(srv, pki, ctx=ctx) as c:
+        assert get(c, "/small.txt").status == 200  # TLS 1.3 tickets come after the handshake
+        sess = c.sock.session
+    assert sess is not None
+    upgrade(srv, pidfile)
+    for _ in range(3):
+        with tls_conn(srv, pki, ctx=ctx, session=sess) as c:
+            assert c.sock.session_reused, "a full handshake after the upgrade"
+            assert get(c, "/small.txt", [("Connection", "close")]).status == 200
+    assert "session ticket keys taken from the old master" in srv.stderr_text()
+
+
 def test_socket_activation_on_tls_listener(launched, pki):
     sock = tcp_listener()
     port = sock.getsockname()[1]
