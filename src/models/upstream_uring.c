@@ -79,6 +79,7 @@ static void client_done(void *arg, void *client)
     struct uring_proxy *up = u->proxy;
     struct uconn *c = client;
     c->xfer = NULL;
+    c->resuming = 1;
     if (up->nresumes == up->cap_resumes) {
         int cap = up->cap_resumes ? up->cap_resumes * 2 : 64;
         struct resume *r = realloc(up->resumes, (size_t)cap * sizeof *r);
@@ -259,7 +260,10 @@ void uproxy_after_round(struct uring_loop *u)
      * here: the loop takes those too. */
     for (int i = 0; i < up->nresumes; i++) {
         struct uconn *c = &u->conns[up->resumes[i].fd];
-        if (!c->open || c->gen != up->resumes[i].gen || c->xfer)
+        if (!c->open || c->gen != up->resumes[i].gen)
+            continue;
+        c->resuming = 0;
+        if (c->xfer)
             continue;
         epoll_ctl(up->epfd, EPOLL_CTL_DEL, up->resumes[i].fd, NULL);
         uconn_resume(u, c);

@@ -465,7 +465,11 @@ static void serve_fresh(struct uring_loop *u, struct uconn *c, unsigned bid, siz
 
 /* A receive completion while an exchange owns c: input goes to c's
  * buffers for the pump (client_input), which reads the socket itself only
- * once the receive has ended; an EOF it finds there too. */
+ * once the receive has ended; an EOF it finds there too. Likewise once
+ * the exchange has ended within this round (c->resuming): served now, the
+ * next request's exchange would find the socket still in the proxy's
+ * epoll set, which lets go of it only at the resume, and fail; the
+ * resume serves what was stored, in order. */
 static void exchange_input(struct uring_loop *u, struct uconn *c, int res, uint32_t flags)
 {
     if (!c->recv_on)
@@ -497,7 +501,7 @@ void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flag
         c->recv_bounded = 0;
         res = -ECANCELED;
     }
-    if (c->xfer) {
+    if (c->xfer || c->resuming) {
         exchange_input(u, c, res, flags);
         return;
     }

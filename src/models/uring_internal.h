@@ -83,6 +83,9 @@ struct uconn {
     uint8_t drain;              /* a reload could not move it: it stays till its next
                                  * request (answered with close) or its timeout */
     uint8_t kick;               /* an exchange just started: move it once input is stored */
+    uint8_t resuming;           /* its exchange ended this round: the ring takes the socket
+                                 * back after it (uproxy_after_round); what lands till then
+                                 * is stored, as in an exchange, not served */
     struct xfer *xfer;          /* proxying: the exchange owns the socket (upstream_uring.c) */
 };
 

@@ -164,3 +164,28 @@ def test_requests_piling_up_behind_a_large_answer(server, site, variant):
         # before its cancel landed: sometimes nothing
     refused_note = "cannot bound a multishot receive" in srv.stderr_text()
     assert refused_note == (variant == "refused"), srv.stderr_text()
+
+
+def test_pipelined_requests_behind_a_proxied_answer_given_at_once(server, site, tmp_path):
+    """A proxied request whose answer comes at once (its group's only
+    server is down: a 502 before the round ends), and the client's next
+    requests arriving as segments of their own: a receive completion of
+    that same round used to start the next exchange before the ended one
+    had handed the socket back to the ring (its epoll registration was
+    still there), and the connection closed with its requests unanswered."""
+    srv = server("--model", "uring", "--workers", "1",
+                 "--upstream", f"down=unix:{tmp_path}/none.sock", "--proxy", "/down/=down/")
+    body = site.files["small.txt"]
+    for i in range(200):
+        with srv.connect() as c:
+            c.send(get_req("/down/a"))  # each its own segment (TCP_NODELAY)
+            c.send(get_req("/down/b"))
+            c.send(get_req("/small.txt", headers={"Connection": "close"}))
+            got = []
+            try:
+                for _ in range(3):
+                    got.append(c.read_response().status)
+            except (ConnClosed, OSError) as e:
+                got.append(type(e).__name__)
+            assert got == [502, 502, 200], (i, got)
+            c.expect_close(timeout=5)
