@@ -577,6 +577,46 @@ static int setup(struct server *s, const struct serve_config *cfg, const struct 
     return 0;
 }
 
+/* A worker whose ring still had operations in flight after quiesce_ring:
+ * its memory is kept (reachable, so no leak is reported) rather than freed
+ * under a kernel that may still use it; the process exits next. */
+static struct server *kept_at_exit;
+
+/* Before the ring goes: every operation still in it is cancelled and its
+ * completion awaited (for a second at most), so no send, receive or read
+ * of the kernel's touches the memory freed next. io_uring_queue_exit
+ * alone returns before the kernel has cancelled what is in flight. Called
+ * with every connection closed: a send's completion frees its orphan. */
+static void quiesce_ring(struct server *s)
+{
+    struct uring_loop *u = &s->u;
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_NONE, 0, 0));
+    for (int round = 0; round < 50; round++) {
+        struct __kernel_timespec ts = {.tv_nsec = 20 * 1000000};
+        struct io_uring_cqe *cqe;
+        int rc = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
+        if (rc < 0 && rc != -EINTR && !u->orphans)
+            break; /* a quiet 20 ms (-ETIME) with nothing of ours in flight */
+        unsigned head, n = 0;
+        io_uring_for_each_cqe(&u->ring, head, cqe) {
+            uint64_t tag = cqe->user_data;
+            struct uconn *none = NULL;
+            if (uring_tag_kind(tag) == UK_SEND)
+                uout_on_send(u, tag, cqe->res, &none);
+            else if (uring_tag_kind(tag) == UK_WARM)
+                uout_on_warm(u, tag, cqe->res, &none);
+            else if (uring_tag_kind(tag) == UK_ACCEPT && cqe->res >= 0)
+                close(cqe->res);
+            n++;
+        }
+        io_uring_cq_advance(&u->ring, n);
+    }
+    if (u->orphans)
+        kept_at_exit = s;
+}
+
 static void teardown(struct server *s)
 {
     struct uring_loop *u = &s->u;
@@ -589,8 +629,10 @@ static void teardown(struct server *s)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);
     if (s->ring_ok) {
-        /* The kernel lets go of every buffer it was given here. */
+        quiesce_ring(s);
         io_uring_queue_exit(&u->ring);
+        if (kept_at_exit == s)
+            return; /* its buffers, file-cache entries, pools and sink stay */
         uring_bufs_destroy(&u->bufs, NULL);
     }
     while (u->orphans) {
@@ -662,6 +704,7 @@ int uring_run(const struct serve_config *cfg, const struct worker_env *env)
             break;
     }
     teardown(s);
-    free(s);
+    if (kept_at_exit != s)
+        free(s);
     return 0;
 }
