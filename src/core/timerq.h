@@ -38,6 +38,28 @@ void tq_arm(struct timerq *q, struct tq_node *n, int64_t now_ms);
  * extended its own deadline (a request body that kept its rate). */
 void tq_arm_at(struct timerq *q, struct tq_node *n, int64_t deadline_ms);
 
+/* How long n has waited in q, where it is queued: q's timeout less what is
+ * left of it, in [0, timeout]; 0 when n is not queued. */
+static inline uint32_t tq_waited(const struct timerq *q, const struct tq_node *n,
+                                 int64_t now_ms)
+{
+    if (!tq_linked(n))
+        return 0;
+    int64_t w = q->timeout_ms - (n->deadline_ms - now_ms);
+    return w <= 0 ? 0 : w >= q->timeout_ms ? (uint32_t)q->timeout_ms : (uint32_t)w;
+}
+
+/* Arms n in q as if it had been armed waited_ms ago (a connection that
+ * moved to another process keeps what it had waited). */
+static inline void tq_arm_waited(struct timerq *q, struct tq_node *n, uint32_t waited_ms,
+                                 int64_t now_ms)
+{
+    tq_arm(q, n, now_ms);
+    if (waited_ms)
+        tq_arm_at(q, n, now_ms + q->timeout_ms - (waited_ms < q->timeout_ms ? waited_ms
+                                                                            : q->timeout_ms));
+}
+
 /* Unlinks and returns the oldest node whose deadline is <= now, or NULL.
  * The caller handles it and calls again; the owner may be freed meanwhile. */
 struct tq_node *tq_pop_expired(struct timerq *q, int64_t now_ms);

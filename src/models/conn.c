@@ -68,6 +68,21 @@ void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q)
 }
 
 
+uint32_t conn_waited_ms(struct evloop *ev, const struct conn *c)
+{
+    if (c->queue != Q_KEEPALIVE && c->queue != Q_HEADER)
+        return 0;
+    return tq_waited(queue_of(ev, c->queue), &c->timer, clock_now_ms());
+}
+
+void conn_set_timer_waited(struct evloop *ev, struct conn *c, enum conn_queue q,
+                           uint32_t waited_ms)
+{
+    arm(ev, c, q);
+    if (waited_ms)
+        tq_arm_waited(queue_of(ev, q), &c->timer, waited_ms, clock_now_ms());
+}
+
 /* A fresh slot for fd, not yet open; NULL (fd closed) beyond the table. */
 static struct conn *conn_slot(struct evloop *ev, int fd)
 {

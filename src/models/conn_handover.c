@@ -45,7 +45,7 @@ int conn_hand_over(struct evloop *ev, struct conn *c)
         return -1;
     struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp,
                              .state_len = sizeof c->st | (c->ssl ? HO_TLS_FRESH : 0),
-                             .in_len = c->in_len};
+                             .in_len = c->in_len, .count = conn_waited_ms(ev, c)};
     memcpy(h.state, &c->st, sizeof c->st);
     int fd = conn_fd(ev, c);
     __atomic_add_fetch(&pending, 1, __ATOMIC_ACQ_REL);
@@ -97,7 +97,7 @@ static void adopt(struct evloop *ev, const struct handover_msg *h, const char *i
         conn_proxy_resume(ev, c); /* answers what is complete, arms its timer */
         return;
     }
-    conn_set_timer(ev, c, c->st.nreq ? Q_KEEPALIVE : Q_HEADER);
+    conn_set_timer_waited(ev, c, c->st.nreq ? Q_KEEPALIVE : Q_HEADER, h->count);
 }
 
 void conn_handover_receive(struct evloop *ev)

@@ -159,7 +159,7 @@ enum { CLOSE = 0, GO_ON = 1, LINGER = 2, IDLE = 3, HANDED = 4 };
 
 /* A connection, alive across its coroutines: between requests it has no
  * coroutine (and no stack) at all, only this and a wait in the netpoll. */
-/* 136 bytes per connection (80 of them the request step's state); the
+/* 144 bytes per connection (80 of them the request step's state); the
  * buffers come from the thread's pools only while a request is in progress. */
 struct conn_state {
     int fd;
@@ -173,6 +173,8 @@ struct conn_state {
     char *in;          /* only while a request is in progress (thread pools) */
     SSL *ssl;          /* TLS listener: the transport (net/tls.h), else NULL */
     struct coro_idle_link idle_link; /* in the idle list while idle */
+    int64_t wait_deadline; /* the end of its wait for a request (header or keep-alive
+                            * timeout), once set: kept across a reload's move */
     struct step_conn sc; /* the request step's state */
 };
 
@@ -236,12 +238,37 @@ static int take_raw_pp(struct conn_state *st, int64_t deadline)
     }
 }
 
+/* The end of c's wait for a request (its first: the header timeout; else
+ * keep-alive), set now if it is not yet: a connection that moved at a
+ * reload keeps the deadline it had (adopt), or reloads more often than
+ * the timeout would keep it open for good. */
+static int64_t request_wait_deadline(struct conn_state *st, int64_t timeout_ms)
+{
+    if (!st->wait_deadline)
+        st->wait_deadline = clock_now_ms() + timeout_ms;
+    return st->wait_deadline;
+}
+
+static int64_t request_timeout_ms(const struct conn_state *st)
+{
+    return st->sc.nreq ? M.cfg->keepalive_timeout_ms : M.cfg->header_timeout_ms;
+}
+
+/* How long st has waited for its request, for the handover message. */
+static uint32_t request_waited_ms(const struct conn_state *st)
+{
+    if (!st->wait_deadline)
+        return 0;
+    int64_t t = request_timeout_ms(st), w = t - (st->wait_deadline - clock_now_ms());
+    return w <= 0 ? 0 : w >= t ? (uint32_t)t : (uint32_t)w;
+}
+
 /* The TLS handshake, within the header timeout: 0 done, -1 failed.
  * *deadline is set to that timeout's end, which the first request head
  * shares (it runs from accept). */
 static int handshake(struct conn_state *st, int64_t *deadline_out)
 {
-    int64_t deadline = clock_now_ms() + M.cfg->header_timeout_ms;
+    int64_t deadline = request_wait_deadline(st, M.cfg->header_timeout_ms);
     *deadline_out = deadline;
     if (st->sc.await_pp && take_raw_pp(st, deadline) < 0)
         return -1;
@@ -378,7 +405,8 @@ static int serve(struct conn_state *st, int fresh, int64_t head_deadline)
     const struct serve_config *cfg = M.cfg;
     int fd = st->fd;
     if (!head_deadline)
-        head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+        head_deadline = st->sc.nreq ? clock_now_ms() + cfg->header_timeout_ms
+                                    : request_wait_deadline(st, cfg->header_timeout_ms);
     int drained = 0, probe = 0;
     if (fresh) {
         struct cthread *t = here();
@@ -455,6 +483,7 @@ static int serve(struct conn_state *st, int fresh, int64_t head_deadline)
             drained = !st->ssl && !after_answer && (size_t)n < M.in_cap - st->len;
             if (between)
                 head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+            st->wait_deadline = 0; /* a request began: its wait is over */
             st->len += (size_t)n;
             SB_ADD(here()->slot->bytes_in, (uint64_t)n);
             break;
@@ -481,7 +510,8 @@ static int hand_over(struct conn_state *st)
     getsockopt(st->fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
     struct handover_msg h = {.kind = HO_CONN,
                              .tcp = domain != AF_UNIX,
-                             .state_len = sizeof st->sc | (tls_fresh ? HO_TLS_FRESH : 0)};
+                             .state_len = sizeof st->sc | (tls_fresh ? HO_TLS_FRESH : 0),
+                             .count = request_waited_ms(st)};
     memcpy(h.state, &st->sc, sizeof st->sc);
     __atomic_add_fetch(&M.ho_pending, 1, __ATOMIC_ACQ_REL);
     coro_fd_forget(st->fd); /* out of our netpoll before it moves */
@@ -537,7 +567,7 @@ static void *conn_main(void *arg)
         r = IDLE; /* it stays: its next request is answered with close */
     if (r == IDLE) {
         set_idle(st, 1);
-        int64_t deadline = clock_now_ms() + M.cfg->keepalive_timeout_ms;
+        int64_t deadline = request_wait_deadline(st, M.cfg->keepalive_timeout_ms);
         /* one that could not move waits on through a reload's stop
          * (within the shutdown timeout): its request may be on the wire;
          * a TERM after the HUP closes it (CORO_DRAINING) */
@@ -589,6 +619,10 @@ static void adopt(const struct handover_msg *h, const char *in, int fd)
     }
     c->fd = fd;
     memcpy(&c->sc, h->state, sizeof c->sc);
+    if (h->count) {
+        int64_t t = request_timeout_ms(c);
+        c->wait_deadline = clock_now_ms() + t - (h->count < t ? (int64_t)h->count : t);
+    }
     if (h->in_len)
         memcpy(c->in, in, h->in_len);
     c->len = h->in_len;

@@ -172,6 +172,13 @@ void conn_timeout(struct evloop *ev, struct conn *c);
 /* Arms c's timer on queue q (Q_NONE: disarms), keeping the idle count.
  * Q_BODY starts the body clock; count the body's bytes in c->body. */
 void conn_set_timer(struct evloop *ev, struct conn *c, enum conn_queue q);
+/* How long c has waited in its header or keep-alive timeout (0 in any
+ * other), and arming one as if c had waited that long already: a
+ * connection handed over at a reload keeps its deadline, or reloads more
+ * often than the timeout would keep it open for good. */
+uint32_t conn_waited_ms(struct evloop *ev, const struct conn *c);
+void conn_set_timer_waited(struct evloop *ev, struct conn *c, enum conn_queue q,
+                           uint32_t waited_ms);
 /* One access-log record for a request of c (req NULL when unparsed). */
 void conn_log(struct evloop *ev, const struct conn *c, const struct http_request *req,
               unsigned status, uint64_t bytes);

@@ -36,6 +36,23 @@ void uconn_arm(struct uring_loop *u, struct uconn *c, enum uq q)
     c->queue = (uint8_t)q;
 }
 
+/* c waits for a request (its first: the header timeout; else keep-alive),
+ * as if it had waited waited_ms already. */
+static void arm_request_wait(struct uring_loop *u, struct uconn *c, uint32_t waited_ms)
+{
+    enum uq q = c->st.nreq ? UQ_KEEPALIVE : UQ_HEADER;
+    uconn_arm(u, c, q);
+    if (waited_ms)
+        tq_arm_waited(queue_of(u, q), &c->timer, waited_ms, clock_now_ms());
+}
+
+uint32_t uconn_waited_ms(struct uring_loop *u, const struct uconn *c)
+{
+    if (c->queue != UQ_KEEPALIVE && c->queue != UQ_HEADER)
+        return 0;
+    return tq_waited(queue_of(u, c->queue), &c->timer, clock_now_ms());
+}
+
 void uconn_disarm(struct uring_loop *u, struct uconn *c)
 {
     tq_unlink(&c->timer);
@@ -601,11 +618,12 @@ void uconn_keep(struct uring_loop *u, struct uconn *c)
     }
     if (!c->recv_on)
         arm_recv(u, c);
-    uconn_arm(u, c, c->st.nreq ? UQ_KEEPALIVE : UQ_HEADER);
+    uint32_t waited_ms = uconn_waited_ms(u, c); /* its deadline stays */
+    arm_request_wait(u, c, waited_ms);
 }
 
 void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const char *in,
-                 size_t in_len, int drain)
+                 size_t in_len, int drain, uint32_t waited_ms)
 {
     struct uconn *c = open_conn(u, fd, tcp, 0, NULL);
     if (!c)
@@ -623,7 +641,7 @@ void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const
         return;
     }
     arm_recv(u, c);
-    uconn_arm(u, c, c->st.nreq ? UQ_KEEPALIVE : UQ_HEADER);
+    arm_request_wait(u, c, waited_ms);
 }
 
 /* The body queue's timer fired: 1 when the body kept its rate, and its

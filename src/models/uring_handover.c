@@ -62,7 +62,7 @@ static void recv_ended(struct uring_loop *u, struct uconn *c)
         return;
     }
     struct handover_msg h = {.kind = HO_CONN, .tcp = c->tcp, .state_len = sizeof c->st,
-                             .in_len = c->in_len};
+                             .in_len = c->in_len, .count = uconn_waited_ms(u, c)};
     memcpy(h.state, &c->st, sizeof c->st);
     pending++;
     if (handover_send(u->ho_fd, &h, c->in, uconn_fd(u, c)) < 0) {
@@ -143,6 +143,6 @@ void uring_handover_on_poll(struct uring_loop *u, uint32_t cqe_flags)
             continue;
         }
         uconn_adopt(u, fd, h.tcp, h.state, rbuf, h.in_len,
-                    h.kind == HO_BOUNCE || u->stopping);
+                    h.kind == HO_BOUNCE || u->stopping, h.count);
     }
 }

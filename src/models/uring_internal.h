@@ -164,7 +164,7 @@ void uconn_stop_recv(struct uring_loop *u, struct uconn *c);
 /* A connection from the handover channel, with its step state and
  * unparsed bytes: served from here on as if accepted. */
 void uconn_adopt(struct uring_loop *u, int fd, int tcp, const void *state, const char *in,
-                 size_t in_len, int drain);
+                 size_t in_len, int drain, uint32_t waited_ms);
 /* c could not move: it stays, receiving, until its next request. */
 void uconn_keep(struct uring_loop *u, struct uconn *c);
 /* What the connection does after a step of its output. The send side
@@ -181,6 +181,10 @@ enum uout_next {
 void uconn_after_output(struct uring_loop *u, struct uconn *c, enum uout_next next);
 void uconn_arm(struct uring_loop *u, struct uconn *c, enum uq q);
 void uconn_disarm(struct uring_loop *u, struct uconn *c);
+/* How long c has waited in its header or keep-alive timeout (0 in any
+ * other): a connection handed over at a reload keeps its deadline, or
+ * reloads more often than the timeout would keep it open for good. */
+uint32_t uconn_waited_ms(struct uring_loop *u, const struct uconn *c);
 
 /* uring_handover.c (calls into uring_conn.c only) */
 void uring_handover_setup(struct uring_loop *u, int ho_fd);

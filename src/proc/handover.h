@@ -38,7 +38,10 @@ struct handover_msg {
     uint8_t tcp;            /* a TCP connection (else unix) */
     uint16_t state_len;     /* | HO_TLS_FRESH */
     uint32_t in_len;        /* bytes that follow the header */
-    uint32_t count;         /* HO_ACK */
+    uint32_t count;         /* HO_ACK: how many; HO_CONN (and bounced back): the ms the
+                             * connection had waited in its header or keep-alive
+                             * timeout, so a reload does not start it again (0 from
+                             * builds before this) */
     uint32_t pad;
     unsigned char state[HANDOVER_STATE_MAX];
 };

@@ -530,6 +530,34 @@ def test_clients_queued_while_a_stalled_old_generation_holds_the_wakeups_are_ser
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_reloads_do_not_restart_the_idle_and_header_timeouts(server, model):
+    """A connection that moves to the new generation at a reload keeps the
+    deadline it had: an idle keep-alive connection closes at its keep-alive
+    timeout, and one that has sent nothing at its header timeout, however
+    often reloads come. Each move started the timeout again, so reloads
+    more often than it (a config pushed every few seconds) kept idle and
+    silent connections open for good, each holding a slot."""
+    srv = server("--model", model, "--workers", "1", "--keepalive-timeout", "2s",
+                 "--header-timeout", "2s", "--shutdown-timeout", "5s")
+    idle = srv.connect(timeout=10)
+    idle.send(get_req(TARGET))
+    assert idle.read_response().status == 200
+    silent = srv.connect(timeout=10)
+    t0 = time.monotonic()
+    try:
+        for _ in range(9):  # a reload every 0.5 s for 4.5 s
+            time.sleep(0.5)
+            srv.send_signal(signal.SIGHUP)
+        for name, c in (("idle", idle), ("silent", silent)):
+            closed, _, _ = c.closed_within(max(0.1, t0 + 3.5 - time.monotonic()))
+            assert closed, f"the {name} connection was still open " \
+                f"{time.monotonic() - t0:.1f} s on (its timeout is 2 s)"
+    finally:
+        idle.close()
+        silent.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_new_connections_are_served_while_the_old_generation_drains(server, model):
     """While an old worker drains (a half-sent request keeps it alive), new
     connections are answered at once by the new generation. A draining

@@ -254,3 +254,29 @@ TEST(arm_at_random_stays_sorted)
         }
     }
 }
+
+TEST(waited_carries_a_deadline_to_another_queue)
+{
+    struct timerq a, b;
+    struct owner o[2];
+    owners_init(o, 2);
+    tq_init(&a, 2000);
+    tq_init(&b, 2000);
+    CHECK_EQ_INT(tq_waited(&a, &o[0].node, 100), 0); /* not queued */
+    tq_arm(&a, &o[0].node, 100);                   /* due at 2100 */
+    CHECK_EQ_INT(tq_waited(&a, &o[0].node, 100), 0);
+    CHECK_EQ_INT(tq_waited(&a, &o[0].node, 1600), 1500);
+    CHECK_EQ_INT(tq_waited(&a, &o[0].node, 9000), 2000); /* overdue: the whole timeout */
+    /* moved at 1600 (another process, its own queue): due at 2100 still */
+    tq_arm(&b, &o[1].node, 1000);                  /* an older one, due at 3000 */
+    tq_arm_waited(&b, &o[0].node, tq_waited(&a, &o[0].node, 1600), 1600);
+    CHECK(o[0].node.deadline_ms == 2100);
+    CHECK_EQ_INT(id_of(tq_pop_expired(&b, 2100)), 0); /* ahead of the older one */
+    CHECK(tq_pop_expired(&b, 2999) == NULL);
+    /* more than the timeout: due now, not in the past */
+    tq_arm_waited(&b, &o[0].node, 5000, 4000);
+    CHECK(o[0].node.deadline_ms == 4000);
+    /* none: a plain arm */
+    tq_arm_waited(&b, &o[0].node, 0, 4000);
+    CHECK(o[0].node.deadline_ms == 6000);
+}
