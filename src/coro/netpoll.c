@@ -56,6 +56,10 @@ static void fd_event(struct kthread *t, int fd, uint32_t events)
 static void unwait(struct kthread *t, struct coro *co, int result)
 {
     coro__heap_remove(t, co);
+    if (co->stack_retry) { /* sched.c run(): its own result stands */
+        co->stack_retry = 0;
+        result = co->wait_result;
+    }
     if (co->wake) {
         co->wake->waiter = NULL;
         co->wake = NULL;

@@ -227,12 +227,18 @@ static int give_stack(struct sched *s, struct coro *co)
 static void run(struct kthread *t, struct coro *co)
 {
     if (!co->stack.lo && give_stack(t->s, co) < 0) {
-        /* Out of memory for a stack: try again in a while. */
+        /* Out of memory for a stack: try again in a while. The retry's
+         * "timeout" is not its wait's: it starts with the result it was
+         * woken with (an idle connection whose request came must not
+         * read a timeout and close unanswered), and no stop ends it. */
         co->deadline = clock_now_ms() + 10;
+        co->stack_retry = 1;
+        co->interruptible = 0;
         if (coro__heap_insert(t, co) < 0)
             coro__runq_push(t, co);
         return;
     }
+    co->stack_retry = 0;
     co->thread = t;
     t->current = co;
     coro_stack_running(&co->stack);

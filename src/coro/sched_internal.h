@@ -49,6 +49,8 @@ struct coro {
     struct coro_wake *wake;     /* NULL unless parked in coro_wait_wake */
     uint8_t interruptible;      /* which stops end its wait: CORO_INTERRUPTIBLE, CORO_DRAINING */
     uint8_t pinned, joinable, exiting;
+    uint8_t stack_retry;        /* in the heap only to retry for a stack: its wake keeps
+                                 * the result it was woken with */
     uint32_t lock;              /* guards done and joiner */
     uint8_t done;
     struct coro *joiner;

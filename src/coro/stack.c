@@ -39,8 +39,13 @@ static size_t page_size(void)
     return page;
 }
 
+int coro_stack_fail_next;
+
 int coro_stack_get(struct coro_stack *st, size_t size)
 {
+    if (__atomic_load_n(&coro_stack_fail_next, __ATOMIC_RELAXED) > 0 &&
+        __atomic_sub_fetch(&coro_stack_fail_next, 1, __ATOMIC_RELAXED) >= 0)
+        return -ENOMEM;
     size_t pg = page_size();
     size = (size + pg - 1) & ~(pg - 1);
     kmutex_lock(&pool_lock);

@@ -18,6 +18,10 @@ struct coro_stack {
     size_t size;
 };
 
+/* Tests only: the next this many coro_stack_get calls fail as out of
+ * memory would (the scheduler's retry path). */
+extern int coro_stack_fail_next;
+
 /* Gets a stack of size bytes (rounded up to pages) from the pool or a new
  * mapping. Returns 0 or -errno. */
 int coro_stack_get(struct coro_stack *st, size_t size);

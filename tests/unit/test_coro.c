@@ -569,6 +569,45 @@ TEST(spawn_on_ready_starts_on_data_or_deadline)
     close(lazy_empty[1]);
 }
 
+/* Out of memory for the stack when its fd turns ready: the coroutine
+ * retries for one a little later and still starts with 0 (ready), not
+ * the retry's -ETIMEDOUT (an idle connection read that as its keep-alive
+ * timeout and closed with its request unanswered: review 20). */
+static int oom_fds[2], oom_rc = 99, oom_got;
+
+static void *oom_reader(void *arg)
+{
+    (void)arg;
+    oom_rc = coro_start_result();
+    char c;
+    oom_got = read(oom_fds[0], &c, 1) == 1 && c == 'z';
+    coro_fd_forget(oom_fds[0]);
+    return NULL;
+}
+
+static void *oom_parent(void *arg)
+{
+    (void)arg;
+    CHECK(coro_spawn_on_ready(oom_fds[0], EPOLLIN, clock_now_ms() + 5000, CORO_INTERRUPTIBLE,
+                              oom_reader, NULL) != NULL);
+    coro_stack_fail_next = 1;
+    CHECK_EQ_INT(write(oom_fds[1], "z", 1), 1);
+    return NULL;
+}
+
+TEST(spawn_on_ready_out_of_stack_memory_keeps_its_result)
+{
+    CHECK_EQ_INT(pipe2(oom_fds, O_NONBLOCK), 0);
+    struct sched *s = mk(1);
+    coro_spawn(s, 0, 0, oom_parent, NULL);
+    finish(s);
+    CHECK_EQ_INT(coro_stack_fail_next, 0);
+    CHECK_EQ_INT(oom_rc, 0);
+    CHECK_EQ_INT(oom_got, 1);
+    close(oom_fds[0]);
+    close(oom_fds[1]);
+}
+
 /* coro_wait_wake and sched_watch: a completion signalled on an eventfd
  * that thread 0's netpoll watches wakes the coroutine parked on its
  * record with the fired result; a wait whose deadline passes first ends
