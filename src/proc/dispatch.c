@@ -28,7 +28,9 @@ struct channel {
     uint64_t sent;     /* connections passed; the worker counts what it took */
     uint64_t watch_taken;  /* its accepted count when watch_since began */
     int64_t watch_since;   /* since when connections wait and none was taken, or 0 */
-    int64_t avoid_until;   /* found stalled: given nothing taken back from another until then */
+    uint8_t stalled;       /* found stalled: given nothing taken back from another
+                            * until its accepted count moves past stalled_taken */
+    uint64_t stalled_taken;
 };
 
 
@@ -92,7 +94,8 @@ int dispatch_channel(struct dispatch *d, int slot)
     d->ch[slot].rescue = fcntl(sv[1], F_DUPFD_CLOEXEC, 0); /* -1: none, as before */
     d->ch[slot].blocked = 0;
     d->ch[slot].sent = SB_GET(d->sb->slots[slot].accepted);
-    d->ch[slot].watch_since = d->ch[slot].avoid_until = 0;
+    d->ch[slot].watch_since = 0;
+    d->ch[slot].stalled = 0;
     if (loop_add(d->loop, sv[0], EPOLLOUT | EPOLLET, DISPATCH_TAG_CHANNEL | (uint64_t)slot) < 0)
         log_msg(LOG_ERROR, "epoll_ctl channel: %s", strerror(errno));
     return sv[1];
@@ -341,8 +344,10 @@ void dispatch_exited(struct dispatch *d, int slot, int pass_on)
  * not full, not found stalled itself lately, not at --max-connections. */
 static int can_take(struct dispatch *d, int s)
 {
-    return d->ch[s].fd >= 0 && !d->ch[s].blocked && d->ch[s].avoid_until <= clock_now_ms() &&
-           !SB_GET(d->sb->slots[s].full);
+    const struct channel *c = &d->ch[s];
+    if (c->stalled && SB_GET(d->sb->slots[s].accepted) == c->stalled_taken)
+        return 0;
+    return c->fd >= 0 && !c->blocked && !SB_GET(d->sb->slots[s].full);
 }
 
 /* Passes fd to a worker other than from that can_take, fewest unclaimed
@@ -388,8 +393,12 @@ static void rescue_stalled(struct dispatch *d, int s)
 {
     struct channel *c = &d->ch[s];
     int full = (int)SB_GET(d->sb->slots[s].full);
-    if (!full)
-        c->avoid_until = clock_now_ms() + STALL_MS;
+    if (!full) {
+        /* until it takes one again: only for a second, two stopped
+         * workers passed each other's waiting connections back and forth */
+        c->stalled = 1;
+        c->stalled_taken = SB_GET(d->sb->slots[s].accepted);
+    }
     int moved = 0, closed = 0;
     while (any_can_take(d, s)) {
         int fd;

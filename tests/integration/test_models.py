@@ -176,6 +176,31 @@ def _dispatch_with_worker_0_stopped(server, policy):
     return srv, pids
 
 
+def test_dispatch_does_not_pass_connections_between_two_stopped_workers(server):
+    """Both dispatch workers stopped: what waits in one's channel is taken
+    back once (to the other, not yet found stalled) and then stays, where
+    it waited anyway, until a worker runs again. A worker found stalled was
+    passed over for a second only, so the two passed the same connections
+    back and forth once a second, a notice each time. Resumed, the workers
+    answer every one of them."""
+    srv, pids = _dispatch_with_worker_0_stopped(server, "rr")
+    os.kill(pids[1], signal.SIGSTOP)
+    mark = srv.stderr_mark()
+    try:
+        conns = _clients(srv.port, 4, b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
+        time.sleep(4.5)
+        since = srv.wait_stderr(r"(?!)", mark, timeout=0)  # all from mark on
+        moves = re.findall(r"dispatch: the worker in slot \d took no connection", since)
+        assert len(moves) <= 2, f"{len(moves)} moves in 4.5 s:\n" + "\n".join(moves)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    answered = _answered_within(conns, 8, _answered_keepalive)
+    for c in conns:
+        c.close()
+    assert answered == 4, f"{answered} of 4 answered once the workers ran again"
+
+
 @pytest.mark.parametrize("policy", ["rr", "least"])
 def test_dispatch_survives_a_stopped_worker(server, policy):
     """SIGSTOP one dispatch worker: the master must not block on its full
