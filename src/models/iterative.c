@@ -74,6 +74,8 @@ struct iter {
     struct http_request req;
     int stop;          /* 1 graceful, 2 at once */
     int others_queued; /* connections wait in the FIFO behind this one */
+    int waited;        /* since the socket was last read dry, an answer waited for
+                        * room: input may have come meanwhile */
 };
 
 static void check_signals(struct iter *it)
@@ -129,6 +131,7 @@ static int wait_fd(struct iter *it, int fd, short events, int64_t deadline_ms)
 static int wait_writable(void *arg, int fd)
 {
     struct iter *it = arg;
+    it->waited = 1;
     return wait_fd(it, fd, POLLOUT, clock_now_ms() + it->cfg->send_timeout_ms) > 0 ? 0 : -1;
 }
 
@@ -167,6 +170,7 @@ static enum served serve_connection(struct iter *it, struct pending_conn *pc, in
     pc->parked = 0;
     it->step.stopping = (uint8_t)(it->stop != 0);
     size_t len = 0;
+    it->waited = 0;
     /* From accept, not from now: a connection that waited in our queue
      * behind a slow one has used that time (docs/SPEC-serve.md). */
     int64_t head_deadline = pc->accepted_ms + cfg->header_timeout_ms;
@@ -195,6 +199,10 @@ static enum served serve_connection(struct iter *it, struct pending_conn *pc, in
             uint64_t sent = 0;
             plan_inline_body(&out, &r.plan); /* one buffer: a send (plan_write.h) */
             int rc = plan_write(fd, NULL, &out, &r.plan, &waits, &sent);
+            /* input that came while answers waited for room would reset
+             * the close; answers written at once leave a window of
+             * microseconds, not worth a peek per connection (as the event
+             * loop judges it, conn.c finish_closing) */
             if (r.plan.file)
                 fc_release(r.plan.file);
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;
@@ -204,7 +212,7 @@ static enum served serve_connection(struct iter *it, struct pending_conn *pc, in
             if (rc < 0)
                 return SERVED_DONE;
             SB_ADD(it->slot->bytes_out, sent);
-            if (r.plan.close && (r.plan.linger || linger_input_waiting(fd)))
+            if (r.plan.close && (r.plan.linger || (it->waited && linger_input_waiting(fd))))
                 linger(it, fd);
             if (r.plan.close)
                 return SERVED_DONE;
@@ -238,6 +246,8 @@ static enum served serve_connection(struct iter *it, struct pending_conn *pc, in
             return SERVED_DONE;
         if (idle)
             head_deadline = clock_now_ms() + cfg->header_timeout_ms;
+        if ((size_t)n < it->cap - len)
+            it->waited = 0; /* read dry: what came during a wait is in */
         len += (size_t)n;
         SB_ADD(it->slot->bytes_in, (uint64_t)n);
     }
