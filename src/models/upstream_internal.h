@@ -118,6 +118,8 @@ struct xfer {
     uint8_t up_progress, client_progress;
     uint8_t up_wdead;            /* the upstream stopped taking the request (it may answer) */
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
+    uint8_t up_unread;           /* an event said the upstream had a close, or bytes past the
+                                  * answer, that the exchange does not read: look before pooling */
     uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
     uint8_t busy;                /* a server's listen queue was full (503) */

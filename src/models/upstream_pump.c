@@ -596,6 +596,17 @@ static int dbuf_to_client(struct proxy *px, struct xfer *x)
     return 1;
 }
 
+/* Is the upstream connection silent (nothing to read, no close)? A
+ * look only when an event said otherwise (x->up_unread): a recv for every
+ * exchange would cost the hot path a syscall. */
+static int up_silent(const struct xfer *x)
+{
+    if (!x->up_unread)
+        return 1;
+    char c;
+    return recv(x->up_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
 /* The exchange is over: account, pool the upstream connection, and hand
  * the client back after this event batch (its next request may be
  * proxied again; doing that here would nest). */
@@ -603,7 +614,7 @@ static void finish(struct proxy *px, struct xfer *x)
 {
     void *client = x->client;
     int reuse = x->up_reusable && x->req_done && x->uoff == x->ulen && !x->errored &&
-                !x->up_wdead;
+                !x->up_wdead && up_silent(x);
     up_release(px, x, reuse);
     account(px, x);
     px->drv->client_timer(px->drv_arg, client, UT_NONE);
@@ -904,6 +915,13 @@ void upstream_ready(struct proxy *px, struct xfer *x, uint32_t events)
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         x->up_readable = 1;
+    /* A close that came with the answer's last bytes, or bytes after its
+     * end: the exchange stops reading at the end, and an edge-triggered
+     * set reports neither again, so the pool would not see them (its
+     * idle watch waits for an edge) and hand the next request a dead
+     * connection (a POST: 502) or those bytes as its answer. */
+    if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || (x->resp_done && (events & EPOLLIN)))
+        x->up_unread = 1;
     if (x->connecting) {
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
             return;
