@@ -429,6 +429,23 @@ def test_reload_changes_the_worker_count_under_load(server, tmp_path, model):
     assert not load.errors, errors_told(load, srv)
 
 
+def _all_answered(conns):
+    for c in conns:
+        r = c.read_response()
+        assert r.status == 200 and r.body == BODY
+
+
+def _resume_and_close(pids, conns):
+    """SIGCONT to the stopped workers still there, and the clients closed."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    for c in conns:
+        c.close()
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_a_stalled_old_generation_ends_at_its_shutdown_timeout(server, model):
     """An old worker that cannot end itself at its shutdown timeout
@@ -475,17 +492,9 @@ def test_a_stalled_old_generation_ends_at_its_shutdown_timeout(server, model):
                  what="the stopped old generation gone")
         if accepts_stopped:
             connect(4)  # the new workers get the listen socket's wakeups
-        for c in conns:
-            r = c.read_response()
-            assert r.status == 200 and r.body == BODY
+        _all_answered(conns)
     finally:
-        for pid in old:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-        for c in conns:
-            c.close()
+        _resume_and_close(old, conns)
     want = r"\[warn\] worker \d \(pid \d+, generation 1\) still draining a second past its shutdown timeout: killed"
     told = srv.wait_stderr(want, mark)
     assert re.search(want, told), told
@@ -516,17 +525,9 @@ def test_clients_queued_while_a_stalled_old_generation_holds_the_wakeups_are_ser
             c = RawConn.open(("127.0.0.1", srv.port), timeout=10)
             c.send(get_req(f"{TARGET}?{i}"))
             conns.append(c)
-        for c in conns:
-            r = c.read_response()
-            assert r.status == 200 and r.body == BODY
+        _all_answered(conns)
     finally:
-        for pid in old:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-        for c in conns:
-            c.close()
+        _resume_and_close(old, conns)
 
 
 @pytest.mark.parametrize("model", MODELS)
