@@ -38,26 +38,35 @@ void tq_arm(struct timerq *q, struct tq_node *n, int64_t now_ms);
  * extended its own deadline (a request body that kept its rate). */
 void tq_arm_at(struct timerq *q, struct tq_node *n, int64_t deadline_ms);
 
-/* How long n has waited in q, where it is queued: q's timeout less what is
- * left of it, in [0, timeout]; 0 when n is not queued. */
+/* How much of a timeout_ms wait that ends at deadline_ms has passed at
+ * now_ms, in [0, timeout_ms] (a connection that moves to another process
+ * keeps it), and the deadline of such a wait that has passed waited_ms. */
+static inline uint32_t tq_waited_of(int64_t timeout_ms, int64_t deadline_ms, int64_t now_ms)
+{
+    int64_t w = timeout_ms - (deadline_ms - now_ms);
+    return w <= 0 ? 0 : w >= timeout_ms ? (uint32_t)timeout_ms : (uint32_t)w;
+}
+
+static inline int64_t tq_deadline_after(int64_t timeout_ms, uint32_t waited_ms, int64_t now_ms)
+{
+    return now_ms + timeout_ms - ((int64_t)waited_ms < timeout_ms ? (int64_t)waited_ms
+                                                                  : timeout_ms);
+}
+
+/* How long n has waited in q (0 when it is not queued). */
 static inline uint32_t tq_waited(const struct timerq *q, const struct tq_node *n,
                                  int64_t now_ms)
 {
-    if (!tq_linked(n))
-        return 0;
-    int64_t w = q->timeout_ms - (n->deadline_ms - now_ms);
-    return w <= 0 ? 0 : w >= q->timeout_ms ? (uint32_t)q->timeout_ms : (uint32_t)w;
+    return tq_linked(n) ? tq_waited_of(q->timeout_ms, n->deadline_ms, now_ms) : 0;
 }
 
-/* Arms n in q as if it had been armed waited_ms ago (a connection that
- * moved to another process keeps what it had waited). */
+/* Arms n in q as if it had been armed waited_ms ago. */
 static inline void tq_arm_waited(struct timerq *q, struct tq_node *n, uint32_t waited_ms,
                                  int64_t now_ms)
 {
     tq_arm(q, n, now_ms);
     if (waited_ms)
-        tq_arm_at(q, n, now_ms + q->timeout_ms - (waited_ms < q->timeout_ms ? waited_ms
-                                                                            : q->timeout_ms));
+        tq_arm_at(q, n, tq_deadline_after(q->timeout_ms, waited_ms, now_ms));
 }
 
 /* Unlinks and returns the oldest node whose deadline is <= now, or NULL.

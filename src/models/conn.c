@@ -842,14 +842,10 @@ static int body_extended(struct evloop *ev, struct conn *c)
     return 1;
 }
 
-/* How many of the longest-idle connections conn_idle_victim looks at:
- * each look is one peek. */
-#define VICTIM_LOOKS 8
-
 struct conn *conn_idle_victim(struct evloop *ev)
 {
     struct tq_node *n = ev->q_keepalive.head.next;
-    for (int i = 0; i < VICTIM_LOOKS && n != &ev->q_keepalive.head; i++, n = n->next) {
+    for (int i = 0; i < IDLE_VICTIM_LOOKS && n != &ev->q_keepalive.head; i++, n = n->next) {
         struct conn *c = container_of(n, struct conn, timer);
         /* its next request already sent (its event not handled yet): closing
          * would lose it for a client that does not retry */

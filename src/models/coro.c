@@ -31,6 +31,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "core/timerq.h"
 #include "coro/sched.h"
 #include "core/bufpool.h"
 #include "http/pp.h"
@@ -257,10 +258,9 @@ static int64_t request_timeout_ms(const struct conn_state *st)
 /* How long st has waited for its request, for the handover message. */
 static uint32_t request_waited_ms(const struct conn_state *st)
 {
-    if (!st->wait_deadline)
-        return 0;
-    int64_t t = request_timeout_ms(st), w = t - (st->wait_deadline - clock_now_ms());
-    return w <= 0 ? 0 : w >= t ? (uint32_t)t : (uint32_t)w;
+    return st->wait_deadline ? tq_waited_of(request_timeout_ms(st), st->wait_deadline,
+                                            clock_now_ms())
+                             : 0;
 }
 
 /* The TLS handshake, within the header timeout: 0 done, -1 failed.
@@ -619,10 +619,8 @@ static void adopt(const struct handover_msg *h, const char *in, int fd)
     }
     c->fd = fd;
     memcpy(&c->sc, h->state, sizeof c->sc);
-    if (h->count) {
-        int64_t t = request_timeout_ms(c);
-        c->wait_deadline = clock_now_ms() + t - (h->count < t ? (int64_t)h->count : t);
-    }
+    if (h->count)
+        c->wait_deadline = tq_deadline_after(request_timeout_ms(c), h->count, clock_now_ms());
     if (h->in_len)
         memcpy(c->in, in, h->in_len);
     c->len = h->in_len;

@@ -7,10 +7,6 @@
 #include "coro/kmutex.h"
 #include "models/linger.h"
 
-/* How many of the longest-idle connections coro_idle_make_room looks at:
- * each look is one peek. */
-#define VICTIM_LOOKS 8
-
 static struct {
     struct kmutex lock;
     struct coro_idle_link head; /* sentinel; empty while head.next is NULL or &head */
@@ -62,7 +58,7 @@ int coro_idle_make_room(void)
     kmutex_lock(&I.lock);
     init_locked();
     struct coro_idle_link *l = I.head.next;
-    for (int i = 0; i < VICTIM_LOOKS && l != &I.head; i++, l = l->next) {
+    for (int i = 0; i < IDLE_VICTIM_LOOKS && l != &I.head; i++, l = l->next) {
         /* its next request already sent: closing would lose it for a
          * client that does not retry */
         if (linger_input_waiting(l->fd))

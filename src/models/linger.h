@@ -28,4 +28,10 @@ static inline int linger_input_waiting(int fd)
     return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
+/* At --max-connections a new client takes the place of the connection idle
+ * the longest with no request waiting in its socket (every model but
+ * iterative): how many of the longest-idle ones are looked at for that,
+ * each look one linger_input_waiting peek. */
+#define IDLE_VICTIM_LOOKS 8
+
 #endif

@@ -270,10 +270,12 @@ static void on_backlog(struct server *s, uint32_t i, int res)
 static void make_room(struct server *s)
 {
     struct uring_loop *u = &s->u;
+    if (u->nconns < u->max_conns || u->stopping) /* every round: the cheap test first */
+        return;
     int waiting = 0;
     for (int i = 0; i < s->nls; i++)
         waiting |= s->ls[i].waiting;
-    if (!waiting || u->stopping || u->nconns < u->max_conns)
+    if (!waiting)
         return;
     struct uconn *idle = uconn_idle_victim(u);
     if (!idle) {

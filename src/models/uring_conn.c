@@ -163,14 +163,10 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
     SB_SET(u->slot->active, u->nconns);
 }
 
-/* How many of the longest-idle connections uconn_idle_victim looks at:
- * each look is one peek. */
-#define VICTIM_LOOKS 8
-
 struct uconn *uconn_idle_victim(struct uring_loop *u)
 {
     struct tq_node *n = u->q_keepalive.head.next;
-    for (int i = 0; i < VICTIM_LOOKS && n != &u->q_keepalive.head; i++, n = n->next) {
+    for (int i = 0; i < IDLE_VICTIM_LOOKS && n != &u->q_keepalive.head; i++, n = n->next) {
         struct uconn *c = container_of(n, struct uconn, timer);
         /* its next request already sent: closing would lose it for a
          * client that does not retry */

@@ -27,7 +27,8 @@ int tls_setup_load(struct tls_setup *t, const struct serve_config *cfg, char *er
 /* Frees the contexts (the ticket keys' mapping goes with the process). */
 void tls_setup_free(struct tls_setup *t);
 
-/* Binary upgrade: a file (a memfd, not close-on-exec) holding the ticket
+/* Binary upgrade: a file (a close-on-exec memfd: the upgrade's child
+ * places it for the exec, proc/upgrade.c) holding the ticket
  * keys and their rotation schedule for the new master, or -1 (no TLS,
  * or it could not be made: the new master makes fresh keys). */
 int tls_setup_export(struct tls_setup *t);
