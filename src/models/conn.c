@@ -844,9 +844,14 @@ static int body_extended(struct evloop *ev, struct conn *c)
 
 struct conn *conn_idle_victim(struct evloop *ev)
 {
+    int64_t now = clock_now_ms();
     struct tq_node *n = ev->q_keepalive.head.next;
+    ev->victim_at = 0;
     for (int i = 0; i < IDLE_VICTIM_LOOKS && n != &ev->q_keepalive.head; i++, n = n->next) {
         struct conn *c = container_of(n, struct conn, timer);
+        /* the ones after it turned idle later still */
+        if ((ev->victim_at = idle_victim_from(tq_waited(&ev->q_keepalive, n, now), now)))
+            return NULL;
         /* its next request already sent (its event not handled yet): closing
          * would lose it for a client that does not retry */
         if (!linger_input_waiting(conn_fd(ev, c)))

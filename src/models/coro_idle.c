@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "core/clock.h"
 #include "coro/kmutex.h"
 #include "models/linger.h"
 
@@ -24,6 +25,7 @@ void coro_idle_add(struct coro_idle_link *l, int fd)
     kmutex_lock(&I.lock);
     init_locked();
     l->fd = fd;
+    l->since = clock_now_ms();
     l->next = &I.head;
     l->prev = I.head.prev;
     I.head.prev->next = l;
@@ -55,10 +57,16 @@ void coro_idle_closed(struct coro_idle_link *l)
 int coro_idle_make_room(void)
 {
     int done = 0;
+    int64_t now = clock_now_ms();
     kmutex_lock(&I.lock);
     init_locked();
     struct coro_idle_link *l = I.head.next;
     for (int i = 0; i < IDLE_VICTIM_LOOKS && l != &I.head; i++, l = l->next) {
+        /* the ones after it turned idle later still (the acceptor looks
+         * again in 10 ms) */
+        int64_t idle = now - l->since;
+        if (idle_victim_from(idle <= 0 ? 0 : idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle, now))
+            break;
         /* its next request already sent: closing would lose it for a
          * client that does not retry */
         if (linger_input_waiting(l->fd))

@@ -17,6 +17,7 @@
 struct coro_idle_link {
     struct coro_idle_link *prev, *next; /* NULL: not in the list */
     int fd;
+    int64_t since; /* turned idle then (clock_now_ms) */
     uint8_t shut; /* given its place: its close ends coro_idle_shutting's count */
 };
 
@@ -27,7 +28,8 @@ void coro_idle_remove(struct coro_idle_link *l);
 /* The connection l closed: a shut one no longer counts. */
 void coro_idle_closed(struct coro_idle_link *l);
 /* Shuts down the oldest idle connection with no request waiting in its
- * socket (a peek each, a few at most): 1 when one was. */
+ * socket (a peek each, a few at most) and idle for IDLE_VICTIM_MIN_MS
+ * (models/linger.h): 1 when one was. */
 int coro_idle_make_room(void);
 /* Connections shut down for a new client that have not closed yet. */
 uint64_t coro_idle_shutting(void);

@@ -409,6 +409,9 @@ static int next_timeout(struct server *s)
         next = s->stop_deadline;
     if (s->accept_retry_at && !ev->stopping && (next < 0 || s->accept_retry_at < next))
         next = s->accept_retry_at;
+    if (ev->accept_paused && ev->victim_at && !ev->stopping
+        && (next < 0 || ev->victim_at < next))
+        next = ev->victim_at;
     int64_t log_due = alog_due_ms(&s->alog);
     if (log_due >= 0 && (next < 0 || log_due < next))
         next = log_due;
@@ -617,6 +620,10 @@ int evloop_run(const struct serve_config *cfg, const struct worker_env *env)
          * with connections queued in its channel). */
         if (s->accept_retry_at && clock_now_ms() >= s->accept_retry_at) {
             s->accept_retry_at = 0;
+            ev->accept_resume = 1;
+        }
+        if (ev->accept_paused && ev->victim_at && clock_now_ms() >= ev->victim_at) {
+            ev->victim_at = 0;
             ev->accept_resume = 1;
         }
         if (ev->accept_resume) {

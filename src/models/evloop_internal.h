@@ -127,6 +127,7 @@ struct evloop {
     uint8_t stopping;
     uint8_t accept_paused;
     uint8_t accept_resume;   /* a slot freed while paused: accept after this batch */
+    int64_t victim_at;       /* paused: an idle connection may give its place then */
     uint8_t handing_over;    /* stopping for a reload: idle connections move on */
     uint8_t read_skip;       /* new connections to open unread (evloop.c accept_from) */
     int ho_fd;               /* handover channel (proc/handover.h), or -1 */
@@ -164,7 +165,9 @@ void conn_event(struct evloop *ev, struct conn *c, uint32_t events);
  * idle the longest between requests that has no request waiting in its
  * socket (nginx likewise reuses idle keep-alive connections when
  * worker_connections run out, rather than leave new clients in the
- * backlog until a keep-alive timeout), or NULL. */
+ * backlog until a keep-alive timeout) and idle for IDLE_VICTIM_MIN_MS
+ * (models/linger.h), or NULL; then ev->victim_at says when the oldest
+ * will have been idle that long (0: none to wait for). */
 struct conn *conn_idle_victim(struct evloop *ev);
 /* A timer of c's queue expired. */
 void conn_timeout(struct evloop *ev, struct conn *c);

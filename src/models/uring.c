@@ -57,6 +57,7 @@ struct server {
     int64_t accept_retry_at;    /* out of fds: not accepting until then */
     int64_t timeout_at;         /* the armed IORING_OP_TIMEOUT, or -1 */
     int64_t backlog_check_at;   /* next look_for_lost_wakeups */
+    int64_t victim_at;          /* an idle connection may give its place then (make_room) */
     struct __kernel_timespec ts;
     time_t last_limit_log;
     int ring_ok;
@@ -262,14 +263,17 @@ static void on_backlog(struct server *s, uint32_t i, int res)
 
 /* At --max-connections with a client waiting in a backlog, the connection
  * idle the longest between requests gives its place, as on the event
- * loop (conn_idle_victim) and as nginx reuses idle keep-alive connections;
- * the accept sync_accepts then arms takes the client. Run at a round's
- * end, when every completion is handled: a request that came for an idle
- * connection is either served already or still in its socket, where the
- * victim's peek sees it. */
+ * loop (conn_idle_victim) and as nginx reuses idle keep-alive connections.
+ * Run at a round's end, when every completion is handled: a request that
+ * came for an idle connection is either served already or still in its
+ * socket, where the victim's peek sees it. The client is accepted here,
+ * before the victim closes: every full worker on a listen socket they
+ * share (a unix socket) is told a client waits, and each closed a
+ * connection for the one client (review 21). */
 static void make_room(struct server *s)
 {
     struct uring_loop *u = &s->u;
+    s->victim_at = 0;
     if (u->nconns < u->max_conns || u->stopping) /* every round: the cheap test first */
         return;
     int waiting = 0;
@@ -277,17 +281,38 @@ static void make_room(struct server *s)
         waiting |= s->ls[i].waiting;
     if (!waiting)
         return;
-    struct uconn *idle = uconn_idle_victim(u);
+    struct uconn *idle = uconn_idle_victim(u, &s->victim_at);
     if (!idle) {
-        /* none idle now: tried again at each round's end until one is */
+        /* none idle (long enough) now: tried again at each round's end
+         * until one is, a round at s->victim_at at the latest */
         log_limit(s, LOG_WARN, "at --max-connections, not accepting");
         return;
     }
-    log_debug("connection %d: idle, closed for a new one (at --max-connections)",
-              uconn_fd(u, idle));
-    uconn_close(u, idle);
-    for (int i = 0; i < s->nls; i++)
-        s->ls[i].waiting = 0;
+    for (int i = 0; i < s->nls; i++) {
+        struct listener *l = &s->ls[i];
+        if (!l->waiting || l->fd < 0)
+            continue;
+        l->waiting = 0; /* polled again (sync_watch) while at the limit */
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            /* EAGAIN: another worker took it */
+            if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
+                log_limit(s, LOG_CRIT, errno == EMFILE || errno == ENFILE
+                                           ? "out of file descriptors: not accepting for now"
+                                           : "accept failed: not accepting for now");
+                s->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
+            }
+            continue;
+        }
+        log_debug("connection %d: idle, closed for a new one (at --max-connections)",
+                  uconn_fd(u, idle));
+        uconn_close(u, idle);
+        take(s, l, fd);
+        /* one a round: the polls sync_watch arms again say whether more wait */
+        for (int j = 0; j < s->nls; j++)
+            s->ls[j].waiting = 0;
+        return;
+    }
 }
 
 static void close_idle(struct uring_loop *u)
@@ -376,6 +401,8 @@ static int64_t next_deadline(struct server *s)
         next = s->accept_retry_at;
     if (!u->stopping && (next < 0 || s->backlog_check_at < next))
         next = s->backlog_check_at;
+    if (s->victim_at && !u->stopping && (next < 0 || s->victim_at < next))
+        next = s->victim_at;
     int64_t up_due = uproxy_next_deadline(u);
     if (up_due >= 0 && (next < 0 || up_due < next))
         next = up_due;

@@ -163,11 +163,16 @@ void uconn_close(struct uring_loop *u, struct uconn *c)
     SB_SET(u->slot->active, u->nconns);
 }
 
-struct uconn *uconn_idle_victim(struct uring_loop *u)
+struct uconn *uconn_idle_victim(struct uring_loop *u, int64_t *from)
 {
+    int64_t now = clock_now_ms();
     struct tq_node *n = u->q_keepalive.head.next;
+    *from = 0;
     for (int i = 0; i < IDLE_VICTIM_LOOKS && n != &u->q_keepalive.head; i++, n = n->next) {
         struct uconn *c = container_of(n, struct uconn, timer);
+        /* the ones after it turned idle later still */
+        if ((*from = idle_victim_from(tq_waited(&u->q_keepalive, n, now), now)))
+            return NULL;
         /* its next request already sent: closing would lose it for a
          * client that does not retry */
         if (!c->in_len && !c->nheld && !linger_input_waiting(uconn_fd(u, c)))

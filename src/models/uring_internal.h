@@ -152,8 +152,10 @@ void uconn_close(struct uring_loop *u, struct uconn *c);
 void uconn_on_recv(struct uring_loop *u, struct uconn *c, int res, uint32_t flags);
 void uconn_timeout(struct uring_loop *u, struct uconn *c);
 /* At --max-connections: the keep-alive connection idle the longest with
- * no request waiting in its socket (a peek each, a few at most), or NULL. */
-struct uconn *uconn_idle_victim(struct uring_loop *u);
+ * no request waiting in its socket (a peek each, a few at most) and idle
+ * for IDLE_VICTIM_MIN_MS (models/linger.h), or NULL; then *from says when
+ * the oldest will have been idle that long (0: none to wait for). */
+struct uconn *uconn_idle_victim(struct uring_loop *u, int64_t *from);
 /* Up to n bytes of c's buffered input (c->in, then held receive buffers),
  * taken off the front; 0 when there is none. */
 size_t uconn_take_input(struct uring_loop *u, struct uconn *c, char *buf, size_t n);

@@ -398,6 +398,75 @@ def test_idle_keepalive_connection_makes_room_at_max_connections(server, site, m
 
 
 @pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "dispatch", "threads", "coro", "uring"])
+def test_a_connection_idle_a_moment_keeps_its_place_at_max_connections(server, site, model):
+    """A keep-alive client pauses 20 ms between requests while a new one
+    waits at --max-connections 1: its next request is answered, and the new
+    client gets the place once the connection has been idle for 50 ms. A
+    connection that had just turned idle was closed for the new client at
+    once, so a request already on its way was lost for a client that does
+    not retry (wrk and ab at the limit: about 1 in 2,000 requests; review
+    21)."""
+    count = ["--threads", "1"] if model in ("threads", "coro") else ["--workers", "1"]
+    srv = server("--model", model, *count, "--max-connections", "1",
+                 "--keepalive-timeout", "60s")
+    for _ in range(5):
+        with srv.connect(timeout=5) as a, srv.connect(timeout=5) as b:
+            t0 = time.monotonic()
+            a.send(get_req("/small.txt"))
+            assert a.read_response().status == 200
+            # b waits in the backlog (coro's acceptor looks every 10 ms)
+            b.send(get_req("/small.txt"))
+            time.sleep(0.02)
+            a.send(get_req("/small.txt"))
+            if time.monotonic() - t0 > 0.04:
+                continue  # a stalled test: a may have been idle 50 ms by now
+            r = a.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"], \
+                "a connection idle for 20 ms was closed for a new client"
+            r = b.read_response()  # once a has been idle 50 ms
+            assert r.status == 200 and r.body == site.files["small.txt"]
+            closed, _, _ = a.closed_within(2)
+            assert closed, "the idle connection kept its place from a waiting client"
+            return
+    pytest.skip("the test client stalled past 40 ms in every round")
+
+
+@pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "uring"])
+def test_one_new_client_closes_one_idle_connection_on_a_shared_listen_socket(
+        server, site, short_tmp, model):
+    """Two workers at --max-connections 1 share a unix listen socket, each
+    holding an idle keep-alive connection: one new client takes the place
+    of one of them. On uring every full worker was told a client waited
+    and each closed its idle connection for it (review 21); a worker now
+    closes one only once its own accept got the client."""
+    path = str(short_tmp / "h.sock")
+    srv = server("--model", model, "--workers", "2", "--max-connections", "1",
+                 "--keepalive-timeout", "60s", listen=[f"unix:{path}"])
+    wait_for(lambda: len(worker_pids(srv)) == 2, timeout=5, what="two workers")
+    idle = [RawConn.open(path, timeout=5) for _ in range(2)]
+    try:
+        for c in idle:  # a partial head keeps each busy: one per worker
+            c.send(b"GET /small.txt HTTP/1.1\r\n")
+        time.sleep(0.3)
+        for c in idle:
+            c.send(b"Host: x\r\n\r\n")
+            assert c.read_response().status == 200
+        time.sleep(0.2)  # idle long enough to give a place
+        with RawConn.open(path, timeout=5) as c:
+            c.send(get_req("/small.txt"))
+            r = c.read_response()
+            assert r.status == 200 and r.body == site.files["small.txt"]
+        time.sleep(0.5)
+        closed = sum(1 for c in idle if not c.is_open())
+        assert closed == 1, f"{closed} idle connections closed for one new client"
+    finally:
+        for c in idle:
+            c.close()
+
+
+@pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 def test_iterative_holds_no_more_than_max_connections(server, site):
     """iterative serves one connection at a time from a queue it fills at
     each wakeup: it took up to 1024 there whatever --max-connections said,
