@@ -120,6 +120,8 @@ struct xfer {
     uint8_t up_readable;         /* the upstream raised an input edge not yet read to EAGAIN */
     uint8_t up_unread;           /* an event said the upstream had a close, or bytes past the
                                   * answer, that the exchange does not read: look before pooling */
+    uint8_t up_read_full;        /* the last read filled what it asked for: more may wait
+                                  * in the socket, announced by an edge already used up */
     uint8_t may_retry;           /* idempotent: may go again on another connection */
     uint8_t dspill_len;
     uint8_t busy;                /* a server's listen queue was full (503) */

@@ -316,6 +316,7 @@ int up_connect(struct proxy *px, struct xfer *x)
         x->up_readable = 0; /* nothing comes before the request: wait for the edge */
         x->up_wdead = 0;
         x->up_unread = 0;
+        x->up_read_full = 0;
         if (srv->nidle) {
             x->up_fd = srv->idle[--srv->nidle];
             px->ups[x->up_fd].xfer = x;

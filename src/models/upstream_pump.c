@@ -518,6 +518,7 @@ static int upstream_to_dbuf(struct proxy *px, struct xfer *x)
         return upstream_failed(px, x, 0);
     }
     x->up_progress = 1;
+    x->up_read_full = (size_t)n == want;
     if (n == 0) {
         if (x->head_done && x->codec->response_ends_at_close(&x->resp_body)) {
             /* the codec ends its own framing: the last of herd's chunks */
@@ -597,11 +598,14 @@ static int dbuf_to_client(struct proxy *px, struct xfer *x)
 }
 
 /* Is the upstream connection silent (nothing to read, no close)? A
- * look only when an event said otherwise (x->up_unread): a recv for every
- * exchange would cost the hot path a syscall. */
+ * look only when an event said otherwise (x->up_unread), or when the read
+ * the answer ended in filled its buffer (x->up_read_full): bytes past the
+ * answer that came with it are still in the socket, and their edge was
+ * the one that read used. A recv for every exchange would cost the hot
+ * path a syscall. */
 static int up_silent(const struct xfer *x)
 {
-    if (!x->up_unread)
+    if (!x->up_unread && !x->up_read_full)
         return 1;
     char c;
     return recv(x->up_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;

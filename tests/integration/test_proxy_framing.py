@@ -477,6 +477,59 @@ def test_a_server_that_closed_after_its_answer_is_not_sent_the_next_post(server,
             s.close()
 
 
+def next_request(ls, up, socks):
+    """The socket herd's next request reached on the hand-played upstream:
+    up (the pooled connection, its head read), or a fresh one from ls."""
+    if select.select([up], [], [], 0.5)[0]:
+        try:
+            got = up.recv(65536)
+        except ConnectionResetError:  # dropped with bytes unread
+            got = b""
+        if got:
+            while b"\r\n\r\n" not in got:
+                more = up.recv(65536)
+                assert more, got
+                got += more
+            return up
+    return accept_request(ls, socks)
+
+
+def test_bytes_past_an_answer_that_filled_the_read_are_not_the_next_answer(server, model):
+    """An upstream answer whose last byte ends exactly where herd's read of
+    it ends (16384 bytes: the head's read size), with a second answer
+    behind it in the same write: the bytes past the answer stay in the
+    socket, their edge was the answer's own, and nothing marks the
+    connection. Pooled as it was, the next request through it got those
+    bytes as its answer ("EVIL"): a hostile or broken upstream poisoned
+    another client's response. Pass 28 marked bytes that come in a later
+    event; this is the one that comes in the same event."""
+    ls = raw_upstream()
+    srv = server(*one_pool(model), "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/up/=r")
+    socks = [ls]
+    try:
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("GET", "/up/first"))
+            up = accept_request(ls, socks)
+            body = b"x" * 100
+            head = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nX-Pad: "
+            pad = 16384 - len(head) - len(b"\r\n\r\n") - len(body)
+            answer = head + b"p" * pad + b"\r\n\r\n" + body
+            assert len(answer) == 16384
+            up.sendall(answer + b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL")
+            r = c.read_response()
+            assert r.status == 200 and r.body == body
+            time.sleep(0.3)
+            c.send(build_request("GET", "/up/second"))
+            up = next_request(ls, up, socks)
+            up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood")
+            r = c.read_response()
+            assert r.body == b"good", f"the next request got {r.status} {r.body!r}"
+    finally:
+        for s in socks:
+            s.close()
+
+
 # ------------------------------------------------------------ headers with '_'
 
 def test_underscore_headers_dropped_unless_passed(server, backend, model):
