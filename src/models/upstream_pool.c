@@ -299,6 +299,17 @@ static int up_open(struct proxy *px, struct xfer *x, const struct listen_addr *a
     return err;
 }
 
+/* Whether a pooled connection is silent (no close, no bytes) as far as
+ * its socket says now. Asked for a request that may not go again (a POST)
+ * only: the event that the server closed the connection, or sent on it,
+ * may wait behind that request's in the same wakeup, and a request sent
+ * on it fails with no retry (502). One recv; a retried request pays none. */
+static int pooled_silent(int fd)
+{
+    char c;
+    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
 /* Opens (or takes from the pool) a connection to a server of x's group.
  * Returns 0, or -1 when no server can be reached now. */
 int up_connect(struct proxy *px, struct xfer *x)
@@ -317,8 +328,13 @@ int up_connect(struct proxy *px, struct xfer *x)
         x->up_wdead = 0;
         x->up_unread = 0;
         x->up_read_full = 0;
-        if (srv->nidle) {
-            x->up_fd = srv->idle[--srv->nidle];
+        while (srv->nidle) {
+            int fd = srv->idle[--srv->nidle];
+            if (!x->may_retry && !pooled_silent(fd)) {
+                up_close_fd(px, fd);
+                continue;
+            }
+            x->up_fd = fd;
             px->ups[x->up_fd].xfer = x;
             stall_disarm(&px->ups[x->up_fd]);
             x->reused = 1;

@@ -9,12 +9,13 @@ import hashlib
 import json
 import os
 import select
+import signal
 import socket
 import time
 
 import pytest
 
-from conftest import HERD_ARGS, shim_env
+from conftest import HERD_ARGS, shim_env, worker_pids
 from herdtest import RawConn, build_request, wait_for
 from lenient_backend import Lenient
 from proxy_backend import PATTERN, Backend, pattern_sha
@@ -525,6 +526,58 @@ def test_bytes_past_an_answer_that_filled_the_read_are_not_the_next_answer(serve
             up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood")
             r = c.read_response()
             assert r.body == b"good", f"the next request got {r.status} {r.body!r}"
+    finally:
+        for s in socks:
+            s.close()
+
+
+def all_stopped(pid):
+    """Whether every thread of process pid is stopped (state T)."""
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] != "T":
+                return False
+    return True
+
+
+def test_a_post_does_not_take_a_pooled_connection_closed_in_the_same_wakeup(server, model):
+    """The server closes an idle pooled connection while a POST for it is
+    on its way: both reach herd in one wakeup (the worker is stopped
+    meanwhile, as a loaded one is busy), the POST's event first. It took the
+    dead connection before the pool's event said it had closed, and a POST
+    is never re-sent: 502 for a client that did nothing wrong. A request
+    that may not go again now looks at a pooled connection first."""
+    ls = raw_upstream()
+    srv = server(*one_pool(model), "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                 "--proxy", "/up/=r")
+    wait_for(lambda: len(worker_pids(srv)) == 1, timeout=5, what="the worker")
+    (worker,) = worker_pids(srv)
+    socks = [ls]
+    try:
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("GET", "/up/get"))
+            up = accept_request(ls, socks)
+            up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            assert c.read_response().body == b"ok"
+            time.sleep(0.3)  # pooled
+            os.kill(worker, signal.SIGSTOP)
+            try:
+                # every thread stopped: the signal stops the others only once
+                # the thread it went to runs
+                wait_for(lambda: all_stopped(worker), timeout=5, what="the worker stopped")
+                c.send(build_request("POST", "/up/post", headers=[("Content-Length", 3)],
+                                     body=b"abc"))
+                time.sleep(0.2)
+                up.close()  # the server's idle close, after the POST left the client
+                time.sleep(0.2)
+            finally:
+                os.kill(worker, signal.SIGCONT)
+            if not select.select([ls], [], [], 5)[0]:
+                pytest.fail(f"the POST went on the closed connection: {c.read_response()}")
+            up = accept_request(ls, socks)
+            up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npost")
+            r = c.read_response()
+            assert r.status == 200 and r.body == b"post", r
     finally:
         for s in socks:
             s.close()
