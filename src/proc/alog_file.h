@@ -39,6 +39,7 @@ struct alog_file {
     int fd;              /* opened by logger_open_file: O_APPEND; made O_NONBLOCK here */
     int wake_fd;         /* readable: stop waiting for the output (-1: none) */
     int stalled;         /* a wait gave up: no more waits until a whole write */
+    int pipe;            /* a FIFO: whole lines in writes of at most PIPE_BUF */
     int error;           /* errno of the last write that failed, 0 if it went through */
     size_t rest_len;     /* bytes in rest */
     char rest[ALOG_RECORD_MAX]; /* the end of a cut line that could not be taken back */

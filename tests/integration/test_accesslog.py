@@ -695,3 +695,54 @@ def test_a_fifo_reader_started_first_gets_the_lines(server, tmp_path):
     finally:
         shipper.kill()
         shipper.wait(5)
+
+
+@own_model
+@pytest.mark.parametrize("model", ["reuseport", "coro", "uring"])
+def test_a_fifo_whose_reader_stalls_never_holds_a_cut_line(model, server, tmp_path):
+    """A FIFO whose reader stops reading (a log shipper paused): a batch
+    the pipe took only part of left half a line in it, whose rest was lost
+    when the logger stopped (a stop, a reload to another log, a killed
+    logger), so the reader, once back, read the half line, glued onto the
+    next herd's first line (red-team pass 33). A pipe takes a write of at
+    most PIPE_BUF bytes whole or not at all: lines go in such groups, and
+    what does not fit is dropped in whole lines and counted."""
+    fifo = tmp_path / "access.fifo"
+    os.mkfifo(fifo)
+    # Our end read-write: the FIFO always has a reader, one that reads
+    # nothing until herd has stopped.
+    reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        args = ["--model", model] + (["--threads", "2"] if model == "coro" else [])
+        srv = server(*args, "--workers", "1", "--access-log", fifo, "--status-path", STATUS)
+        m = marker()
+        ua = "U" * 1500   # lines of about 1.6 KiB: a 64 KiB pipe fills mid-line
+        sent = 0
+        for _ in range(4):
+            reqs = [build_request("GET", f"/small.txt?m={m}&i={sent + k}",
+                                  headers=[("User-Agent", ua)] +
+                                  ([("Connection", "close")] if k == 49 else []))
+                    for k in range(50)]
+            with srv.connect() as c:
+                c.send(b"".join(reqs))
+                sent += c.read_to_close().count(b"HTTP/1.1 200 ")
+        assert sent == 200
+        wait_for(lambda: status_json(srv)["log_dropped"] > 0, timeout=LOG_WAIT,
+                 what="the pipe to fill up")
+        assert srv.stop() == 0
+        data = b""
+        while True:
+            try:
+                chunk = os.read(reader, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(reader)
+    lines = data.split(b"\n")
+    assert data, "nothing reached the FIFO"
+    assert not lines[-1], f"the FIFO ends in a cut line: {lines[-1][-120:]!r}"
+    bad = [l[:200] for l in lines[:-1] if not COMBINED.match(l.decode("latin-1"))]
+    assert not bad, bad

@@ -3,8 +3,10 @@
  * past RLIMIT_FSIZE (EFBIG, with SIGXFSZ ignored as the logger does) is
  * cut at the limit, and a pipe of one page at its capacity (EAGAIN, with a
  * wake fd that is always readable, so the write does not wait for room).
- * On the file the cut line is taken back; on the pipe, which cannot be
- * truncated, its rest is written first the next time. Every line not
+ * On the file the cut line is taken back; a pipe, which cannot be
+ * truncated, is written whole lines in groups of at most PIPE_BUF, which it
+ * takes whole or not at all, and only a line longer than that can be cut:
+ * its rest is written first the next time. Every line not
  * written is counted. A full pipe is waited for, but only until the wake
  * fd turns readable or ALOG_STALL_MS pass, and after one wait that gave up
  * not again until a write goes through. */
@@ -110,7 +112,7 @@ static int busy_fd(void)
     return eventfd(1, EFD_CLOEXEC);
 }
 
-TEST(a_pipe_cut_short_gets_the_rest_of_its_line_first)
+TEST(a_full_pipe_gets_whole_lines_only)
 {
     int p[2];
     if (!CHECK(pipe2(p, O_NONBLOCK) == 0))
@@ -122,29 +124,69 @@ TEST(a_pipe_cut_short_gets_the_rest_of_its_line_first)
     static char text[200 * LINE], out[200 * LINE];
     size_t out_len = 0;
 
-    /* 4096 bytes fit: 81 whole lines and 46 bytes of the 82nd */
+    /* 4096 bytes would fit 81 whole lines and 46 bytes of the 82nd: the
+     * pipe gets the 81, the rest is lost whole (red-team pass 33) */
     size_t n = make_lines(text, 0, 100);
-    uint64_t lost = alog_file_write(&f, text, n);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 100 - 81);
     CHECK_EQ_INT(f.error, EAGAIN);
-    CHECK_EQ_U64(lost, 100 - 82);
-    CHECK_EQ_U64(f.rest_len, 82 * LINE - 4096);
+    CHECK_EQ_U64(f.rest_len, 0);
+
+    /* a switch now leaves the pipe holding whole lines only */
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    CHECK(out_len == 81 * LINE && memcmp(out, text, out_len) == 0);
+    n = make_lines(text, 81, 3);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 0);
+    CHECK_EQ_U64(alog_file_switch(&f, -1), 0);
+    empty_pipe(p[0], out, &out_len, sizeof out);
+    n = make_lines(text, 0, 84);
+    CHECK(out_len == n && memcmp(out, text, n) == 0);
+    close(p[0]);
+}
+
+/* n lines of len bytes each ("LLLL...L\n"), the k-th of letter 'a' + k. */
+static size_t make_long_lines(char *out, size_t len, int n)
+{
+    for (int i = 0; i < n; i++) {
+        memset(out + (size_t)i * len, 'a' + i, len - 1);
+        out[(size_t)(i + 1) * len - 1] = '\n';
+    }
+    return (size_t)n * len;
+}
+
+#define LONG_LINE 5000 /* more than PIPE_BUF: the pipe may cut it */
+
+TEST(a_pipe_cut_short_gets_the_rest_of_its_long_line_first)
+{
+    int p[2];
+    if (!CHECK(pipe2(p, O_NONBLOCK) == 0))
+        return;
+    if (!CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return;
+    static struct alog_file f;
+    alog_file_init(&f, p[1], busy_fd());
+    static char text[4 * LONG_LINE], out[8 * LONG_LINE];
+    size_t out_len = 0;
+
+    /* 4096 bytes of the first line fit, the second is lost */
+    size_t n = make_long_lines(text, LONG_LINE, 2);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 1);
+    CHECK_EQ_INT(f.error, EAGAIN);
+    CHECK_EQ_U64(f.rest_len, LONG_LINE - 4096);
 
     /* while the rest of the cut line is refused, so is what follows it */
-    n = make_lines(text, 82, 2);
-    CHECK_EQ_U64(alog_file_write(&f, text, n), 2);
-    CHECK_EQ_U64(f.rest_len, 82 * LINE - 4096);
+    CHECK_EQ_U64(alog_file_write(&f, text, LONG_LINE), 1);
+    CHECK_EQ_U64(f.rest_len, LONG_LINE - 4096);
 
     /* once the pipe is read, the cut line ends before the next lines */
     empty_pipe(p[0], out, &out_len, sizeof out);
-    n = make_lines(text, 82, 3);
-    CHECK_EQ_U64(alog_file_write(&f, text, n), 0);
-    CHECK_EQ_U64(f.rest_len, 0);
+    static char short_lines[3 * LINE];
+    CHECK_EQ_U64(alog_file_write(&f, short_lines, make_lines(short_lines, 0, 3)), 0);
     empty_pipe(p[0], out, &out_len, sizeof out);
-    n = make_lines(text, 0, 85);
-    CHECK(out_len == n && memcmp(out, text, n) == 0);
+    CHECK_EQ_U64(f.rest_len, 0);
+    CHECK(out_len == LONG_LINE + 3 * LINE && memcmp(out, text, LONG_LINE) == 0 &&
+          memcmp(out + LONG_LINE, short_lines, 3 * LINE) == 0);
 
     /* a cut line whose rest the old output never takes is lost on a switch */
-    n = make_lines(text, 0, 100);
     alog_file_write(&f, text, n);
     CHECK(f.rest_len > 0);
     CHECK_EQ_U64(alog_file_switch(&f, -1), 1);
@@ -159,14 +201,14 @@ TEST(a_switch_finishes_a_cut_line_when_it_can)
         return;
     static struct alog_file f;
     alog_file_init(&f, p[1], busy_fd());
-    static char text[100 * LINE], out[100 * LINE];
+    static char text[2 * LONG_LINE], out[2 * LONG_LINE];
     size_t out_len = 0;
-    size_t n = make_lines(text, 0, 90);
+    size_t n = make_long_lines(text, LONG_LINE, 2);
     alog_file_write(&f, text, n);
     empty_pipe(p[0], out, &out_len, sizeof out);
     CHECK_EQ_U64(alog_file_switch(&f, -1), 0);
     empty_pipe(p[0], out, &out_len, sizeof out);
-    CHECK(out_len == 82 * LINE && memcmp(out, text, out_len) == 0);
+    CHECK(out_len == LONG_LINE && memcmp(out, text, out_len) == 0);
     close(p[0]);
 }
 
@@ -220,7 +262,7 @@ TEST(a_pipe_nobody_reads_costs_one_bounded_wait_then_none)
     alog_file_init(&f, p[1], -1);
     size_t n = make_lines(text, 0, 200);
     int64_t t0 = clock_fresh_us();
-    CHECK_EQ_U64(alog_file_write(&f, text, n), 200 - 82);
+    CHECK_EQ_U64(alog_file_write(&f, text, n), 200 - 81);
     int64_t waited = clock_fresh_us() - t0;
     CHECK(waited >= (ALOG_STALL_MS - 50) * 1000LL);
     CHECK(waited < (ALOG_STALL_MS + 2000) * 1000LL);
@@ -229,7 +271,7 @@ TEST(a_pipe_nobody_reads_costs_one_bounded_wait_then_none)
     t0 = clock_fresh_us();
     CHECK_EQ_U64(alog_file_write(&f, text, n), 200);
     CHECK(clock_fresh_us() - t0 < ALOG_STALL_MS * 1000LL / 2);
-    /* read again: the rest of the cut line, then whole writes; no longer stalled */
+    /* read again: whole writes; no longer stalled */
     static char out[200 * LINE];
     size_t out_len = 0;
     fcntl(p[0], F_SETFL, O_NONBLOCK);
@@ -252,7 +294,7 @@ TEST(a_readable_wake_fd_ends_the_wait_at_once_without_stalling)
     uint64_t one = 1;
     CHECK(write(wake, &one, sizeof one) == sizeof one); /* a signal is waiting */
     int64_t t0 = clock_fresh_us();
-    CHECK_EQ_U64(alog_file_write(&f, text, make_lines(text, 0, 200)), 200 - 82);
+    CHECK_EQ_U64(alog_file_write(&f, text, make_lines(text, 0, 200)), 200 - 81);
     CHECK(clock_fresh_us() - t0 < ALOG_STALL_MS * 1000LL / 2);
     CHECK(!f.stalled); /* busy, not stalled: the next batch waits again */
     alog_file_switch(&f, -1);
