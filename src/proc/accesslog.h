@@ -9,7 +9,8 @@
  * logger's wakeup, not the record, were the cost (one datagram per loop
  * iteration was about 20 records under load). The socket is non-blocking: when the logger falls behind,
  * records wait in the buffer up to its size, and past it they are dropped
- * and counted in the worker's scoreboard slot. A worker never blocks on
+ * and counted in the worker's scoreboard slot, and said in the error log
+ * (at once, then at most once ALOG_REPORT_MS). A worker never blocks on
  * logging. */
 #ifndef HERD_PROC_ACCESSLOG_H
 #define HERD_PROC_ACCESSLOG_H
@@ -18,6 +19,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/ratelimit.h"
 #include "http/parser.h"
 #include "proc/alog_text.h"
 #include "proc/config.h"
@@ -26,6 +28,7 @@
 #define ALOG_BUF 65536
 #define ALOG_SEND_AT (ALOG_BUF / 2)
 #define ALOG_DELAY_MS 20
+#define ALOG_REPORT_MS 60000
 _Static_assert(ALOG_WIRE_MAX <= ALOG_BUF && ALOG_WIRE_MAX <= UINT16_MAX,
                "a batch must hold a record, and its length fit the head");
 
@@ -36,6 +39,8 @@ struct alog {
     size_t len;
     size_t records;           /* in buf, counted as lost if a send fails */
     int64_t first_ms;         /* when the oldest record in buf was added */
+    uint64_t unreported;      /* records dropped since the last error-log note */
+    struct ratelimit drop_notes;
     char buf[ALOG_BUF];
 };
 

@@ -746,3 +746,46 @@ def test_a_fifo_whose_reader_stalls_never_holds_a_cut_line(model, server, tmp_pa
     assert not lines[-1], f"the FIFO ends in a cut line: {lines[-1][-120:]!r}"
     bad = [l[:200] for l in lines[:-1] if not COMBINED.match(l.decode("latin-1"))]
     assert not bad, bad
+
+
+@own_model
+@pytest.mark.parametrize("model", ["reuseport", "coro", "uring"])
+def test_records_a_stopped_logger_cannot_take_are_said_in_the_error_log(model, server,
+                                                                          tmp_path):
+    """A logger that does not read (stopped, stuck, or too slow under load):
+    the workers drop records past their buffer and the socket's, counted in
+    log_dropped, and the error log said nothing, so an operator without the
+    status page never learnt that the access log had gaps (red-team pass
+    33). Now a worker says so at once, then at most once a minute, with the
+    count."""
+    log = tmp_path / "access.log"
+    args = ["--model", model] + (["--threads", "2"] if model == "coro" else [])
+    srv = server(*args, "--workers", "1", "--access-log", log, "--status-path", STATUS)
+    logger = wait_for(lambda: status_json(srv)["logger_pid"] or None, timeout=5,
+                      what="a logger pid")
+    wait_for(lambda: comm(logger) == "herd-logger", timeout=3, what="the logger's name")
+    os.kill(logger, signal.SIGSTOP)
+    try:
+        m = marker()
+        ua = "U" * 4000   # records of about 4 KiB: the 4 MiB socket fills fast
+        sent = 0
+        for _ in range(30):
+            reqs = [build_request("GET", f"/small.txt?m={m}&i={sent + k}",
+                                  headers=[("User-Agent", ua)] +
+                                  ([("Connection", "close")] if k == 99 else []))
+                    for k in range(100)]
+            with srv.connect() as c:
+                c.send(b"".join(reqs))
+                sent += c.read_to_close().count(b"HTTP/1.1 200 ")
+        assert sent == 3000
+        dropped = status_json(srv)["log_dropped"]
+        assert dropped > 0, "the logger's socket never filled up"
+        text = srv.wait_stderr(r"access log: \d+ records dropped", timeout=3)
+        notes = re.findall(r"access log: (\d+) records dropped", text)
+        assert notes, f"log_dropped is {dropped}, the error log says nothing:\n{text[-2000:]}"
+        threads = 2 if model == "coro" else 1
+        assert len(notes) <= threads, notes   # not one per record or batch
+        assert 0 < sum(int(n) for n in notes) <= dropped, (notes, dropped)
+    finally:
+        os.kill(logger, signal.SIGCONT)
+    assert srv.stop() == 0
