@@ -310,6 +310,15 @@ static void reap(struct master *m)
         if (pid == m->logger) {
             m->logger = 0;
             SB_SET(m->sb->logger_pid, 0);
+            if (pid == m->logger_retired) {
+                /* stopped by a reload for its new log: the new logger
+                 * starts now, and this is no death (no error line, no
+                 * restart counted, no backoff) */
+                m->logger_retired = 0;
+                if (!m->stopping && m->log_path[0])
+                    m->logger_respawn_at = clock_now_ms();
+                continue;
+            }
             if (!m->stopping && m->log_path[0]) {
                 /* a logger that keeps failing (its log cannot be written)
                  * is restarted less and less often, as a worker is */
@@ -540,6 +549,7 @@ static int reload(struct master *m)
         snprintf(m->log_path, sizeof m->log_path, "%s", m->cfg->access_log);
         if (m->logger) {
             kill(m->logger, SIGTERM); /* reaped and restarted with the new path */
+            m->logger_retired = m->logger;
         } else if (m->log_path[0] && open_log_channel(m) == 0) {
             spawn_logger(m);
         }

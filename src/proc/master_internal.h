@@ -78,6 +78,7 @@ struct master {
     int logger_quick_deaths; /* in a row, each within 10 s of its start: the backoff */
     int64_t logger_respawn_at;
     int logger_told;    /* the logger was asked to stop */
+    pid_t logger_retired; /* a logger a reload stopped for a new access log: not a death */
     int stopping;       /* 1 graceful, 2 fast */
     int64_t stop_deadline;
     /* binary upgrade, old master's side */

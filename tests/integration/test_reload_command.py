@@ -303,6 +303,31 @@ def test_an_access_log_pipe_nobody_reads_does_not_hold_the_logger(server, tmp_pa
         os.close(shipper)
 
 
+def test_a_reload_to_another_access_log_is_not_a_logger_death(server, tmp_path):
+    """The master stops the old logger and starts one for the new log: that
+    was logged `[error] logger (pid N) exited with status 0; restarting it in
+    100 ms`, counted in logger_restarts, and the new log waited for the
+    backoff (red-team pass 33). It is the reload's own doing: no error, no
+    restart counted, the new logger at once."""
+    base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    srv, cfg, pidfile = from_config(server, tmp_path, base + f"access-log = {tmp_path}/a.log\n")
+    assert fetch(srv, "/small.txt?before").status == 200
+    for n in (2, 3):   # twice: a second change within 10 s was a "quick death" too
+        log = tmp_path / f"a{n}.log"
+        cfg.write_text(base + f"access-log = {log}\n")
+        r = reload("--pid-file", pidfile)
+        assert r.returncode == 0, r
+
+        def logged():
+            fetch(srv, f"/small.txt?after-{n}")
+            return log.exists() and f"after-{n}" in log.read_text()
+        wait_for(logged, timeout=5, interval=0.1, what=f"a line in {log.name}")
+    st = json.loads(fetch(srv, STATUS).body)
+    assert st["logger_restarts"] == 0, st["logger_restarts"]
+    text = srv.stderr_text()
+    assert "[error]" not in text and "restarting it" not in text, text
+
+
 def test_a_master_whose_binary_has_another_name_is_still_reloaded(tmp_path):
     """What makes a process herd's is `serve` after its binary, whatever the
     binary is called (a copy, or an upgrade to another file)."""
