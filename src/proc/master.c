@@ -916,7 +916,14 @@ static void wait_events(struct master *m)
 /* Past the stop deadline: kill what is left and wait for it. */
 static void kill_the_rest(struct master *m)
 {
-    log_msg(LOG_WARN, "stop deadline passed: killing %d workers", live_workers(m));
+    /* A logger still there (stopped, or stuck) is named: "killing 0
+     * workers" blamed no one, and what it had not written is lost. */
+    if (m->logger)
+        log_msg(LOG_WARN, "stop deadline passed: killing %d workers and the logger (pid %d; "
+                "the access-log records it had not written are lost)", live_workers(m),
+                (int)m->logger);
+    else
+        log_msg(LOG_WARN, "stop deadline passed: killing %d workers", live_workers(m));
     signal_generation(m, SIGKILL, 0);
     if (m->logger)
         kill(m->logger, SIGKILL);

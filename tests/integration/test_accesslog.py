@@ -789,3 +789,25 @@ def test_records_a_stopped_logger_cannot_take_are_said_in_the_error_log(model, s
     finally:
         os.kill(logger, signal.SIGCONT)
     assert srv.stop() == 0
+
+
+@own_model
+def test_a_logger_that_does_not_stop_is_named_at_the_stop_deadline(server, tmp_path):
+    """A logger stopped (SIGSTOP) or stuck when the server stops: the master
+    killed it at the deadline and said `stop deadline passed: killing 0
+    workers`, which blamed no one and did not say that the records it held
+    were lost (red-team pass 33)."""
+    log = tmp_path / "access.log"
+    srv = server("--workers", "1", "--access-log", log, "--status-path", STATUS,
+                 "--shutdown-timeout", "1s")
+    logger = wait_for(lambda: status_json(srv)["logger_pid"] or None, timeout=5,
+                      what="a logger pid")
+    wait_for(lambda: comm(logger) == "herd-logger", timeout=3, what="the logger's name")
+    os.kill(logger, signal.SIGSTOP)
+    assert srv.get("/small.txt?held").status == 200
+    t0 = time.monotonic()
+    srv.stop(timeout=15)
+    assert time.monotonic() - t0 < 10
+    text = srv.stderr_text()
+    line = [l for l in text.splitlines() if "stop deadline passed" in l]
+    assert line and f"the logger (pid {logger};" in line[0], text
