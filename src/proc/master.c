@@ -79,6 +79,11 @@ static pid_t spawn_logger(struct master *m)
         _exit(logger_main(m->log_rx, out, m->log_path, &m->sb->log_write_dropped));
     }
     keep_log_out(m, -1); /* the logger has it; a later one opens the path itself */
+    /* One logger at a time: a restart still waiting out its backoff (a
+     * reload to another log starts one at once) is done now. A second one
+     * read the workers' records too, unknown to the master, and no USR1
+     * reached it (red-team pass 33). */
+    m->logger_respawn_at = 0;
     m->logger = pid;
     m->logger_started_ms = clock_now_ms();
     SB_SET(m->sb->logger_pid, pid);
@@ -398,7 +403,7 @@ static void run_respawns(struct master *m)
     }
     if (m->logger_respawn_at && m->logger_respawn_at <= now) {
         m->logger_respawn_at = 0;
-        if (spawn_logger(m) < 0)
+        if (!m->logger && spawn_logger(m) < 0)
             m->logger_respawn_at = now + 1000;
     }
 }

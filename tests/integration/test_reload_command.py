@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import HERD_ARGS, HERD_BIN, run_herd
+from conftest import HERD_ARGS, HERD_BIN, comm, descendants, run_herd
 from herdtest import get_req, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -326,6 +326,46 @@ def test_a_reload_to_another_access_log_is_not_a_logger_death(server, tmp_path):
     assert st["logger_restarts"] == 0, st["logger_restarts"]
     text = srv.stderr_text()
     assert "[error]" not in text and "restarting it" not in text, text
+
+
+def test_a_reload_during_the_loggers_restart_backoff_leaves_one_logger(server, tmp_path):
+    """A logger that died quickly (killed) waits out a backoff before its
+    restart; a reload to another access log meanwhile started one at once,
+    and the backoff's end started a second: two loggers read the workers'
+    records, the master knew only one, and a rotation's USR1 reached only
+    that one, so the other went on writing into the rotated file (red-team
+    pass 33)."""
+    import time
+    base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    srv, cfg, pidfile = from_config(server, tmp_path, base + f"access-log = {tmp_path}/a.log\n")
+
+    def loggers():
+        return [p for p in descendants(srv.pid) if comm(p) == "herd-logger"]
+
+    def status():
+        return json.loads(fetch(srv, STATUS).body)
+    # killed within 10 s of its start, four times: a backoff of 800 ms
+    for _ in range(4):
+        pid = wait_for(lambda: (lambda s: s["logger_pid"] if s["logger_pid"] and
+                                comm(s["logger_pid"]) == "herd-logger" else None)(status()),
+                       timeout=5, interval=0.05, what="a running logger")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: status()["logger_pid"] != pid, timeout=5, interval=0.02,
+                 what="the death seen")
+    log = tmp_path / "b.log"
+    cfg.write_text(base + f"access-log = {log}\n")
+    assert reload("--pid-file", pidfile).returncode == 0
+    time.sleep(1.5)                    # past the backoff
+    assert len(loggers()) == 1, loggers()
+    # a rotation: every line after it goes to the new file
+    os.rename(log, tmp_path / "b.log.1")
+    os.kill(srv.pid, signal.SIGUSR1)
+    time.sleep(0.3)
+    for i in range(40):
+        assert fetch(srv, f"/small.txt?after-rotation-{i}").status == 200
+    wait_for(lambda: log.exists() and log.read_text().count("after-rotation-") == 40,
+             timeout=5, what="the 40 lines in the new file")
+    assert "after-rotation-" not in (tmp_path / "b.log.1").read_text()
 
 
 def test_a_master_whose_binary_has_another_name_is_still_reloaded(tmp_path):
