@@ -550,6 +550,9 @@ static int reload(struct master *m)
     *m->cfg = next;
     if (log_changed) {
         m->logger_quick_deaths = 0; /* a new log, a new start */
+        /* a restart still waiting out its backoff is done below, or not
+         * at all when the log is off now (it started a logger for no path) */
+        m->logger_respawn_at = 0;
         keep_log_out(m, log_fd);
         snprintf(m->log_path, sizeof m->log_path, "%s", m->cfg->access_log);
         if (m->logger) {

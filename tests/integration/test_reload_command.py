@@ -368,6 +368,30 @@ def test_a_reload_during_the_loggers_restart_backoff_leaves_one_logger(server, t
     assert "after-rotation-" not in (tmp_path / "b.log.1").read_text()
 
 
+def test_a_reload_that_turns_the_access_log_off_during_the_backoff(server, tmp_path):
+    """The same backoff, and a reload that turns the access log off: the
+    backoff's end still started a logger, for no path, which logged
+    `[crit] access log : No such file or directory` (red-team pass 33)."""
+    import time
+    base = f"workers = 1\nstatus-path = {STATUS}\npid-file = herd.pid\n"
+    srv, cfg, pidfile = from_config(server, tmp_path, base + f"access-log = {tmp_path}/a.log\n")
+
+    def status():
+        return json.loads(fetch(srv, STATUS).body)
+    for _ in range(4):
+        pid = wait_for(lambda: (lambda s: s["logger_pid"] if s["logger_pid"] and
+                                comm(s["logger_pid"]) == "herd-logger" else None)(status()),
+                       timeout=5, interval=0.05, what="a running logger")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: status()["logger_pid"] != pid, timeout=5, interval=0.02,
+                 what="the death seen")
+    cfg.write_text(base)
+    assert reload("--pid-file", pidfile).returncode == 0
+    time.sleep(1.5)                    # past the backoff
+    assert not [p for p in descendants(srv.pid) if comm(p) == "herd-logger"]
+    assert "[crit]" not in srv.stderr_text(), srv.stderr_text()
+
+
 def test_a_master_whose_binary_has_another_name_is_still_reloaded(tmp_path):
     """What makes a process herd's is `serve` after its binary, whatever the
     binary is called (a copy, or an upgrade to another file)."""
