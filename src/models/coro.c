@@ -882,7 +882,7 @@ static void teardown(void)
 {
     sched_destroy(M.s);
     for (int i = 0; M.ct && i < M.n; i++) {
-        alog_flush(&M.ct[i].alog);
+        alog_close(&M.ct[i].alog);
         if (M.ct[i].http.fc)
             fc_destroy(M.ct[i].http.fc);
         bufpool_destroy(&M.ct[i].inbufs);

@@ -520,7 +520,7 @@ static void teardown(struct server *s)
         if (ev->conns[fd].open)
             conn_close(ev, &ev->conns[fd]);
     proxy_destroy(ev);
-    alog_flush(&s->alog); /* the lines of exchanges those closes ended */
+    alog_close(&s->alog); /* the lines of exchanges those closes ended */
     warm_ring_close(&ev->warm);
     conn_yields_free(ev);
     for (int i = 0; i < s->nls; i++)

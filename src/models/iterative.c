@@ -347,6 +347,7 @@ int iterative_run(const struct serve_config *cfg, const struct worker_env *env)
         SB_SET(it.slot->active, 0);
     }
     acceptor_close(&ac);
+    alog_close(&alog); /* a batch the logger would not take yet is counted */
     fc_destroy(it.http.fc);
     free(it.in);
     free(it.out);

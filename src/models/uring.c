@@ -653,7 +653,7 @@ static void teardown(struct server *s)
         if (u->conns[fd].open)
             uconn_close(u, &u->conns[fd]);
     uproxy_destroy(u);
-    alog_flush(&s->alog); /* the lines of exchanges those closes ended */
+    alog_close(&s->alog); /* the lines of exchanges those closes ended */
     for (int i = 0; i < s->nls; i++)
         if (s->ls[i].fd >= 0)
             close(s->ls[i].fd);

@@ -29,6 +29,7 @@
 #define ALOG_SEND_AT (ALOG_BUF / 2)
 #define ALOG_DELAY_MS 20
 #define ALOG_REPORT_MS 60000
+#define ALOG_CLOSE_WAIT_MS 100
 _Static_assert(ALOG_WIRE_MAX <= ALOG_BUF && ALOG_WIRE_MAX <= UINT16_MAX,
                "a batch must hold a record, and its length fit the head");
 
@@ -60,6 +61,11 @@ void alog_record(struct alog *a, const struct sockaddr_storage *peer,
 
 /* Sends what is buffered; keeps it if the logger is not keeping up. */
 void alog_flush(struct alog *a);
+
+/* At the worker's (or thread's) exit: sends what is buffered, waiting up
+ * to ALOG_CLOSE_WAIT_MS for the logger to have room; what it still cannot
+ * take is counted as dropped, not lost unseen with the process. */
+void alog_close(struct alog *a);
 
 /* Once per loop iteration: sends the batch when it is due (half full, or
  * its oldest record waited ALOG_DELAY_MS). */
