@@ -20,21 +20,30 @@ void alog_init(struct alog *a, int fd, enum log_format fmt, struct sb_slot *slot
     a->drop_notes = (struct ratelimit){0};
 }
 
-/* Records lost: in log_dropped at once, and in the error log at once, then
- * at most once an ALOG_REPORT_MS with the count since the last note. Only
- * the status page said so before, and an operator without it never knew
- * the access log had gaps while the logger was stopped, restarting or too
- * slow (red-team pass 33). */
-static void count_dropped(struct alog *a, uint64_t n)
+/* Says in the error log how many records were dropped since the last
+ * note, when the rate limit lets a note through now: at once for the
+ * first, then at most once an ALOG_REPORT_MS. Only the status page said so
+ * before, and an operator without it never knew the access log had gaps
+ * while the logger was stopped, restarting or too slow (red-team pass 33). */
+static void report_dropped(struct alog *a)
 {
-    SB_ADD(a->slot->log_dropped, n);
-    a->unreported += n;
-    if (!ratelimit_take(&a->drop_notes, clock_now_ms(), ALOG_REPORT_MS, 1, NULL))
+    if (!a->unreported ||
+        !ratelimit_take(&a->drop_notes, clock_now_ms(), ALOG_REPORT_MS, 1, NULL))
         return;
     log_msg(LOG_WARN, "access log: %llu records dropped: the logger did not take them "
             "(stopped, restarting or too slow; counted in log_dropped, logged at most once "
             "a minute)", (unsigned long long)a->unreported);
     a->unreported = 0;
+}
+
+/* Records lost: in log_dropped at once, in the error log by report_dropped
+ * (this call, or a later flush or tick once the rate limit allows: the
+ * records dropped after a note are said too, not only the first). */
+static void count_dropped(struct alog *a, uint64_t n)
+{
+    SB_ADD(a->slot->log_dropped, n);
+    a->unreported += n;
+    report_dropped(a);
 }
 
 /* The value of a header, by its lowercase name; NULL when absent. */
@@ -152,6 +161,7 @@ void alog_record(struct alog *a, const struct sockaddr_storage *peer,
 
 void alog_flush(struct alog *a)
 {
+    report_dropped(a);
     if (a->fd < 0 || a->len == 0)
         return;
     ssize_t n = send(a->fd, a->buf, a->len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -184,6 +194,7 @@ void alog_close(struct alog *a)
 
 void alog_tick(struct alog *a)
 {
+    report_dropped(a);
     if (a->len >= ALOG_SEND_AT || (a->len && clock_now_ms() >= a->first_ms + ALOG_DELAY_MS))
         alog_flush(a);
 }

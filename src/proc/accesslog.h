@@ -68,14 +68,18 @@ void alog_flush(struct alog *a);
 void alog_close(struct alog *a);
 
 /* Once per loop iteration: sends the batch when it is due (half full, or
- * its oldest record waited ALOG_DELAY_MS). */
+ * its oldest record waited ALOG_DELAY_MS), and says in the error log what
+ * was dropped since the last note once one is allowed. */
 void alog_tick(struct alog *a);
 
 /* When the loop must call alog_tick at the latest (clock_now_ms time), or
- * -1 when no record waits. */
+ * -1 when no record waits and no drop is left to report. */
 static inline int64_t alog_due_ms(const struct alog *a)
 {
-    return a->len ? a->first_ms + ALOG_DELAY_MS : -1;
+    int64_t due = a->len ? a->first_ms + ALOG_DELAY_MS : -1;
+    if (a->unreported && (due < 0 || a->drop_notes.end_ms < due))
+        due = a->drop_notes.end_ms;
+    return due;
 }
 
 #endif
