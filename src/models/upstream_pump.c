@@ -442,7 +442,12 @@ static int parse_head(struct proxy *px, struct xfer *x)
 {
     const char *gname = px->groups[x->group].cfg->name;
     for (;;) {
-        struct upstream_head h = {.keepalive = x->client_keepalive && !stop_closes(px, x),
+        /* An answer before the whole body (an early 413 or 401) ends the
+         * client connection (the rest of the body is never read), and its
+         * head must say so (RFC 9112 9.6): a client that took it for kept
+         * alive sent its next request into the close. */
+        struct upstream_head h = {.keepalive = x->client_keepalive && x->req_done &&
+                                               !stop_closes(px, x),
                                   .pass_server = px->cfg->proxy_pass_server};
         int n = x->codec->response_head(x->dbuf, x->dlen, UP_HEAD_MAX, x->head_request,
                                         x->client_minor, &h, &x->resp_body, x->hbuf,

@@ -407,6 +407,37 @@ def test_an_answer_that_announces_a_body_it_must_not_have_ends_its_connection(
             x.close()
 
 
+@pytest.mark.parametrize("expect", [False, True])
+def test_an_answer_before_the_whole_body_says_the_connection_closes(server, model, expect):
+    """An upstream that answers before it read the body (a 413 or 401 to an
+    upload, common): herd stops reading the body and closes the client
+    connection once the answer is out, so the answer must say so (RFC 9112
+    9.6, RFC 9110 10.1.1). It said nothing: a client took the connection
+    for a kept-alive one and sent its next request into the close, which
+    no client re-sends for a POST (red-team pass 32)."""
+    with contextlib.ExitStack() as stack:
+        ls = raw_upstream()
+        stack.callback(ls.close)
+        srv = server(*model, "--upstream", f"r=127.0.0.1:{ls.getsockname()[1]}",
+                     "--proxy", "/up/=r")
+        c = srv.connect(timeout=10)
+        stack.callback(c.close)
+        c.send(build_request("POST", "/up/upload", headers=[("Content-Length", 100000)] + (
+            [("Expect", "100-continue")] if expect else [])) + b"x" * 10)
+        socks = []
+        up = accept_request(ls, socks)
+        stack.callback(up.close)
+        up.sendall(b"HTTP/1.1 413 Too Large\r\nContent-Length: 4\r\n\r\nnope")
+        if expect:
+            assert c.read_until(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        r = c.read_response()
+        assert r.status == 413 and r.body == b"nope", r
+        assert "close" in r.conn_tokens(), r
+        # and so it does, whether or not the client sends the rest
+        c.send(b"x" * 1000)
+        c.read_to_close(timeout=5)
+
+
 def test_connect_is_never_proxied(server, model):
     """CONNECT with a path on a proxied route went to the upstream, and a
     2xx to it (a tunnel, to an RFC 9110 client) was relayed while herd read
