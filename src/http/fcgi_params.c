@@ -130,13 +130,29 @@ static int name_is(const struct http_str *a, const char *lower)
     return same_name(a, &b);
 }
 
+/* Does a header name become a parameter no other name becomes? Only
+ * letters, digits and '-' (nginx's ignore_invalid_headers): '-' turns
+ * into '_', and PHP turns '.' (and ' ', '[') into '_' too, so
+ * `X_Forwarded_For` or `X.Forwarded.For` would be read as the
+ * X-Forwarded-For a front proxy vouches for. */
+static int plain_name(const struct http_str *name)
+{
+    for (size_t i = 0; i < name->len; i++) {
+        char c = name->p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 /* Each request header once, as HTTP_NAME, its repeats joined. */
 static void http_headers(struct pw *w, const struct http_request *req)
 {
     const struct http_header *hs = req->headers;
     for (int i = 0; i < req->nheaders; i++) {
         const struct http_str *name = &hs[i].name;
-        if (memchr(name->p, '_', name->len) || name_is(name, "proxy") ||
+        if (!plain_name(name) || name_is(name, "proxy") ||
             name_is(name, "content-length") || name_is(name, "content-type") || name->len > 200)
             continue;
         int repeat = 0;
