@@ -119,6 +119,22 @@ static int dropped(const struct http_header *hs, int n, const struct http_str *n
     return hop_by_hop(name) || named_in_connection(hs, n, name);
 }
 
+/* Does a request header go up? Only names of letters, digits and '-',
+ * with '_' too when pass_underscores (nginx's ignore_invalid_headers and
+ * underscores_in_headers): CGI and WSGI servers read '_' as '-', and
+ * PHP's read '.' as '_' too, so `X_Forwarded_For` or `X.Forwarded.For`
+ * would be taken for the X-Forwarded-For a front proxy vouches for. */
+static int passable_name(const struct http_str *name, int pass_underscores)
+{
+    for (size_t i = 0; i < name->len; i++) {
+        char c = name->p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || (c == '_' && pass_underscores)))
+            return 0;
+    }
+    return 1;
+}
+
 long proxy_build_request(const struct http_request *req, const struct http_str *path,
                          const char *client_addr, const char *default_host,
                          int pass_underscores, int https, char *buf, size_t cap)
@@ -159,7 +175,7 @@ long proxy_build_request(const struct http_request *req, const struct http_str *
         /* Expect is answered by us (we read the body), never forwarded */
         if (dropped(hs, n, name) || is(name, "host") || is(name, "x-forwarded-proto") ||
             is(name, "content-length") || is(name, "expect") ||
-            (!pass_underscores && memchr(name->p, '_', name->len)))
+            !passable_name(name, pass_underscores))
             continue;
         if (is(name, "x-forwarded-for"))
             continue; /* every one is folded into ours below */

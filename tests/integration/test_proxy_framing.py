@@ -636,6 +636,25 @@ def test_underscore_headers_dropped_unless_passed(server, backend, model):
     assert srv.stderr_text().count("--proxy-pass-underscores") == 1, srv.stderr_text()
 
 
+def test_header_names_php_reads_as_others_are_dropped(server, backend, model):
+    """PHP's HTTP servers (php -S among them) read '.' in a header name as
+    '_', as CGI servers read '_' as '-': `X.Forwarded.For: 6.6.6.6` was
+    passed on and became the script's HTTP_X_FORWARDED_FOR (red-team pass
+    32). Only names of letters, digits and '-' go up (and '_' with
+    --proxy-pass-underscores), as nginx's ignore_invalid_headers does."""
+    b = backend("tcp")
+    hs = [("X.Forwarded.For", "6.6.6.6"), ("X-Real.IP", "6.6.6.6"), ("X~Real-IP", "6.6.6.6"),
+          ("X_Under", "1"), ("X-Kept-2", "1")]
+    for extra in ([], ["--proxy-pass-underscores"]):
+        srv = server(*model, "--upstream", f"b={b.address}", "--proxy", "/=b", *extra)
+        info = echo(srv.get("/u", headers=hs))
+        names = [k for k, _ in info["headers"]]
+        assert "6.6.6.6" not in json.dumps(info), info["headers"]
+        assert "X-Kept-2" in names
+        assert ("X_Under" in names) == bool(extra), names
+        assert [v for k, v in info["headers"] if k == "X-Forwarded-For"] == ["127.0.0.1"]
+
+
 def test_pass_underscores_config_line(server, backend, tmp_path):
     b = backend()
     conf = tmp_path / "herd.conf"
