@@ -11,6 +11,7 @@
 #ifndef HERD_HTTP_FILECACHE_H
 #define HERD_HTTP_FILECACHE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -18,7 +19,10 @@
 
 struct filecache;
 
-#define FC_PATH_MAX 4000 /* longest rel fc_lookup accepts */
+/* The longest rel fc_lookup accepts: what openat2 takes (PATH_MAX with
+ * its NUL). Any shorter name can be a file's, and the handler cuts paths
+ * of PATH_MAX or more before they come here. */
+#define FC_PATH_MAX (PATH_MAX - 1)
 
 struct fc_lru {              /* a link of the LRU list (filecache.c) */
     struct fc_lru *prev, *next;
