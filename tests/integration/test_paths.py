@@ -266,3 +266,20 @@ def test_dotdot_symlink_served_while_files_are_renamed(server, tmp_path):
             p.kill()
             p.wait()
     assert statuses.count(200) == n, {s: statuses.count(s) for s in set(statuses)}
+
+
+def test_an_absolute_symlink_counts_as_leaving_the_docroot(server, tmp_path):
+    """openat2(RESOLVE_BENEATH) refuses every absolute symlink, so one that
+    points at a file below the docroot is refused too, as SPEC says; a
+    relative one to the same file is served."""
+    root = tmp_path / "www"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "t.txt").write_bytes(b"inside\n")
+    (root / "abs.txt").symlink_to(root / "sub" / "t.txt")
+    (root / "rel.txt").symlink_to("sub/t.txt")
+    srv = server("--autoindex", docroot=root)
+    assert srv.get("/abs.txt").status == 404
+    r = srv.get("/rel.txt")
+    assert r.status == 200 and r.body == b"inside\n"
+    listing = srv.get("/").body
+    assert b"rel.txt" in listing and b"abs.txt" not in listing
