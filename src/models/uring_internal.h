@@ -54,6 +54,8 @@ struct uout {
     off_t warm_end;             /* file[off, warm_end) is in the page cache, or was
                                  * read in for this answer: sendfile will not block */
     unsigned char cold;         /* a window of this answer was not cached */
+    unsigned char peer_shut;    /* the peer half-closed: room is waited for by a
+                                 * pause, not a poll (uring_send.c) */
     char data[];                /* http_out.buf */
 };
 

@@ -37,6 +37,7 @@ struct uout *uout_get(struct uring_loop *u, struct uconn *c)
     o->file = NULL;
     o->warm_end = 0;
     o->cold = 0;
+    o->peer_shut = 0;
     u->out = (struct http_out){.buf = o->data, .len = 0, .cap = u->out_cap};
     return o;
 }
@@ -139,6 +140,29 @@ static int warm(struct uring_loop *u, struct uconn *c, off_t stop)
     return 1;
 }
 
+/* io_uring's poll always reports POLLRDHUP (io_uring/poll.c adds it to
+ * every poll's events): once the peer has half-closed, a poll for room
+ * completes at once whether there is room or not. Polled again, a
+ * download to a client that sent its request and shut its side spun the
+ * loop at full speed for as long as the answer lasted, and a client that
+ * then read nothing held it for good: each turn counted as progress and
+ * restarted the send timeout (red-team pass 31). Such a peer's room is
+ * looked for after a pause instead. */
+#define PEER_SHUT_PAUSE_MS 10
+
+static void wait_for_room(struct uring_loop *u, struct uconn *c)
+{
+    static struct __kernel_timespec pause = {.tv_nsec = PEER_SHUT_PAUSE_MS * 1000000L};
+    struct uout *o = c->out;
+    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
+    if (o->peer_shut)
+        io_uring_prep_timeout(sqe, &pause, 0, 0); /* ends with -ETIME */
+    else
+        io_uring_prep_poll_add(sqe, o->fd, POLLOUT);
+    io_uring_sqe_set_data64(sqe, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
+    c->polling = 1;
+}
+
 /* sendfile a window at a time until done, each window in the page cache
  * first (warm), and one window a turn: then the worker's other
  * completions go first (as the event loop's turns, conn_turn.c). A full
@@ -171,10 +195,7 @@ static enum uout_next send_file(struct uring_loop *u, struct uconn *c)
         return output_finished(u, c);
     if (rc != -EAGAIN)
         return UOUT_CLOSE;
-    struct io_uring_sqe *sqe = uring_sqe(&u->ring);
-    io_uring_prep_poll_add(sqe, o->fd, POLLOUT);
-    io_uring_sqe_set_data64(sqe, uring_tag(UK_POLLOUT, c->gen, (uint32_t)o->fd));
-    c->polling = 1;
+    wait_for_room(u, c);
     return UOUT_WAIT; /* progress restarts the send timeout */
 }
 
@@ -260,9 +281,20 @@ enum uout_next uout_on_send(struct uring_loop *u, uint64_t tag, int res, struct 
 enum uout_next uout_on_pollout(struct uring_loop *u, struct uconn *c, int res)
 {
     c->polling = 0;
-    if (res < 0 || (res & (POLLERR | POLLHUP)))
-        return UOUT_CLOSE;
-    return send_file(u, c);
+    struct uout *o = c->out;
+    if (res != -ETIME) { /* a poll, not the pause after a half-close */
+        if (res < 0 || (res & (POLLERR | POLLHUP)))
+            return UOUT_CLOSE;
+        if (res & POLLRDHUP)
+            o->peer_shut = 1;
+    }
+    off_t before = o->off;
+    enum uout_next next = send_file(u, c);
+    /* a pause or poll that ended without room is no progress: the send
+     * timeout keeps running for a peer that reads nothing */
+    if (next == UOUT_WAIT && o->peer_shut && c->out == o && o->off == before)
+        return UOUT_NONE;
+    return next;
 }
 
 enum uout_next uout_on_warm(struct uring_loop *u, uint64_t tag, int res, struct uconn **cp)

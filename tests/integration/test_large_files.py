@@ -29,7 +29,7 @@ import time
 
 import pytest
 
-from conftest import HERD_ARGS
+from conftest import HERD_ARGS, worker_pids
 from herdtest import cached_pages, evict, get_req, wait_for
 
 pytestmark = pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
@@ -307,3 +307,55 @@ def test_a_file_cut_short_under_a_pipelined_request_ends_in_a_close_not_a_reset(
     # dropped (or zeroed, in a large folio): only the file's 1 MiB is sure
     assert body[:1 << 20] == data[:1 << 20]
     assert srv.get("/cut.bin").status == 200
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("model", ["reuseport", "coro", "uring", "iterative"])
+def test_a_half_closed_client_that_reads_nothing_costs_no_cpu_and_times_out(
+        server, tmp_path, model):
+    """A client sends its request, shuts its side (SHUT_WR) and reads
+    nothing of the 32 MiB answer. The worker waits for room without
+    spinning, and the send timeout closes the connection. On uring a poll
+    for room always reports the peer's half-close (POLLRDHUP), so it
+    completed at once, sendfile said EAGAIN, and the loop spun at full
+    speed; each turn restarted the send timeout, so it spun for good
+    (red-team pass 31)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    data = os.urandom(1 << 20) * 32
+    (root / "big.bin").write_bytes(data)
+    srv = server("--model", model, "--workers", "1", "--send-timeout", "1s", docroot=root)
+    pids = worker_pids(srv)
+    before = cpu_seconds(pids)
+    s = socket.create_connection(srv.addr, timeout=10)
+    try:
+        s.sendall(get_req("/big.bin"))
+        s.shutdown(socket.SHUT_WR)
+        time.sleep(3)  # the send timeout (1 s) ends it meanwhile
+        spent = cpu_seconds(pids) - before
+        got, closed = 0, False
+        s.settimeout(2)
+        try:
+            while got < len(data):
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    closed = True
+                    break
+                got += len(chunk)
+        except ConnectionResetError:
+            closed = True
+        except socket.timeout:
+            pass
+    finally:
+        s.close()
+    assert spent < 0.5, f"the worker spent {spent:.2f} s of CPU waiting for a client"
+    assert closed and got < len(data), f"not closed by the send timeout ({got} bytes)"
+    assert srv.get("/big.bin", headers=[("Range", "bytes=0-3")]).status == 206
