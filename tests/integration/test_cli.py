@@ -433,6 +433,35 @@ def test_a_connection_idle_a_moment_keeps_its_place_at_max_connections(server, s
 
 
 @pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
+@pytest.mark.parametrize("model", ["reuseport", "prefork", "threads", "coro", "uring"])
+def test_busy_keepalive_clients_at_max_connections_with_none_waiting_stay_quiet(server, model):
+    """Two keep-alive clients hold --max-connections 2, each sending its
+    next request 5 ms after the last answer, and no other client comes:
+    no warning that the server is "not accepting". The event loop, at the
+    limit with its idle connections too young to give their place, looks
+    again every 50 ms (the victim_at timer), and warned at each look, once
+    a second for as long as the clients stayed, with no client waiting."""
+    count = ["--threads", "1"] if model in ("threads", "coro") else ["--workers", "1"]
+    srv = server("--model", model, *count, "--max-connections", "2",
+                 "--keepalive-timeout", "60s")
+    conns = [srv.connect(timeout=5) for _ in range(2)]
+    try:
+        mark = srv.stderr_mark()
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            for c in conns:
+                c.send(get_req("/small.txt"))
+                assert c.read_response().status == 200
+            time.sleep(0.005)
+        text = srv.wait_stderr("not accepting", since=mark, timeout=0.5)
+        warned = text.count("not accepting")
+        assert warned <= 1, f"{warned} warnings with no client waiting:\n{text}"
+    finally:
+        for c in conns:
+            c.close()
+
+
+@pytest.mark.skipif("--model" in HERD_ARGS, reason="sets --model itself")
 @pytest.mark.parametrize("model", ["reuseport", "prefork", "uring"])
 def test_one_new_client_closes_one_idle_connection_on_a_shared_listen_socket(
         server, site, short_tmp, model):
