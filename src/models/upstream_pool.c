@@ -350,6 +350,7 @@ int up_connect(struct proxy *px, struct xfer *x)
         }
         srv->active--;
         x->counted = 0;
+        up_publish(px, srv); /* pooled ones a POST found dead closed above */
         x->tries++;
         if (err == EAGAIN) {
             /* a unix socket whose listen queue is full: every worker of

@@ -614,6 +614,51 @@ def test_a_post_does_not_take_a_pooled_connection_closed_in_the_same_wakeup(serv
             s.close()
 
 
+def test_a_post_that_closed_a_dead_pooled_connection_leaves_the_pool_count_true(
+        server, model, short_tmp):
+    """As above, but the server is gone too (its unix listen socket
+    closed, so a new connection is refused at once): the POST closes the
+    dead pooled connection, none can be opened, 502. The status page then
+    counts no idle connection to that server. The closed one stayed
+    counted (the pool was published only when a connection was taken or
+    opened), and the stall judge of every other worker reads that count:
+    an idle connection elsewhere that the server may be waiting on."""
+    path = str(short_tmp / "up.sock")
+    ls = socket.socket(socket.AF_UNIX)
+    ls.bind(path)
+    ls.listen(4)
+    ls.settimeout(10)
+    srv = server(*one_pool(model), "--upstream", f"r=unix:{path}",
+                 "--proxy", "/up/=r", "--status-path", "/st")
+    wait_for(lambda: len(worker_pids(srv)) == 1, timeout=5, what="the worker")
+    (worker,) = worker_pids(srv)
+    socks = [ls]
+    try:
+        with srv.connect(timeout=10) as c:
+            c.send(build_request("GET", "/up/get"))
+            up = accept_request(ls, socks)
+            up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            assert c.read_response().body == b"ok"
+            time.sleep(0.3)  # pooled
+            os.kill(worker, signal.SIGSTOP)
+            try:
+                wait_for(lambda: all_stopped(worker), timeout=5, what="the worker stopped")
+                c.send(build_request("POST", "/up/post", headers=[("Content-Length", 3)],
+                                     body=b"abc"))
+                time.sleep(0.2)
+                up.close()  # the server's idle close, after the POST left the client
+                ls.close()  # ... and the server gone
+                time.sleep(0.2)
+            finally:
+                os.kill(worker, signal.SIGCONT)
+            assert c.read_response().status == 502
+        [u] = json.loads(srv.get("/st?format=json").body)["upstreams"]
+        assert u["idle"] == 0 and u["busy"] == 0, u
+    finally:
+        for s in socks:
+            s.close()
+
+
 # ------------------------------------------------------------ headers with '_'
 
 def test_underscore_headers_dropped_unless_passed(server, backend, model):
