@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -75,6 +76,7 @@ struct listener {
     int tcp;
     int proxy;         /* connections start with a PROXY protocol header */
     int tls;           /* connections speak TLS */
+    int room_fd;       /* eventfd: a place freed while at --max-connections */
     struct acceptor ac;
 };
 
@@ -113,6 +115,24 @@ static void count(uint64_t *counter, int delta, int is_idle)
         SB_SET(M.ct[0].slot->idle, v);
     else
         SB_SET(M.ct[0].slot->active, v);
+}
+
+/* A connection closed. At --max-connections its place goes to a client
+ * waiting in a backlog at once: the acceptors looked every 10 ms, which
+ * held clients that make one request each to about 100 a second per
+ * acceptor at the limit (review 22: 165-300 req/s against 42 K on the
+ * event loop). */
+static void conn_closed(void)
+{
+    uint64_t left = __atomic_sub_fetch(&M.nconns, 1, __ATOMIC_RELAXED);
+    SB_SET(M.ct[0].slot->active, left);
+    if (left + 1 < M.max_conns)
+        return;
+    uint64_t one = 1;
+    for (int l = 0; l < M.nls; l++)
+        if (M.ls[l].room_fd >= 0 && write(M.ls[l].room_fd, &one, sizeof one) < 0) {
+            /* EAGAIN: the counter is full, so the acceptor wakes anyway */
+        }
 }
 
 /* Waits for fd to allow `events`: 0 to retry, -1 to give up. */
@@ -527,7 +547,7 @@ static int hand_over(struct conn_state *st)
     close(st->fd);
     coro_idle_closed(&st->idle_link);
     free(st);
-    count(&M.nconns, -1, 0);
+    conn_closed();
     return 1;
 }
 
@@ -588,7 +608,7 @@ static void *conn_main(void *arg)
     close(st->fd);
     coro_idle_closed(&st->idle_link);
     free(st);
-    count(&M.nconns, -1, 0);
+    conn_closed();
     return NULL;
 }
 
@@ -750,8 +770,16 @@ static void *acceptor_main(void *arg)
                             (unsigned long)M.nconns);
                 }
             }
-            if (coro_sleep(wait_ms) < 0)
+            /* or less, when a connection closes (conn_closed) */
+            int rc = l->room_fd >= 0 ? coro_wait_fd(l->room_fd, EPOLLIN, clock_now_ms() + wait_ms,
+                                                    CORO_INTERRUPTIBLE)
+                                     : coro_sleep(wait_ms);
+            if (rc == -ECANCELED || (l->room_fd < 0 && rc < 0))
                 break;
+            uint64_t n;
+            if (l->room_fd >= 0 && read(l->room_fd, &n, sizeof n) < 0) {
+                /* EAGAIN: woken by the deadline */
+            }
             continue;
         }
         struct sockaddr_storage peer;
@@ -869,6 +897,7 @@ static int setup(const struct serve_config *cfg, const struct worker_env *env)
         ls->tcp = cfg->listen[l].family != AF_UNIX;
         ls->proxy = cfg->listen_proxy[l];
         ls->tls = cfg->listen_tls[l];
+        ls->room_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: it polls, as before */
         acceptor_init(&ls->ac);
         if (!coro_spawn(M.s, l % M.n, 0, acceptor_main, ls))
             return -1;
@@ -890,8 +919,11 @@ static void teardown(void)
         coro_proxy_destroy(M.ct[i].proxy);
         coro_warm_close(&M.ct[i].warm);
     }
-    for (int l = 0; l < M.nls; l++)
+    for (int l = 0; l < M.nls; l++) {
         acceptor_close(&M.ls[l].ac);
+        if (M.ls[l].room_fd >= 0)
+            close(M.ls[l].room_fd);
+    }
     free(M.ct);
     free(M.own_slots);
 }
