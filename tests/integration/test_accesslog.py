@@ -577,11 +577,12 @@ def count_lines(path):
     return path.read_bytes().count(b"\n")
 
 
-def pipelined_gets(srv, m, first, n):
-    """n GETs pipelined on one connection, the last one closing it; returns
-    how many were answered."""
+def pipelined_gets(srv, m, first, n, ua=None):
+    """n GETs pipelined on one connection (with User-Agent ua, if given),
+    the last one closing it; returns how many were answered."""
     reqs = [build_request("GET", f"/small.txt?m={m}&i={first + k}",
-                          headers=[("Connection", "close")] if k == n - 1 else None)
+                          headers=([("User-Agent", ua)] if ua else []) +
+                          ([("Connection", "close")] if k == n - 1 else []))
             for k in range(n)]
     with srv.connect() as c:
         c.send(b"".join(reqs))
@@ -719,13 +720,7 @@ def test_a_fifo_whose_reader_stalls_never_holds_a_cut_line(model, server, tmp_pa
         ua = "U" * 1500   # lines of about 1.6 KiB: a 64 KiB pipe fills mid-line
         sent = 0
         for _ in range(4):
-            reqs = [build_request("GET", f"/small.txt?m={m}&i={sent + k}",
-                                  headers=[("User-Agent", ua)] +
-                                  ([("Connection", "close")] if k == 49 else []))
-                    for k in range(50)]
-            with srv.connect() as c:
-                c.send(b"".join(reqs))
-                sent += c.read_to_close().count(b"HTTP/1.1 200 ")
+            sent += pipelined_gets(srv, m, sent, 50, ua)
         assert sent == 200
         wait_for(lambda: status_json(srv)["log_dropped"] > 0, timeout=LOG_WAIT,
                  what="the pipe to fill up")
@@ -770,13 +765,7 @@ def test_records_a_stopped_logger_cannot_take_are_said_in_the_error_log(model, s
         ua = "U" * 4000   # records of about 4 KiB: the 4 MiB socket fills fast
         sent = 0
         for _ in range(30):
-            reqs = [build_request("GET", f"/small.txt?m={m}&i={sent + k}",
-                                  headers=[("User-Agent", ua)] +
-                                  ([("Connection", "close")] if k == 99 else []))
-                    for k in range(100)]
-            with srv.connect() as c:
-                c.send(b"".join(reqs))
-                sent += c.read_to_close().count(b"HTTP/1.1 200 ")
+            sent += pipelined_gets(srv, m, sent, 100, ua)
         assert sent == 3000
         dropped = status_json(srv)["log_dropped"]
         assert dropped > 0, "the logger's socket never filled up"
@@ -832,13 +821,7 @@ def test_records_a_worker_still_holds_when_it_exits_are_counted(model, server, t
     try:
         ua = "U" * 4000
         for _ in range(25):
-            reqs = [build_request("GET", f"/small.txt?m={m}&i={sent + k}",
-                                  headers=[("User-Agent", ua)] +
-                                  ([("Connection", "close")] if k == 99 else []))
-                    for k in range(100)]
-            with srv.connect() as c:
-                c.send(b"".join(reqs))
-                sent += c.read_to_close().count(b"HTTP/1.1 200 ")
+            sent += pipelined_gets(srv, m, sent, 100, ua)
         assert status_json(srv)["log_dropped"] > 0   # the socket is full
         os.kill(srv.pid, signal.SIGHUP)               # the workers go
         wait_for(lambda: status_json(srv)["generation"] == 2, timeout=5,

@@ -571,6 +571,31 @@ def all_stopped(pid):
     return True
 
 
+def post_crossing_an_idle_close(c, ls, socks, worker, server_gone=False):
+    """A GET through the hand-played upstream ls pools its connection; then,
+    with the worker stopped, client c sends a POST and the server closes
+    that idle connection (and its listen socket too when server_gone), so
+    both reach herd in the one wakeup after the worker resumes."""
+    c.send(build_request("GET", "/up/get"))
+    up = accept_request(ls, socks)
+    up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    assert c.read_response().body == b"ok"
+    time.sleep(0.3)  # pooled
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        # every thread stopped: the signal stops the others only once the
+        # thread it went to runs
+        wait_for(lambda: all_stopped(worker), timeout=5, what="the worker stopped")
+        c.send(build_request("POST", "/up/post", headers=[("Content-Length", 3)], body=b"abc"))
+        time.sleep(0.2)
+        up.close()  # the server's idle close, after the POST left the client
+        if server_gone:
+            ls.close()
+        time.sleep(0.2)
+    finally:
+        os.kill(worker, signal.SIGCONT)
+
+
 def test_a_post_does_not_take_a_pooled_connection_closed_in_the_same_wakeup(server, model):
     """The server closes an idle pooled connection while a POST for it is
     on its way: both reach herd in one wakeup (the worker is stopped
@@ -586,23 +611,7 @@ def test_a_post_does_not_take_a_pooled_connection_closed_in_the_same_wakeup(serv
     socks = [ls]
     try:
         with srv.connect(timeout=10) as c:
-            c.send(build_request("GET", "/up/get"))
-            up = accept_request(ls, socks)
-            up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            assert c.read_response().body == b"ok"
-            time.sleep(0.3)  # pooled
-            os.kill(worker, signal.SIGSTOP)
-            try:
-                # every thread stopped: the signal stops the others only once
-                # the thread it went to runs
-                wait_for(lambda: all_stopped(worker), timeout=5, what="the worker stopped")
-                c.send(build_request("POST", "/up/post", headers=[("Content-Length", 3)],
-                                     body=b"abc"))
-                time.sleep(0.2)
-                up.close()  # the server's idle close, after the POST left the client
-                time.sleep(0.2)
-            finally:
-                os.kill(worker, signal.SIGCONT)
+            post_crossing_an_idle_close(c, ls, socks, worker)
             if not select.select([ls], [], [], 5)[0]:
                 pytest.fail(f"the POST went on the closed connection: {c.read_response()}")
             up = accept_request(ls, socks)
@@ -635,22 +644,7 @@ def test_a_post_that_closed_a_dead_pooled_connection_leaves_the_pool_count_true(
     socks = [ls]
     try:
         with srv.connect(timeout=10) as c:
-            c.send(build_request("GET", "/up/get"))
-            up = accept_request(ls, socks)
-            up.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            assert c.read_response().body == b"ok"
-            time.sleep(0.3)  # pooled
-            os.kill(worker, signal.SIGSTOP)
-            try:
-                wait_for(lambda: all_stopped(worker), timeout=5, what="the worker stopped")
-                c.send(build_request("POST", "/up/post", headers=[("Content-Length", 3)],
-                                     body=b"abc"))
-                time.sleep(0.2)
-                up.close()  # the server's idle close, after the POST left the client
-                ls.close()  # ... and the server gone
-                time.sleep(0.2)
-            finally:
-                os.kill(worker, signal.SIGCONT)
+            post_crossing_an_idle_close(c, ls, socks, worker, server_gone=True)
             assert c.read_response().status == 502
         [u] = json.loads(srv.get("/st?format=json").body)["upstreams"]
         assert u["idle"] == 0 and u["busy"] == 0, u
