@@ -740,11 +740,18 @@ static void take_backlog(struct listener *l)
         start_conn(l, fd, &peer);
 }
 
-/* A client waits in the listen socket's backlog. */
-static int client_waiting(int fd)
+/* At --max-connections: waits wait_ms, or less when a connection closes
+ * (conn_closed); -1 when the server stops. */
+static int wait_for_room(struct listener *l, int wait_ms)
 {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+    if (l->room_fd < 0) /* no eventfd: it looks every wait_ms */
+        return coro_sleep(wait_ms) < 0 ? -1 : 0;
+    int rc = coro_wait_fd(l->room_fd, EPOLLIN, clock_now_ms() + wait_ms, CORO_INTERRUPTIBLE);
+    uint64_t n;
+    if (read(l->room_fd, &n, sizeof n) < 0) {
+        /* EAGAIN: the deadline came first */
+    }
+    return rc == -ECANCELED ? -1 : 0;
 }
 
 static void *acceptor_main(void *arg)
@@ -761,7 +768,7 @@ static void *acceptor_main(void *arg)
             int wait_ms = 10;
             if (coro_idle_shutting()) {
                 wait_ms = 1;
-            } else if (client_waiting(l->fd)) {
+            } else if (net_backlog_waiting(l->fd)) {
                 if (coro_idle_make_room()) {
                     wait_ms = 1;
                 } else if (clock_wall() != last_log) {
@@ -770,16 +777,8 @@ static void *acceptor_main(void *arg)
                             (unsigned long)M.nconns);
                 }
             }
-            /* or less, when a connection closes (conn_closed) */
-            int rc = l->room_fd >= 0 ? coro_wait_fd(l->room_fd, EPOLLIN, clock_now_ms() + wait_ms,
-                                                    CORO_INTERRUPTIBLE)
-                                     : coro_sleep(wait_ms);
-            if (rc == -ECANCELED || (l->room_fd < 0 && rc < 0))
+            if (wait_for_room(l, wait_ms) < 0)
                 break;
-            uint64_t n;
-            if (l->room_fd >= 0 && read(l->room_fd, &n, sizeof n) < 0) {
-                /* EAGAIN: woken by the deadline */
-            }
             continue;
         }
         struct sockaddr_storage peer;

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,13 +115,6 @@ static void give_place(struct evloop *ev, struct conn *idle)
     conn_close(ev, idle);
 }
 
-/* A client waits in the listen socket's backlog (a look, no accept). */
-static int backlog_holds_client(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
-}
-
 /* Accepts until EAGAIN. Out of fds, connections are refused (the spare fd)
  * or, with no spare, accepting stops for a while: never a loop that spins
  * on EMFILE while the connections that would free fds wait. */
@@ -141,7 +133,7 @@ static void accept_from(struct server *s, struct listener *l, int from_event)
             /* The timer looks again every 50 ms while busy keep-alive
              * clients hold the limit, whether or not anyone waits: the
              * warning is for a client kept waiting, not for each look. */
-            if (clock_wall() != s->last_limit_log && backlog_holds_client(l->fd)) {
+            if (clock_wall() != s->last_limit_log && net_backlog_waiting(l->fd)) {
                 s->last_limit_log = clock_wall();
                 log_msg(LOG_WARN, "%u connections: at --max-connections, not accepting",
                         ev->nconns);

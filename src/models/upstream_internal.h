@@ -3,9 +3,11 @@
 #ifndef HERD_MODELS_UPSTREAM_INTERNAL_H
 #define HERD_MODELS_UPSTREAM_INTERNAL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include "core/timerq.h"
 #include "http/body.h"
@@ -218,5 +220,13 @@ int upstream_fcgi_route(struct proxy *px, const struct http_request *req, size_t
  * and herd streams bodies rather than buffer them to count). */
 long upstream_fcgi_head(struct proxy *px, struct xfer *x, const struct http_request *req,
                         char *buf, size_t cap);
+
+/* Whether an upstream connection's socket is silent now: no bytes and no
+ * close waiting (a peek). */
+static inline int up_fd_silent(int fd)
+{
+    char c;
+    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
 
 #endif

@@ -299,17 +299,6 @@ static int up_open(struct proxy *px, struct xfer *x, const struct listen_addr *a
     return err;
 }
 
-/* Whether a pooled connection is silent (no close, no bytes) as far as
- * its socket says now. Asked for a request that may not go again (a POST)
- * only: the event that the server closed the connection, or sent on it,
- * may wait behind that request's in the same wakeup, and a request sent
- * on it fails with no retry (502). One recv; a retried request pays none. */
-static int pooled_silent(int fd)
-{
-    char c;
-    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
-}
-
 /* Opens (or takes from the pool) a connection to a server of x's group.
  * Returns 0, or -1 when no server can be reached now. */
 int up_connect(struct proxy *px, struct xfer *x)
@@ -330,7 +319,12 @@ int up_connect(struct proxy *px, struct xfer *x)
         x->up_read_full = 0;
         while (srv->nidle) {
             int fd = srv->idle[--srv->nidle];
-            if (!x->may_retry && !pooled_silent(fd)) {
+            /* A request that may not go again (a POST) looks first: the
+             * event saying the server closed the connection, or sent on
+             * it, may wait behind that request's in the same wakeup, and
+             * sent on it the request fails with no retry (502). A retried
+             * request pays no recv. */
+            if (!x->may_retry && !up_fd_silent(fd)) {
                 up_close_fd(px, fd);
                 continue;
             }
@@ -422,9 +416,7 @@ void upstream_sweep_idle(struct proxy *px, uint32_t (*noted)(int fd))
                  * section 21) */
                 if (!noted(srv->idle[i]))
                     continue;
-                char c;
-                ssize_t n = recv(srv->idle[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
-                if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                if (!up_fd_silent(srv->idle[i]))
                     up_idle_closed(px, &px->ups[srv->idle[i]]);
             }
         }

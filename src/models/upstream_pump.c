@@ -610,10 +610,7 @@ static int dbuf_to_client(struct proxy *px, struct xfer *x)
  * path a syscall. */
 static int up_silent(const struct xfer *x)
 {
-    if (!x->up_unread && !x->up_read_full)
-        return 1;
-    char c;
-    return recv(x->up_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+    return (!x->up_unread && !x->up_read_full) || up_fd_silent(x->up_fd);
 }
 
 /* The exchange is over: account, pool the upstream connection, and hand

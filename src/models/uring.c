@@ -152,6 +152,20 @@ static void take(struct server *s, struct listener *l, int fd)
 
 static void release_listener(struct server *s, struct listener *l);
 
+/* An accept (the ring's, or make_room's own) failed with err: but for an
+ * empty backlog or a client gone already, accepting stops for a while, as
+ * the event loop's does, and says why. */
+static void accept_failed(struct server *s, int err)
+{
+    if (err == EAGAIN || err == ECONNABORTED)
+        return;
+    if (err == EMFILE || err == ENFILE)
+        log_limit(s, LOG_CRIT, "out of file descriptors: not accepting for now");
+    else
+        log_msg(LOG_ERROR, "accept: %s", strerror(err));
+    s->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
+}
+
 static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
 {
     struct listener *l = &s->ls[i];
@@ -161,14 +175,8 @@ static void on_accept(struct server *s, uint32_t i, int res, uint32_t flags)
         take(s, l, res);
     release_listener(s, l);
     if (res < 0) {
-        if (res == -ECANCELED)
-            return;
-        if (res == -EMFILE || res == -ENFILE)
-            log_limit(s, LOG_CRIT, "out of file descriptors: not accepting for now");
-        else if (res != -EAGAIN && res != -ECONNABORTED)
-            log_msg(LOG_ERROR, "accept: %s", strerror(-res));
-        if (res != -EAGAIN && res != -ECONNABORTED)
-            s->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
+        if (res != -ECANCELED)
+            accept_failed(s, -res);
         return;
     }
     /* While stopping, a connection the ring took before its cancel landed
@@ -236,8 +244,7 @@ static void look_for_lost_wakeups(struct server *s)
             l->backlog_seen = 0;
             continue;
         }
-        struct pollfd p = {.fd = l->fd, .events = POLLIN};
-        if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) {
+        if (!net_backlog_waiting(l->fd)) {
             l->backlog_seen = 0;
         } else if (++l->backlog_seen >= BACKLOG_CHECKS) {
             log_debug("listener %d: clients queued behind an armed accept: re-arming it", l->fd);
@@ -295,13 +302,7 @@ static void make_room(struct server *s)
         l->waiting = 0; /* polled again (sync_watch) while at the limit */
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            /* EAGAIN: another worker took it */
-            if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
-                log_limit(s, LOG_CRIT, errno == EMFILE || errno == ENFILE
-                                           ? "out of file descriptors: not accepting for now"
-                                           : "accept failed: not accepting for now");
-                s->accept_retry_at = clock_now_ms() + NET_ACCEPT_BACKOFF_MS;
-            }
+            accept_failed(s, errno); /* EAGAIN: another worker took it */
             continue;
         }
         log_debug("connection %d: idle, closed for a new one (at --max-connections)",

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -106,4 +107,10 @@ int net_accept(struct acceptor *ac, int lfd, struct sockaddr_storage *peer)
         }
         return -err;
     }
+}
+
+int net_backlog_waiting(int lfd)
+{
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }

@@ -38,4 +38,8 @@ void acceptor_close(struct acceptor *ac);
  * another -errno from accept4. */
 int net_accept(struct acceptor *ac, int lfd, struct sockaddr_storage *peer);
 
+/* Whether a client waits in listen socket lfd's backlog: a look (a
+ * zero-timeout poll), no accept. */
+int net_backlog_waiting(int lfd);
+
 #endif

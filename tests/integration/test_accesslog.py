@@ -743,6 +743,16 @@ def test_a_fifo_whose_reader_stalls_never_holds_a_cut_line(model, server, tmp_pa
     assert not bad, bad
 
 
+def stop_the_logger(srv):
+    """SIGSTOPs srv's running logger (found on the status page); returns
+    its pid, for the caller's SIGCONT."""
+    logger = wait_for(lambda: status_json(srv)["logger_pid"] or None, timeout=5,
+                      what="a logger pid")
+    wait_for(lambda: comm(logger) == "herd-logger", timeout=3, what="the logger's name")
+    os.kill(logger, signal.SIGSTOP)
+    return logger
+
+
 @own_model
 @pytest.mark.parametrize("model", ["reuseport", "coro", "uring"])
 def test_records_a_stopped_logger_cannot_take_are_said_in_the_error_log(model, server,
@@ -756,10 +766,7 @@ def test_records_a_stopped_logger_cannot_take_are_said_in_the_error_log(model, s
     log = tmp_path / "access.log"
     args = ["--model", model] + (["--threads", "2"] if model == "coro" else [])
     srv = server(*args, "--workers", "1", "--access-log", log, "--status-path", STATUS)
-    logger = wait_for(lambda: status_json(srv)["logger_pid"] or None, timeout=5,
-                      what="a logger pid")
-    wait_for(lambda: comm(logger) == "herd-logger", timeout=3, what="the logger's name")
-    os.kill(logger, signal.SIGSTOP)
+    logger = stop_the_logger(srv)
     try:
         m = marker()
         ua = "U" * 4000   # records of about 4 KiB: the 4 MiB socket fills fast
@@ -789,10 +796,7 @@ def test_a_logger_that_does_not_stop_is_named_at_the_stop_deadline(server, tmp_p
     log = tmp_path / "access.log"
     srv = server("--workers", "1", "--access-log", log, "--status-path", STATUS,
                  "--shutdown-timeout", "1s")
-    logger = wait_for(lambda: status_json(srv)["logger_pid"] or None, timeout=5,
-                      what="a logger pid")
-    wait_for(lambda: comm(logger) == "herd-logger", timeout=3, what="the logger's name")
-    os.kill(logger, signal.SIGSTOP)
+    logger = stop_the_logger(srv)
     assert srv.get("/small.txt?held").status == 200
     t0 = time.monotonic()
     srv.stop(timeout=15)
@@ -812,10 +816,7 @@ def test_records_a_worker_still_holds_when_it_exits_are_counted(model, server, t
     log = tmp_path / "access.log"
     args = ["--model", model] + (["--threads", "2"] if model == "coro" else [])
     srv = server(*args, "--workers", "1", "--access-log", log, "--status-path", STATUS)
-    logger = wait_for(lambda: status_json(srv)["logger_pid"] or None, timeout=5,
-                      what="a logger pid")
-    wait_for(lambda: comm(logger) == "herd-logger", timeout=3, what="the logger's name")
-    os.kill(logger, signal.SIGSTOP)
+    logger = stop_the_logger(srv)
     m = marker()
     sent = 0
     try:

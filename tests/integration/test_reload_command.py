@@ -328,6 +328,19 @@ def test_a_reload_to_another_access_log_is_not_a_logger_death(server, tmp_path):
     assert "[error]" not in text and "restarting it" not in text, text
 
 
+def kill_logger_into_a_backoff(status):
+    """Kills the logger within 10 s of its start, four times, so that its
+    next restart waits out a backoff of 800 ms; status() is the status
+    page as JSON."""
+    for _ in range(4):
+        pid = wait_for(lambda: (lambda s: s["logger_pid"] if s["logger_pid"] and
+                                comm(s["logger_pid"]) == "herd-logger" else None)(status()),
+                       timeout=5, interval=0.05, what="a running logger")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: status()["logger_pid"] != pid, timeout=5, interval=0.02,
+                 what="the death seen")
+
+
 def test_a_reload_during_the_loggers_restart_backoff_leaves_one_logger(server, tmp_path):
     """A logger that died quickly (killed) waits out a backoff before its
     restart; a reload to another access log meanwhile started one at once,
@@ -344,14 +357,7 @@ def test_a_reload_during_the_loggers_restart_backoff_leaves_one_logger(server, t
 
     def status():
         return json.loads(fetch(srv, STATUS).body)
-    # killed within 10 s of its start, four times: a backoff of 800 ms
-    for _ in range(4):
-        pid = wait_for(lambda: (lambda s: s["logger_pid"] if s["logger_pid"] and
-                                comm(s["logger_pid"]) == "herd-logger" else None)(status()),
-                       timeout=5, interval=0.05, what="a running logger")
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: status()["logger_pid"] != pid, timeout=5, interval=0.02,
-                 what="the death seen")
+    kill_logger_into_a_backoff(status)
     log = tmp_path / "b.log"
     cfg.write_text(base + f"access-log = {log}\n")
     assert reload("--pid-file", pidfile).returncode == 0
@@ -378,13 +384,7 @@ def test_a_reload_that_turns_the_access_log_off_during_the_backoff(server, tmp_p
 
     def status():
         return json.loads(fetch(srv, STATUS).body)
-    for _ in range(4):
-        pid = wait_for(lambda: (lambda s: s["logger_pid"] if s["logger_pid"] and
-                                comm(s["logger_pid"]) == "herd-logger" else None)(status()),
-                       timeout=5, interval=0.05, what="a running logger")
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: status()["logger_pid"] != pid, timeout=5, interval=0.02,
-                 what="the death seen")
+    kill_logger_into_a_backoff(status)
     cfg.write_text(base)
     assert reload("--pid-file", pidfile).returncode == 0
     time.sleep(1.5)                    # past the backoff

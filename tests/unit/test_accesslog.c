@@ -342,7 +342,7 @@ TEST(batch_waits_until_half_full_or_20_ms_old)
  * pipe; returns what it wrote there. */
 static const char *stderr_of(void (*fn)(void))
 {
-    static char text[4096];
+    static char written[4096];
     int p[2], saved = dup(2);
     if (pipe2(p, O_NONBLOCK) < 0 || saved < 0)
         abort();
@@ -351,10 +351,10 @@ static const char *stderr_of(void (*fn)(void))
     dup2(saved, 2);
     close(saved);
     close(p[1]);
-    ssize_t n = read(p[0], text, sizeof text - 1);
+    ssize_t n = read(p[0], written, sizeof written - 1);
     close(p[0]);
-    text[n > 0 ? n : 0] = '\0';
-    return text;
+    written[n > 0 ? n : 0] = '\0';
+    return written;
 }
 
 static int lost_sp[2];

@@ -112,15 +112,24 @@ static int busy_fd(void)
     return eventfd(1, EFD_CLOEXEC);
 }
 
+/* A non-blocking pipe of 4096 bytes, f writing into p[1] and never
+ * waiting for it: 1, or 0 when the pipe cannot be made so. */
+static int small_pipe(int p[2], struct alog_file *f)
+{
+    if (!CHECK(pipe2(p, O_NONBLOCK) == 0))
+        return 0;
+    if (!CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
+        return 0;
+    alog_file_init(f, p[1], busy_fd());
+    return 1;
+}
+
 TEST(a_full_pipe_gets_whole_lines_only)
 {
     int p[2];
-    if (!CHECK(pipe2(p, O_NONBLOCK) == 0))
-        return;
-    if (!CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
-        return;
     static struct alog_file f;
-    alog_file_init(&f, p[1], busy_fd());
+    if (!small_pipe(p, &f))
+        return;
     static char text[200 * LINE], out[200 * LINE];
     size_t out_len = 0;
 
@@ -158,12 +167,9 @@ static size_t make_long_lines(char *out, size_t len, int n)
 TEST(a_pipe_cut_short_gets_the_rest_of_its_long_line_first)
 {
     int p[2];
-    if (!CHECK(pipe2(p, O_NONBLOCK) == 0))
-        return;
-    if (!CHECK(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0))
-        return;
     static struct alog_file f;
-    alog_file_init(&f, p[1], busy_fd());
+    if (!small_pipe(p, &f))
+        return;
     static char text[4 * LONG_LINE], out[8 * LONG_LINE];
     size_t out_len = 0;
 
